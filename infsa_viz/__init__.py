@@ -1,0 +1,40 @@
+"""infsa-viz: read the attention of softmax, InfSA and Linear-InfSA vision transformers.
+
+The flat public API re-exports the library's main names. ``import infsa_viz`` needs only
+torch and numpy: streamlit, plotly and captum are imported by the functions that use them.
+"""
+
+from ._version import __version__
+from .attention import (
+    ATTENTION_REGISTRY,
+    VARIANTS,
+    LinearInfSAAttention,
+    PureInfSAAttention,
+    SoftmaxAttention,
+    build_attention,
+    infsa_affinity,
+    linear_infsa_weights,
+    softmax_matrix,
+)
+from .capture import AttentionRecord, capture_attention, record_attention
+from .vit import ViTConfig, VisionTransformer, load_model, save_model
+
+__all__ = [
+    "ATTENTION_REGISTRY",
+    "AttentionRecord",
+    "LinearInfSAAttention",
+    "PureInfSAAttention",
+    "SoftmaxAttention",
+    "VARIANTS",
+    "ViTConfig",
+    "VisionTransformer",
+    "__version__",
+    "build_attention",
+    "capture_attention",
+    "infsa_affinity",
+    "linear_infsa_weights",
+    "load_model",
+    "record_attention",
+    "save_model",
+    "softmax_matrix",
+]

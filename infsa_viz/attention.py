@@ -1,0 +1,252 @@
+"""Attention operators: softmax, pure InfSA and Linear-InfSA.
+
+One registry, :data:`ATTENTION_REGISTRY`, maps each variant name to its module class;
+:data:`VARIANTS` is derived from it, and every other module of the package reads it from here.
+
+All three modules share the same projections (``qkv`` and ``proj``, named as in timm) and differ
+only in how the per-head queries ``q``, keys ``k`` and values ``v`` (each ``(B, H, N, D)``) are
+combined:
+
+* ``softmax``:  ``softmax(q kᵀ / √D) v`` (fused SDPA kernel or explicit path).
+* ``pure_infsa``: ``ρ · Â v`` with ``Â = ReLU(q kᵀ) / (‖ReLU(q kᵀ)‖_F + ε)`` per (batch, head)
+  (Roffo & Palmer, arXiv 2603.00175, Eq. for InfSA).
+* ``linear_infsa``: ``ρ · Σ_j a_j v_j`` broadcast to every token, with ``α_i = ‖q_i‖ / Σ‖q‖``,
+  ``q̄ = Σ α_i q_i`` and ``a_j = ReLU(q̄·k_j) / (Σ_l ReLU(q̄·k_l) + ε)``; O(N·D) time, no N×N
+  tensor.
+
+``ρ = sigmoid(rho_logit)`` stays a tensor on the autograd graph, so it learns.
+
+Attention masks and causal flags are not supported by InfSA; every operator raises
+``NotImplementedError`` for them rather than ignoring them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, ClassVar
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+__all__ = [
+    "ATTENTION_REGISTRY",
+    "VARIANTS",
+    "Attention",
+    "LinearInfSAAttention",
+    "PureInfSAAttention",
+    "SoftmaxAttention",
+    "build_attention",
+    "check_variant",
+    "infsa_affinity",
+    "linear_infsa_weights",
+    "softmax_matrix",
+]
+
+EPS = 1e-6
+
+#: Called by an attention module during ``forward`` with what it computed (see capture.py).
+RecorderFn = Callable[["Attention", dict[str, Any]], None]
+
+
+def infsa_affinity(q: Tensor, k: Tensor, *, eps: float = EPS) -> Tensor:
+    """Dense InfSA matrix ``Â = ReLU(q kᵀ) / (‖ReLU(q kᵀ)‖_F + ε)``, normalised per (B, H).
+
+    Args:
+        q: queries ``(..., N, D)``.
+        k: keys ``(..., N, D)``.
+        eps: added to the Frobenius norm so an all-zero affinity gives ``Â = 0``, not NaN.
+
+    Returns:
+        ``(..., N, N)`` non-negative matrix with Frobenius norm ≤ 1, in ``q``'s dtype. The norm is
+        accumulated in float32 so bfloat16/float16 inputs neither overflow nor lose the scale.
+    """
+    scores = F.relu(q @ k.transpose(-2, -1))  # (..., N, N)
+    norm = torch.linalg.vector_norm(scores.float(), dim=(-2, -1), keepdim=True)  # (..., 1, 1)
+    return (scores.float() / (norm + eps)).to(q.dtype)
+
+
+def softmax_matrix(q: Tensor, k: Tensor) -> Tensor:
+    """Row-stochastic softmax attention ``softmax(q kᵀ / √D)`` of shape ``(..., N, N)``."""
+    scale = q.shape[-1] ** -0.5
+    return torch.softmax((q @ k.transpose(-2, -1)) * scale, dim=-1)
+
+
+def linear_infsa_weights(q: Tensor, k: Tensor, *, eps: float = EPS) -> tuple[Tensor, Tensor, Tensor]:
+    """The three quantities Linear-InfSA computes, in O(N·D) time and O(D) extra state.
+
+    Args:
+        q: queries ``(..., N, D)``.
+        k: keys ``(..., N, D)``.
+        eps: added to both denominators (all-zero queries or affinities give zeros, not NaN).
+
+    Returns:
+        ``(alpha, q_bar, a)``: ``alpha (..., N)`` query weights ``‖q_i‖ / Σ‖q‖``, ``q_bar (..., D)``
+        the weighted mean query, and ``a (..., N)`` the normalised key scores
+        ``ReLU(q̄·k_j) / (Σ ReLU(q̄·k_l) + ε)``: Linear-InfSA's estimate of the Perron vector.
+        Reductions run in float32 and the results are returned in ``q``'s dtype.
+    """
+    qf, kf = q.float(), k.float()
+    q_norm = torch.linalg.vector_norm(qf, dim=-1)  # (..., N)
+    alpha = q_norm / (q_norm.sum(dim=-1, keepdim=True) + eps)  # (..., N)
+    q_bar = (alpha.unsqueeze(-2) @ qf).squeeze(-2)  # (..., D)
+    scores = F.relu((kf @ q_bar.unsqueeze(-1)).squeeze(-1))  # (..., N)
+    a = scores / (scores.sum(dim=-1, keepdim=True) + eps)  # (..., N)
+    return alpha.to(q.dtype), q_bar.to(q.dtype), a.to(q.dtype)
+
+
+class Attention(nn.Module):
+    """Multi-head self-attention shell: projections, head split, and the recorder hook.
+
+    Subclasses implement :meth:`attend` on per-head tensors. ``variant`` names the subclass in
+    :data:`ATTENTION_REGISTRY`.
+
+    Args:
+        dim: token width ``C``; must be divisible by ``num_heads``.
+        num_heads: number of heads ``H``.
+        qkv_bias: bias in the fused q/k/v projection.
+    """
+
+    variant: ClassVar[str]
+    has_rho: ClassVar[bool] = False
+
+    def __init__(self, dim: int, num_heads: int, *, qkv_bias: bool = True) -> None:
+        super().__init__()
+        if num_heads < 1 or dim % num_heads:
+            raise ValueError(
+                f"num_heads={num_heads} must be >= 1 and divide dim={dim}"
+            )
+        self.num_heads = num_heads
+        self.head_dim = dim // num_heads
+        self.qkv = nn.Linear(dim, 3 * dim, bias=qkv_bias)
+        self.proj = nn.Linear(dim, dim)
+        self.recorder: RecorderFn | None = None
+
+    def forward(
+        self, x: Tensor, attn_mask: Tensor | None = None, is_causal: bool = False
+    ) -> Tensor:
+        """Attend over tokens ``x (B, N, C)`` and return ``(B, N, C)``."""
+        if attn_mask is not None or is_causal:
+            raise NotImplementedError(
+                f"{type(self).__name__} does not support attention masks or causal attention; "
+                "they would be silently ignored, so they are refused"
+            )
+        B, N, C = x.shape
+        qkv = self.qkv(x).reshape(B, N, 3, self.num_heads, self.head_dim)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # each (B, H, N, D)
+        out = self.attend(q, k, v)  # (B, H, N, D) or broadcastable (B, H, 1, D)
+        out = out.expand(B, self.num_heads, N, self.head_dim).transpose(1, 2).reshape(B, N, C)
+        return self.proj(out)
+
+    def attend(self, q: Tensor, k: Tensor, v: Tensor) -> Tensor:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def rho(self) -> Tensor | None:
+        """The discount ``ρ`` per head, shape ``(H,)``, or ``None`` for softmax."""
+        return None
+
+    def _record(self, **values: Any) -> None:
+        if self.recorder is not None:
+            self.recorder(self, values)
+
+
+class SoftmaxAttention(Attention):
+    """Standard scaled dot-product attention.
+
+    Args:
+        fused: use ``F.scaled_dot_product_attention`` (default) or the explicit
+            ``softmax(q kᵀ/√D) v``; both give the same result to float tolerance.
+    """
+
+    variant = "softmax"
+
+    def __init__(self, dim: int, num_heads: int, *, fused: bool = True, **kw: Any) -> None:
+        super().__init__(dim, num_heads, **kw)
+        self.fused = fused
+
+    def attend(self, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+        self._record(q=q, k=k)
+        if self.fused:
+            return F.scaled_dot_product_attention(q, k, v)
+        return softmax_matrix(q, k) @ v  # (B, H, N, D)
+
+
+class _RhoMixin(Attention):
+    """Learnable discount ``ρ = sigmoid(rho_logit)``, one per layer or one per head."""
+
+    has_rho = True
+
+    def __init__(
+        self,
+        dim: int,
+        num_heads: int,
+        *,
+        rho_init: float = 0.5,
+        rho_per_head: bool = False,
+        eps: float = EPS,
+        **kw: Any,
+    ) -> None:
+        super().__init__(dim, num_heads, **kw)
+        if not 0.0 < rho_init < 1.0:
+            raise ValueError(f"rho_init={rho_init!r} must lie strictly between 0 and 1")
+        logit = math.log(rho_init / (1.0 - rho_init))
+        self.rho_logit = nn.Parameter(torch.full((num_heads if rho_per_head else 1,), logit))
+        self.eps = eps
+
+    def rho(self) -> Tensor:
+        # Stays on the graph: no .item(), so rho_logit receives a gradient.
+        return torch.sigmoid(self.rho_logit).expand(self.num_heads)  # (H,)
+
+    def _rho_4d(self, dtype: torch.dtype) -> Tensor:
+        return self.rho().to(dtype).view(1, self.num_heads, 1, 1)
+
+
+class PureInfSAAttention(_RhoMixin):
+    """Pure InfSA: ``ρ · Â v`` with the Frobenius-normalised ReLU affinity (O(N²))."""
+
+    variant = "pure_infsa"
+
+    def attend(self, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+        self._record(q=q, k=k)
+        a_hat = infsa_affinity(q, k, eps=self.eps)  # (B, H, N, N)
+        return self._rho_4d(v.dtype) * (a_hat @ v)  # (B, H, N, D)
+
+
+class LinearInfSAAttention(_RhoMixin):
+    """Linear-InfSA: ``ρ · Σ_j a_j v_j`` broadcast to all tokens (O(N·D), no N×N tensor)."""
+
+    variant = "linear_infsa"
+
+    def attend(self, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+        alpha, q_bar, a = linear_infsa_weights(q, k, eps=self.eps)  # (B,H,N), (B,H,D), (B,H,N)
+        self._record(q=q, k=k, alpha=alpha, q_bar=q_bar, a=a)
+        context = (a.unsqueeze(-2).float() @ v.float()).to(v.dtype)  # (B, H, 1, D)
+        return self._rho_4d(v.dtype) * context  # broadcast to (B, H, N, D) by the caller
+
+
+ATTENTION_REGISTRY: dict[str, type[Attention]] = {
+    cls.variant: cls for cls in (SoftmaxAttention, PureInfSAAttention, LinearInfSAAttention)
+}
+#: The variant names, in a fixed order (softmax first, the baseline).
+VARIANTS: tuple[str, ...] = tuple(ATTENTION_REGISTRY)
+
+
+def check_variant(variant: str, *, name: str = "variant") -> str:
+    """Return ``variant`` if it is registered, else raise a ``ValueError`` naming the choices."""
+    if variant not in ATTENTION_REGISTRY:
+        raise ValueError(f"{name}={variant!r} is not a known attention variant; expected one of {list(VARIANTS)}")
+    return variant
+
+
+def build_attention(variant: str, dim: int, num_heads: int, **options: Any) -> Attention:
+    """Build the attention module registered under ``variant``.
+
+    Options that do not apply to the variant (``rho_init``/``rho_per_head`` for softmax,
+    ``fused`` for InfSA) are accepted and dropped, so one model config serves all variants.
+    """
+    cls = ATTENTION_REGISTRY[check_variant(variant)]
+    if not cls.has_rho:
+        options = {k: v for k, v in options.items() if k not in ("rho_init", "rho_per_head", "eps")}
+    else:
+        options.pop("fused", None)
+    return cls(dim, num_heads, **options)

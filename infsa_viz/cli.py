@@ -1,0 +1,97 @@
+"""The ``infsa-viz`` command line: ``main(argv) -> int``.
+
+Each subcommand lives in ``infsa_viz/commands/<name>.py`` and defines ``HELP``,
+``add_arguments(parser)`` and ``run(args) -> int``; modules are imported only when their
+command runs, so ``infsa-viz --help`` stays fast. Library ``ValueError``s become one line on
+stderr and exit code 2; other failures exit 1 with one line (``--debug`` shows the traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+import traceback
+from typing import Sequence
+
+from ._version import __version__
+
+__all__ = ["COMMANDS", "build_parser", "main"]
+
+#: Subcommand name → (module path, one-line help). Help text lives here so --help imports nothing.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "info": ("infsa_viz.commands.info", "describe a saved model directory (config, parameters, rho, card)"),
+}
+
+PROG = "infsa-viz"
+
+
+class _Parser(argparse.ArgumentParser):
+    """ArgumentParser whose usage errors are one line on stderr and exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _common() -> argparse.ArgumentParser:
+    common = _Parser(add_help=False)
+    common.add_argument("--threads", type=int, default=None, metavar="T",
+                        help="torch CPU threads (default: torch's choice)")
+    common.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    common.add_argument("-v", "--verbose", action="store_true", help="log progress details to stderr")
+    return common
+
+
+def build_parser(load_arguments: str | None = None) -> argparse.ArgumentParser:
+    """Build the parser; only the subcommand named by ``load_arguments`` imports its module."""
+    parser = _Parser(prog=PROG, description="Interpretability for InfSA vision transformers.")
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    common = _common()
+    for name, (module_path, help_text) in COMMANDS.items():
+        command = sub.add_parser(name, help=help_text, description=help_text, parents=[common])
+        if name == load_arguments:
+            importlib.import_module(module_path).add_arguments(command)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the process exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    name = next((a for a in argv if a in COMMANDS), None)
+    parser = build_parser(load_arguments=name)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as stop:  # --help, --version, usage errors
+        return int(stop.code or 0)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format=f"{PROG}: %(message)s", stream=sys.stderr)
+    try:
+        if args.threads is not None:
+            if args.threads < 1:
+                raise ValueError(f"--threads={args.threads} must be a positive integer")
+            import torch
+
+            torch.set_num_threads(args.threads)
+        return int(importlib.import_module(COMMANDS[args.command][0]).run(args) or 0)
+    except ValueError as err:
+        if args.debug:
+            traceback.print_exc()
+        print(f"{PROG} {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{PROG} {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as err:  # noqa: BLE001 - the CLI's last line of defence
+        if args.debug:
+            traceback.print_exc()
+        print(f"{PROG} {args.command}: failed: {type(err).__name__}: {err}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # python -m infsa_viz.cli (torchrun uses this)
+    sys.exit(main())

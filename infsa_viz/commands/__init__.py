@@ -1,0 +1,1 @@
+"""Subcommand modules of the ``infsa-viz`` CLI (see :mod:`infsa_viz.cli`)."""

@@ -1,0 +1,310 @@
+"""One Vision Transformer family for all attention variants, with safetensors save/load.
+
+The three variants differ only in the attention operator (see :mod:`infsa_viz.attention`);
+everything else (patch embedding, pre-LN blocks, MLP, head) is shared. Parameter names follow
+timm (``patch_embed.proj``, ``cls_token``, ``pos_embed``, ``blocks.i.attn.qkv``, ...).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .attention import build_attention, check_variant
+from .io import atomic_write, read_json
+
+__all__ = [
+    "CONFIG_FILE",
+    "WEIGHTS_FILE",
+    "ViTConfig",
+    "VisionTransformer",
+    "count_parameters",
+    "load_model",
+    "num_tokens",
+    "save_model",
+]
+
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "model.safetensors"
+POOLS = ("cls", "mean")
+
+
+@dataclass(frozen=True)
+class ViTConfig:
+    """Architecture of a :class:`VisionTransformer`.
+
+    Args:
+        img_size: training image side (square); position embeddings are stored for this grid and
+            interpolated for other sizes at inference.
+        in_chans: input channels.
+        patch_size: patch side; image sides must be divisible by it.
+        embed_dim: token width ``C``.
+        depth: number of blocks.
+        num_heads: heads per attention layer (must divide ``embed_dim``).
+        mlp_ratio: MLP hidden width / ``embed_dim``.
+        pool: ``"cls"`` (classify from a CLS token) or ``"mean"`` (mean of patch tokens).
+        attention: attention variant (a name in ``infsa_viz.attention.VARIANTS``).
+        rho_init: initial ``ρ = sigmoid(logit)`` for InfSA variants, in (0, 1).
+        rho_per_head: one learnable ``ρ`` per head instead of one per layer.
+        num_classes: output classes.
+    """
+
+    img_size: int = 48
+    in_chans: int = 1
+    patch_size: int = 8
+    embed_dim: int = 64
+    depth: int = 4
+    num_heads: int = 4
+    mlp_ratio: float = 4.0
+    pool: str = "cls"
+    attention: str = "softmax"
+    rho_init: float = 0.5
+    rho_per_head: bool = False
+    num_classes: int = 10
+
+    def __post_init__(self) -> None:
+        for name in ("img_size", "in_chans", "patch_size", "embed_dim", "depth", "num_heads", "num_classes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name}={value!r} must be a positive integer")
+        if self.img_size % self.patch_size:
+            raise ValueError(
+                f"img_size={self.img_size} must be divisible by patch_size={self.patch_size}"
+            )
+        if self.embed_dim % self.num_heads:
+            raise ValueError(f"num_heads={self.num_heads} must divide embed_dim={self.embed_dim}")
+        if isinstance(self.mlp_ratio, bool) or not isinstance(self.mlp_ratio, (int, float)) or self.mlp_ratio <= 0:
+            raise ValueError(f"mlp_ratio={self.mlp_ratio!r} must be a positive number")
+        if self.pool not in POOLS:
+            raise ValueError(f"pool={self.pool!r} must be one of {list(POOLS)}")
+        check_variant(self.attention, name="attention")
+        if isinstance(self.rho_init, bool) or not isinstance(self.rho_init, (int, float)) or not 0 < self.rho_init < 1:
+            raise ValueError(f"rho_init={self.rho_init!r} must be a number strictly between 0 and 1")
+        if not isinstance(self.rho_per_head, bool):
+            raise ValueError(f"rho_per_head={self.rho_per_head!r} must be true or false")
+
+    @property
+    def grid(self) -> tuple[int, int]:
+        side = self.img_size // self.patch_size
+        return side, side
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Any, *, source: str = "config") -> "ViTConfig":
+        """Validate a JSON-like mapping; errors name the source, the key and the problem."""
+        if not isinstance(data, dict):
+            raise ValueError(f"{source}: expected a JSON object, got {type(data).__name__}")
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"{source}: unknown keys {unknown}; expected keys among {sorted(known)}")
+        try:
+            return cls(**data)
+        except ValueError as err:
+            raise ValueError(f"{source}: {err}") from None
+
+    def replace(self, **changes: Any) -> "ViTConfig":
+        return dataclasses.replace(self, **changes)
+
+
+class PatchEmbed(nn.Module):
+    """Non-overlapping patches → tokens by reshape + ``nn.Linear`` (faster than Conv2d on CPU)."""
+
+    def __init__(self, patch_size: int, in_chans: int, embed_dim: int) -> None:
+        super().__init__()
+        self.patch_size = patch_size
+        self.in_chans = in_chans
+        self.proj = nn.Linear(in_chans * patch_size * patch_size, embed_dim)
+
+    def forward(self, x: Tensor) -> Tensor:
+        B, C, H, W = x.shape
+        p = self.patch_size
+        h, w = H // p, W // p
+        x = x.reshape(B, C, h, p, w, p).permute(0, 2, 4, 1, 3, 5)  # (B, h, w, C, p, p)
+        return self.proj(x.reshape(B, h * w, C * p * p))  # (B, N, C')
+
+
+class Mlp(nn.Module):
+    def __init__(self, dim: int, hidden: int) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(dim, hidden)
+        self.act = nn.GELU()
+        self.fc2 = nn.Linear(hidden, dim)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.fc2(self.act(self.fc1(x)))
+
+
+class Block(nn.Module):
+    """Pre-LN transformer block: ``x + attn(norm1(x))`` then ``x + mlp(norm2(x))``."""
+
+    def __init__(self, config: ViTConfig) -> None:
+        super().__init__()
+        dim = config.embed_dim
+        self.norm1 = nn.LayerNorm(dim)
+        self.attn = build_attention(
+            config.attention,
+            dim,
+            config.num_heads,
+            rho_init=config.rho_init,
+            rho_per_head=config.rho_per_head,
+        )
+        self.norm2 = nn.LayerNorm(dim)
+        self.mlp = Mlp(dim, int(dim * config.mlp_ratio))
+
+    def forward(self, x: Tensor) -> Tensor:
+        x = x + self.attn(self.norm1(x))
+        return x + self.mlp(self.norm2(x))
+
+
+class VisionTransformer(nn.Module):
+    """ViT with a pluggable attention operator.
+
+    Example:
+        >>> model = VisionTransformer(ViTConfig(attention="linear_infsa"))
+        >>> model(torch.zeros(2, 1, 48, 48)).shape
+        torch.Size([2, 10])
+    """
+
+    def __init__(self, config: ViTConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.patch_size = config.patch_size
+        self.num_prefix_tokens = 1 if config.pool == "cls" else 0
+        dim = config.embed_dim
+        self.patch_embed = PatchEmbed(config.patch_size, config.in_chans, dim)
+        h, w = config.grid
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, dim)) if self.num_prefix_tokens else None
+        self.pos_embed = nn.Parameter(torch.zeros(1, self.num_prefix_tokens + h * w, dim))
+        self.blocks = nn.ModuleList(Block(config) for _ in range(config.depth))
+        self.norm = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, config.num_classes)
+        self._init_weights()
+
+    def _init_weights(self) -> None:
+        nn.init.trunc_normal_(self.pos_embed, std=0.02)
+        if self.cls_token is not None:
+            nn.init.normal_(self.cls_token, std=1e-6)
+        for module in self.modules():
+            if isinstance(module, nn.Linear):
+                nn.init.trunc_normal_(module.weight, std=0.02)
+                if module.bias is not None:
+                    nn.init.zeros_(module.bias)
+
+    def _pos_embed_for(self, h: int, w: int) -> Tensor:
+        """Position embeddings for an ``h × w`` grid (bicubic interpolation of the stored grid)."""
+        prefix = self.pos_embed[:, : self.num_prefix_tokens]
+        grid = self.pos_embed[:, self.num_prefix_tokens :]
+        gh, gw = self.config.grid
+        if (h, w) != (gh, gw):
+            grid = grid.reshape(1, gh, gw, -1).permute(0, 3, 1, 2)  # (1, C, gh, gw)
+            grid = F.interpolate(grid, size=(h, w), mode="bicubic", align_corners=False)
+            grid = grid.permute(0, 2, 3, 1).reshape(1, h * w, -1)
+        return torch.cat([prefix, grid], dim=1)
+
+    def check_input(self, x: Tensor) -> None:
+        """Raise ``ValueError`` unless ``x`` is ``(B, in_chans, H, W)`` with patch-divisible sides."""
+        c, p = self.config.in_chans, self.patch_size
+        if x.dim() != 4 or x.shape[1] != c:
+            raise ValueError(f"images of shape {tuple(x.shape)} must be (B, {c}, H, W)")
+        if x.shape[-2] % p or x.shape[-1] % p or x.shape[-2] < p or x.shape[-1] < p:
+            raise ValueError(
+                f"image size {tuple(x.shape[-2:])} must be positive multiples of patch_size={p}"
+            )
+
+    def forward_features(self, x: Tensor) -> Tensor:
+        """Images ``(B, C, H, W)`` → normalised tokens ``(B, prefix + h·w, C')``."""
+        self.check_input(x)
+        h, w = x.shape[-2] // self.patch_size, x.shape[-1] // self.patch_size
+        tokens = self.patch_embed(x)  # (B, h·w, C')
+        if self.cls_token is not None:
+            tokens = torch.cat([self.cls_token.expand(tokens.shape[0], -1, -1), tokens], dim=1)
+        tokens = tokens + self._pos_embed_for(h, w)
+        for block in self.blocks:
+            tokens = block(tokens)
+        return self.norm(tokens)
+
+    def forward_head(self, tokens: Tensor) -> Tensor:
+        """Tokens ``(B, N, C')`` → logits ``(B, classes)`` (CLS token or mean of patch tokens)."""
+        pooled = tokens[:, 0] if self.num_prefix_tokens else tokens.mean(dim=1)
+        return self.head(pooled)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.forward_head(self.forward_features(x))
+
+    def rho_values(self) -> list[list[float]]:
+        """Learned ``ρ`` per layer, per head (empty lists for softmax layers)."""
+        out = []
+        for block in self.blocks:
+            rho = block.attn.rho()
+            out.append([] if rho is None else [round(float(r), 6) for r in rho.detach()])
+        return out
+
+
+def save_model(model: VisionTransformer, directory: str | Path) -> Path:
+    """Write ``config.json`` and ``model.safetensors`` into ``directory`` (atomically per file)."""
+    from safetensors.torch import save
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
+    atomic_write(directory / WEIGHTS_FILE, save(state, metadata={"format": "pt"}))
+    atomic_write(directory / CONFIG_FILE, json.dumps(model.config.to_dict(), indent=2) + "\n")
+    return directory
+
+
+def load_model(directory: str | Path, *, map_location: str | torch.device = "cpu") -> VisionTransformer:
+    """Load a model saved by :func:`save_model` (no pickle), in eval mode.
+
+    Raises:
+        ValueError: if the directory, config or weights are missing or do not match; the
+            message names the file and the problem.
+    """
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise ValueError(f"model directory {str(directory)!r} does not exist or is not a directory")
+    config = ViTConfig.from_dict(read_json(directory / CONFIG_FILE), source=str(directory / CONFIG_FILE))
+    weights = directory / WEIGHTS_FILE
+    if not weights.is_file():
+        raise ValueError(f"{weights}: missing weights file")
+    try:
+        state = load_file(str(weights), device=str(map_location))
+    except (SafetensorError, OSError) as err:
+        raise ValueError(f"{weights}: not a readable safetensors file ({err})") from None
+    model = VisionTransformer(config)
+    expected = model.state_dict()
+    missing = sorted(set(expected) - set(state))
+    unexpected = sorted(set(state) - set(expected))
+    if missing or unexpected:
+        raise ValueError(
+            f"{weights}: weights do not match {CONFIG_FILE}: missing {missing[:5]}, unexpected {unexpected[:5]}"
+        )
+    for name, tensor in state.items():
+        if tensor.shape != expected[name].shape:
+            raise ValueError(
+                f"{weights}: tensor {name!r} has shape {tuple(tensor.shape)}, "
+                f"config implies {tuple(expected[name].shape)}"
+            )
+    model.load_state_dict(state)
+    return model.eval()
+
+
+def count_parameters(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def num_tokens(config: ViTConfig, image_size: int) -> int:
+    """Tokens a square ``image_size`` input produces (prefix included)."""
+    return (1 if config.pool == "cls" else 0) + (image_size // config.patch_size) ** 2
