@@ -22,6 +22,8 @@ __all__ = ["COMMANDS", "build_parser", "main"]
 #: Subcommand name → (module path, one-line help). Help text lives here so --help imports nothing.
 COMMANDS: dict[str, tuple[str, str]] = {
     "info": ("infsa_viz.commands.info", "describe a saved model directory (config, parameters, rho, card)"),
+    "train": ("infsa_viz.commands.train", "train one attention variant with the matched recipe"),
+    "accuracy": ("infsa_viz.commands.accuracy", "re-evaluate trained models on their test split"),
 }
 
 PROG = "infsa-viz"
@@ -65,6 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as stop:  # --help, --version, usage errors
         return int(stop.code or 0)
+    args.argv = argv
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2

@@ -1,0 +1,63 @@
+"""``infsa-viz train``: train one variant with the matched recipe and write its model card."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from pathlib import Path
+
+from ..attention import VARIANTS
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--variant", required=True, choices=VARIANTS, help="attention variant")
+    parser.add_argument("--out", required=True, help="output model directory (the model card)")
+    parser.add_argument("--epochs", type=int, default=None, help="epochs (default: the recipe's)")
+    parser.add_argument("--seed", type=int, default=0, help="seed for weights, data and shuffling (default 0)")
+    parser.add_argument("--data", default="cluttered-digits", metavar="cluttered-digits|folder:PATH",
+                        help="training data: the built-in benchmark, or an ImageNet-style folder "
+                             "PATH with train/ and test/ class sub-folders")
+    parser.add_argument("--image-size", type=int, default=224, help="image side for folder data (default 224)")
+    parser.add_argument("--patch-size", type=int, default=None, help="patch side (default: the recipe's, 8)")
+    parser.add_argument("--images-per-epoch", type=int, default=None,
+                        help="cluttered-digits images per epoch (default: the recipe's)")
+    parser.add_argument("--test-size", type=int, default=None, help="cluttered-digits test images")
+    parser.add_argument("--batch-size", type=int, default=None)
+    parser.add_argument("--lr", type=float, default=None)
+    parser.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+
+    import torch
+
+    from ..train import TrainConfig, cluttered_digits_data, folder_data, train
+
+    recipe = TrainConfig()
+    model = recipe.model.replace(attention=args.variant)
+    if args.patch_size is not None:
+        model = model.replace(patch_size=args.patch_size)
+    changes = {k: v for k, v in {
+        "epochs": args.epochs,
+        "images_per_epoch": args.images_per_epoch,
+        "test_size": args.test_size,
+        "batch_size": args.batch_size,
+        "lr": args.lr,
+    }.items() if v is not None}
+    if args.data == "cluttered-digits":
+        config = TrainConfig(**{**recipe.to_dict(), **changes, "model": model, "seed": args.seed})
+        data = cluttered_digits_data(config.test_size)
+    elif args.data.startswith("folder:"):
+        data = folder_data(Path(args.data[len("folder:"):]), image_size=args.image_size)
+        model = model.replace(img_size=data.img_size, in_chans=data.in_chans, num_classes=data.num_classes)
+        changes.setdefault("images_per_epoch", len(data.epoch(0, 0, args.seed)[1]))
+        config = TrainConfig(**{**recipe.to_dict(), **changes, "model": model, "seed": args.seed})
+    else:
+        raise ValueError(f"--data={args.data!r} must be 'cluttered-digits' or 'folder:PATH'")
+    command = "infsa-viz " + shlex.join(args.argv)
+    card = train(config, args.out, data=data, resume=args.resume, command=command)
+    summary = {k: card[k] for k in ("variant", "parameters", "epochs", "train_seconds", "test_accuracy",
+                                    "rho_init", "rho_final")}
+    print(json.dumps({"out": str(args.out), **summary, "threads": torch.get_num_threads()}, indent=2))
+    return 0

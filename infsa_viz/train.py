@@ -1,0 +1,398 @@
+"""Matched training of the three attention variants: same data stream, seed and recipe.
+
+The variants differ only in ``ViTConfig.attention``. Training is epoch-resumable: after every
+epoch the model, the AdamW state and the progress are written atomically to ``checkpoint/`` in
+the output directory (safetensors + JSON, no pickle), and ``resume=True`` continues from there
+with the same result as an uninterrupted run (data and shuffling are functions of (seed, epoch)).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import platform
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .io import atomic_write, read_json, write_json
+from .progress import progress
+from .vit import ViTConfig, VisionTransformer, count_parameters, save_model
+
+__all__ = [
+    "CARD_FILE",
+    "TEST_SEED",
+    "TrainConfig",
+    "TrainData",
+    "accuracy",
+    "cluttered_digits_data",
+    "folder_data",
+    "load_card",
+    "predict",
+    "train",
+    "training_report",
+]
+
+log = logging.getLogger(__name__)
+
+CARD_FILE = "card.json"
+CHECKPOINT_DIR = "checkpoint"
+#: The cluttered-digits test split is fixed for every model and training seed.
+TEST_SEED = 20_260_301
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """The matched recipe. Only ``model.attention`` differs between the shipped models.
+
+    Args:
+        model: the architecture (attention variant included).
+        epochs: passes, each over ``images_per_epoch`` freshly generated images.
+        images_per_epoch: training images per epoch.
+        batch_size: images per optimiser step.
+        lr: peak AdamW learning rate (linear warm-up over ``warmup_epochs``, then cosine to 0).
+        weight_decay: AdamW decay on weight matrices (not on biases, norms, embeddings, ρ).
+        warmup_epochs: warm-up length in epochs (may be fractional).
+        seed: seeds the initial weights, the data stream and the shuffling.
+        test_size: images in the held-out test split.
+        label_smoothing: cross-entropy label smoothing.
+    """
+
+    model: ViTConfig = field(default_factory=ViTConfig)
+    epochs: int = 12
+    images_per_epoch: int = 20_000
+    batch_size: int = 128
+    lr: float = 2e-3
+    weight_decay: float = 0.05
+    warmup_epochs: float = 1.0
+    seed: int = 0
+    test_size: int = 2_000
+    label_smoothing: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("epochs", "images_per_epoch", "batch_size", "test_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name}={value!r} must be a positive integer")
+        if not self.lr > 0:
+            raise ValueError(f"lr={self.lr!r} must be positive")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "TrainConfig":
+        data = dict(data)
+        return cls(model=ViTConfig.from_dict(data.pop("model")), **data)
+
+
+@dataclass
+class TrainData:
+    """A data source for :func:`train`.
+
+    Attributes:
+        epoch: ``epoch(index, n, seed) -> (images (n, C, H, W) float32, labels (n,) int64)``:
+            the training images of one epoch (a pure function of its arguments).
+        test: ``(images, labels)`` of the held-out split.
+        description: JSON-able description stored in the card (name, settings, hash).
+        in_chans, img_size, num_classes: what the model must accept.
+    """
+
+    epoch: Callable[[int, int, int], tuple[Tensor, Tensor]]
+    test: tuple[Tensor, Tensor]
+    description: dict[str, Any]
+    in_chans: int
+    img_size: int
+    num_classes: int
+
+
+def cluttered_digits_data(test_size: int) -> TrainData:
+    """The cluttered-digits benchmark: fresh images every epoch, fixed test split."""
+    from .data import ClutteredDigitsConfig, cluttered_epoch, generate_cluttered, to_tensor
+
+    config = ClutteredDigitsConfig()
+
+    def epoch(index: int, n: int, seed: int) -> tuple[Tensor, Tensor]:
+        sample = cluttered_epoch(index, n=n, seed=seed, config=config).sample
+        return to_tensor(sample.images), torch.as_tensor(sample.labels, dtype=torch.int64)
+
+    test = generate_cluttered(test_size, split="test", seed=TEST_SEED, config=config)
+    return TrainData(
+        epoch=epoch,
+        test=(to_tensor(test.images), torch.as_tensor(test.labels, dtype=torch.int64)),
+        description={
+            "name": "cluttered-digits",
+            "settings": config.to_dict(),
+            "settings_hash": config.settings_hash(),
+            "train": "fresh images each epoch from MNIST train digits, seeded by (seed, epoch)",
+            "test": f"{test_size} images from MNIST test digits, seed {TEST_SEED}",
+        },
+        in_chans=1,
+        img_size=config.canvas_size,
+        num_classes=10,
+    )
+
+
+def folder_data(root: Path, *, image_size: int, channels: int = 3) -> TrainData:
+    """An ImageNet-style folder ``root`` with ``train/`` and ``test/`` class sub-folders."""
+    from .data import FolderDataset
+
+    splits = {}
+    for split in ("train", "test"):
+        if not (root / split).is_dir():
+            raise ValueError(f"--data folder:{root} must contain a {split}/ folder of class sub-folders")
+        ds = FolderDataset(root / split, image_size=image_size, channels=channels)
+        images = torch.stack([ds[i][0] for i in range(len(ds))]) if len(ds) else torch.empty(0)
+        labels = torch.tensor([ds[i][1] for i in range(len(ds))], dtype=torch.int64)
+        splits[split] = (images, labels, ds)
+    train_images, train_labels, train_ds = splits["train"]
+    classes = list(getattr(train_ds, "classes", []))
+    if len(train_labels) == 0:
+        raise ValueError(f"--data folder:{root}: train/ holds no images")
+
+    def epoch(index: int, n: int, seed: int) -> tuple[Tensor, Tensor]:
+        return train_images, train_labels
+
+    return TrainData(
+        epoch=epoch,
+        test=splits["test"][:2],
+        description={"name": "folder", "root": str(root), "classes": classes, "image_size": image_size,
+                     "train_images": len(train_labels), "test_images": len(splits["test"][1])},
+        in_chans=channels,
+        img_size=image_size,
+        num_classes=max(len(classes), int(train_labels.max()) + 1),
+    )
+
+
+@torch.no_grad()
+def predict(model: nn.Module, images: Tensor, *, batch_size: int = 256, desc: str | None = None) -> Tensor:
+    """Class probabilities ``(B, classes)`` in evaluation mode, batched."""
+    was_training = model.training
+    model.eval()
+    out = []
+    for start in progress(range(0, len(images), batch_size), desc=desc, unit="batch"):
+        out.append(torch.softmax(model(images[start : start + batch_size]).float(), dim=-1))
+    model.train(was_training)
+    return torch.cat(out)
+
+
+def accuracy(model: nn.Module, images: Tensor, labels: Tensor, *, batch_size: int = 256) -> float:
+    """Top-1 accuracy in [0, 1] as a Python float."""
+    return float((predict(model, images, batch_size=batch_size).argmax(-1) == labels).float().mean())
+
+
+def _param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
+    decay, no_decay = [], []
+    for name, param in model.named_parameters():
+        (decay if param.dim() >= 2 and "pos_embed" not in name else no_decay).append(param)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+def _lr_at(step: int, total: int, warmup: int, peak: float) -> float:
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    progress_ = (step - warmup) / max(1, total - warmup)
+    return 0.5 * peak * (1.0 + math.cos(math.pi * min(1.0, progress_)))
+
+
+def _save_checkpoint(out: Path, model: VisionTransformer, opt: torch.optim.Optimizer, state: dict[str, Any]) -> None:
+    from safetensors.torch import save
+
+    names = {id(p): n for n, p in model.named_parameters()}
+    tensors: dict[str, Tensor] = {f"model.{k}": v.detach().contiguous() for k, v in model.state_dict().items()}
+    steps: dict[str, float] = {}
+    for group in opt.param_groups:
+        for p in group["params"]:
+            s = opt.state.get(p)
+            if s:
+                name = names[id(p)]
+                tensors[f"exp_avg.{name}"] = s["exp_avg"].contiguous()
+                tensors[f"exp_avg_sq.{name}"] = s["exp_avg_sq"].contiguous()
+                steps[name] = float(s["step"])
+    ckpt = out / CHECKPOINT_DIR
+    ckpt.mkdir(parents=True, exist_ok=True)
+    atomic_write(ckpt / "state.safetensors", save(tensors))
+    write_json(ckpt / "progress.json", {**state, "adam_steps": steps})
+
+
+def _load_checkpoint(out: Path, model: VisionTransformer, opt: torch.optim.Optimizer) -> dict[str, Any]:
+    from safetensors.torch import load_file
+
+    ckpt = out / CHECKPOINT_DIR
+    state = read_json(ckpt / "progress.json")
+    tensors = load_file(str(ckpt / "state.safetensors"))
+    model.load_state_dict({k[len("model."):]: v for k, v in tensors.items() if k.startswith("model.")})
+    params = dict(model.named_parameters())
+    for name, step in state.pop("adam_steps").items():
+        opt.state[params[name]] = {
+            "step": torch.tensor(step),
+            "exp_avg": tensors[f"exp_avg.{name}"],
+            "exp_avg_sq": tensors[f"exp_avg_sq.{name}"],
+        }
+    return state
+
+
+def train(
+    config: TrainConfig,
+    out: str | Path,
+    *,
+    data: TrainData | None = None,
+    resume: bool = False,
+    command: str | None = None,
+) -> dict[str, Any]:
+    """Train one model and write the model card directory ``out``.
+
+    ``out`` receives ``config.json``, ``model.safetensors``, ``card.json`` (and ``checkpoint/``
+    while training; removed at the end). Returns the card.
+
+    Raises:
+        ValueError: if ``out`` already holds a finished or partial run and ``resume`` is false,
+            or if ``resume`` is true but there is nothing (compatible) to resume.
+    """
+    out = Path(out)
+    data = data or cluttered_digits_data(config.test_size)
+    if (config.model.in_chans, config.model.img_size) != (data.in_chans, data.img_size):
+        config = dataclasses.replace(
+            config, model=config.model.replace(in_chans=data.in_chans, img_size=data.img_size)
+        )
+    if config.model.num_classes != data.num_classes:
+        config = dataclasses.replace(config, model=config.model.replace(num_classes=data.num_classes))
+    has_ckpt = (out / CHECKPOINT_DIR / "progress.json").is_file()
+    if resume and not has_ckpt:
+        raise ValueError(f"--resume: {out} holds no checkpoint to resume")
+    if not resume and (has_ckpt or (out / CARD_FILE).is_file()):
+        raise ValueError(f"--out {out} already holds a training run; use --resume or another directory")
+
+    torch.manual_seed(config.seed)
+    model = VisionTransformer(config.model)
+    model.set_fused_attention(False)  # same function; SDPA's CPU backward is much slower here
+    opt = torch.optim.AdamW(_param_groups(model, config.weight_decay), lr=config.lr, betas=(0.9, 0.999))
+    steps_per_epoch = math.ceil(config.images_per_epoch / config.batch_size)
+    total_steps = steps_per_epoch * config.epochs
+    warmup = max(1, int(config.warmup_epochs * steps_per_epoch))
+    rho_init = model.rho_values()
+    state: dict[str, Any] = {"epoch": 0, "history": [], "seconds": 0.0, "rho_init": rho_init}
+    if resume:
+        state = _load_checkpoint(out, model, opt)
+        if TrainConfig.from_dict(state["config"]) != config:
+            raise ValueError(f"--resume: the checkpoint in {out} was made with a different recipe")
+        log.info("resuming %s after epoch %d", out, state["epoch"])
+    state["config"] = config.to_dict()
+
+    test_images, test_labels = data.test
+    for epoch in range(state["epoch"], config.epochs):
+        t0 = time.perf_counter()
+        images, labels = data.epoch(epoch, config.images_per_epoch, config.seed)
+        order = torch.randperm(len(images), generator=torch.Generator().manual_seed(config.seed * 1000 + epoch))
+        model.train()
+        loss_sum, correct = 0.0, 0
+        bar = progress(range(steps_per_epoch), desc=f"{config.model.attention} epoch {epoch + 1}/{config.epochs}",
+                       unit="step")
+        for i in bar:
+            idx = order[i * config.batch_size : (i + 1) * config.batch_size]
+            for group in opt.param_groups:
+                group["lr"] = _lr_at(epoch * steps_per_epoch + i, total_steps, warmup, config.lr)
+            logits = model(images[idx])
+            loss = F.cross_entropy(logits, labels[idx], label_smoothing=config.label_smoothing)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            loss_sum += float(loss.detach()) * len(idx)
+            correct += int((logits.argmax(-1) == labels[idx]).sum())
+        seconds = time.perf_counter() - t0
+        test_acc = accuracy(model, test_images, test_labels)
+        state["history"].append({
+            "epoch": epoch + 1,
+            "train_loss": round(loss_sum / len(images), 5),
+            "train_accuracy": round(correct / len(images), 5),
+            "test_accuracy": round(test_acc, 5),
+            "seconds": round(seconds, 2),
+            "rho": model.rho_values(),
+        })
+        state["seconds"] += seconds
+        state["epoch"] = epoch + 1
+        log.info("epoch %d: loss %.4f, test accuracy %.4f", epoch + 1, loss_sum / len(images), test_acc)
+        _save_checkpoint(out, model, opt, state)
+
+    model.set_fused_attention(True)
+    final_acc = accuracy(model, test_images, test_labels)
+    save_model(model, out)
+    card = {
+        "variant": config.model.attention,
+        "parameters": count_parameters(model),
+        "command": command,
+        "recipe": config.to_dict(),
+        "seed": config.seed,
+        "epochs": config.epochs,
+        "train_seconds": round(state["seconds"], 1),
+        "threads": torch.get_num_threads(),
+        "test_accuracy": round(final_acc, 5),
+        "test_size": len(test_labels),
+        "rho_init": state["rho_init"],
+        "rho_final": model.rho_values(),
+        "history": state["history"],
+        "data": data.description,
+        "environment": {"torch": torch.__version__, "python": platform.python_version(),
+                        "machine": platform.machine()},
+    }
+    write_json(out / CARD_FILE, card)
+    for leftover in (out / CHECKPOINT_DIR).glob("*"):
+        leftover.unlink()
+    (out / CHECKPOINT_DIR).rmdir()
+    return card
+
+
+def load_card(directory: str | Path) -> dict[str, Any]:
+    """The ``card.json`` of a trained model directory (``ValueError`` if missing)."""
+    return read_json(Path(directory) / CARD_FILE)
+
+
+def training_report(model_dirs: list[str | Path], *, batch_size: int = 256) -> dict[str, Any]:
+    """Re-evaluate trained models on their test split and collect their cards' figures.
+
+    Each model is loaded from disk and scored on the cluttered-digits test split it was trained
+    for (the card's ``test_size``), so the report checks the card rather than copying it.
+    """
+    from .vit import load_model
+
+    rows = []
+    test_cache: dict[int, tuple[Tensor, Tensor]] = {}
+    for directory in model_dirs:
+        card = load_card(directory)
+        if card.get("data", {}).get("name") != "cluttered-digits":
+            raise ValueError(f"{directory}: training report supports cluttered-digits models only")
+        model = load_model(directory)
+        size = int(card["test_size"])
+        if size not in test_cache:
+            test_cache[size] = cluttered_digits_data(size).test
+        images, labels = test_cache[size]
+        rows.append({
+            "model": str(directory),
+            "variant": card["variant"],
+            "parameters": card["parameters"],
+            "epochs": card["epochs"],
+            "train_seconds": card["train_seconds"],
+            "threads": card["threads"],
+            "test_size": size,
+            "test_accuracy": round(accuracy(model, images, labels, batch_size=batch_size), 5),
+            "card_test_accuracy": card["test_accuracy"],
+            "rho_init": card["rho_init"],
+            "rho_final": model.rho_values(),
+            "command": card.get("command"),
+        })
+    first = load_card(model_dirs[0]) if model_dirs else {}
+    return {
+        "protocol": {
+            "metric": "top-1 accuracy on the cluttered-digits test split (largest digit's class)",
+            "test_split": first.get("data", {}).get("test"),
+            "data_settings_hash": first.get("data", {}).get("settings_hash"),
+        },
+        "results": rows,
+    }
