@@ -1,0 +1,401 @@
+"""Cluttered digits: "name the largest digit" on a faint photo background.
+
+Each image is a ``canvas_size`` x ``canvas_size`` grayscale canvas holding one large *target*
+digit and ``num_distractors`` small digits, all real MNIST digits (:func:`load_mnist_digits`).
+The label is the class of the target, the digit whose tight box has the longest side (target
+sizes are validated to exceed distractor sizes, so "largest" is never ambiguous). Because the
+target's position and ink are known exactly, attention and attribution maps can be scored
+against ``target_boxes`` / ``target_masks``.
+
+Rendering of one digit: crop the 28x28 MNIST digit to its ink bounding box, resize it with
+``cv2.INTER_AREA`` so that its longer side is the sampled size (aspect ratio kept, shorter side
+rounded, at least 1 px), trim the result again to its nonzero pixels, and composite it onto the
+canvas with ``max()``.
+
+Box convention (used across ``infsa_viz.data``): ``(x0, y0, x1, y1)`` in pixels, ``x1`` and
+``y1`` exclusive, so a box covers ``image[y0:y1, x0:x1]``. Boxes here are tight: every nonzero
+pixel of the rendered digit lies inside its box and each of the box's four border lines holds
+at least one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+import operator
+from typing import Literal, NamedTuple
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset
+
+from ._render import (
+    CANDIDATES,
+    PHOTO_COUNT,
+    background_photos,
+    place_all,
+    place_one,
+    render_digit,
+)
+from .mnist import Split, _check_split, load_mnist_digits
+
+__all__ = [
+    "PIXEL_MEAN",
+    "PIXEL_STD",
+    "ClutteredDigits",
+    "ClutteredDigitsConfig",
+    "ClutteredSample",
+    "cluttered_epoch",
+    "denormalize",
+    "generate_cluttered",
+    "to_tensor",
+]
+
+# Mean and standard deviation of images / 255 for the default config, measured on
+# generate_cluttered(50_000, split="train", seed=12345) (tests/data/test_cluttered.py re-measures
+# them on a fresh sample to within 0.01). With these, the normalised dataset mean is 0, the
+# baseline the MoRF metric uses for "dataset mean".
+PIXEL_MEAN = 0.1663
+PIXEL_STD = 0.2046
+
+_SPLIT_CODE = {"train": 1, "test": 2}  # nonzero: SeedSequence ignores trailing zero words
+_STREAM_SAMPLE, _STREAM_EPOCH = 1, 2
+
+
+def _int_pair(name: str, value: object) -> tuple[int, int]:
+    try:
+        pair = tuple(operator.index(v) for v in value)  # type: ignore[union-attr]
+    except TypeError:
+        pair = ()
+    if len(pair) != 2 or pair[0] < 1 or pair[0] > pair[1]:
+        raise ValueError(f"{name}={value!r} is invalid; expected two integers 1 <= low <= high")
+    return pair  # type: ignore[return-value]
+
+
+@dataclasses.dataclass(frozen=True)
+class ClutteredDigitsConfig:
+    """Settings of the cluttered-digits generator.
+
+    ``ClutteredDigitsConfig(**config.to_dict())`` rebuilds an equal config.
+
+    Attributes:
+        canvas_size: Side of the square grayscale canvas in pixels. Default 48.
+        target_size: Inclusive range of the target digit's longer side in pixels. Default
+            ``(18, 22)``.
+        num_distractors: Number of distractor digits ``K``. Default 2.
+        distractor_size: Inclusive range of a distractor's longer side; its upper end must be
+            below ``target_size[0]``. Default ``(9, 12)``.
+        max_overlap: Every pair of digit boxes overlaps by strictly less than this fraction of
+            the smaller box's area. Default 0.10.
+        background: ``"photo"`` (a random crop of scikit-learn's sample photos ``china.jpg`` /
+            ``flower.jpg`` in gray, at one of four scales) or ``"none"`` (black). Default
+            ``"photo"``.
+        background_intensity: The photo is multiplied by this factor, so background pixels are
+            at most ``floor(255 * background_intensity)``. Default 0.25.
+        mask_threshold: ``target_masks`` marks rendered target pixels ``> mask_threshold``.
+            Default 63, the brightest background pixel at the default intensity.
+    """
+
+    canvas_size: int = 48
+    target_size: tuple[int, int] = (18, 22)
+    num_distractors: int = 2
+    distractor_size: tuple[int, int] = (9, 12)
+    max_overlap: float = 0.10
+    background: Literal["photo", "none"] = "photo"
+    background_intensity: float = 0.25
+    mask_threshold: int = 63
+
+    def __post_init__(self) -> None:
+        set_ = functools.partial(object.__setattr__, self)
+        set_("target_size", _int_pair("target_size", self.target_size))
+        set_("distractor_size", _int_pair("distractor_size", self.distractor_size))
+        for name in ("canvas_size", "num_distractors", "mask_threshold"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise ValueError(f"{name}={value!r} is invalid; expected an integer")
+            set_(name, int(value))
+        if self.canvas_size < self.target_size[1]:
+            raise ValueError(
+                f"canvas_size={self.canvas_size} is too small; "
+                f"expected >= target_size[1]={self.target_size[1]}"
+            )
+        if self.distractor_size[1] >= self.target_size[0]:
+            raise ValueError(
+                f"distractor_size={self.distractor_size} is invalid; expected its upper end below "
+                f"target_size[0]={self.target_size[0]} so that the target is the largest digit"
+            )
+        if self.num_distractors < 0:
+            raise ValueError(f"num_distractors={self.num_distractors} is invalid; expected >= 0")
+        if not 0.0 < float(self.max_overlap) <= 1.0:
+            raise ValueError(f"max_overlap={self.max_overlap!r} is invalid; expected 0 < max_overlap <= 1")
+        if self.background not in ("photo", "none"):
+            raise ValueError(f"background={self.background!r} is invalid; expected 'photo' or 'none'")
+        if not 0.0 <= float(self.background_intensity) <= 1.0:
+            raise ValueError(
+                f"background_intensity={self.background_intensity!r} is invalid; expected a value in [0, 1]"
+            )
+        if not 0 <= self.mask_threshold <= 254:
+            raise ValueError(f"mask_threshold={self.mask_threshold} is invalid; expected 0..254")
+        set_("max_overlap", float(self.max_overlap))
+        set_("background_intensity", float(self.background_intensity))
+
+    def to_dict(self) -> dict[str, object]:
+        """Returns the settings as JSON-ready builtins (tuples become lists)."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
+
+    def settings_hash(self) -> str:
+        """Returns the first 16 hex digits of the sha256 of the canonical JSON of :meth:`to_dict`."""
+        canonical = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclasses.dataclass(frozen=True)
+class ClutteredSample:
+    """A generated set of ``n`` cluttered-digit images (all numpy arrays; boxes as in the module doc).
+
+    Attributes:
+        images: ``(n, S, S) uint8`` canvases.
+        labels: ``(n,) int64`` class of the target (largest) digit.
+        target_boxes: ``(n, 4) int64`` tight box of the target's ink.
+        distractor_boxes: ``(n, K, 4) int64`` tight boxes of the distractors' ink.
+        distractor_labels: ``(n, K) int64`` classes of the distractors (may equal the label).
+        target_masks: ``(n, S, S) bool`` target pixels ``> config.mask_threshold``.
+        target_indices: ``(n,) int64`` row of the target in ``load_mnist_digits(split)``.
+        distractor_indices: ``(n, K) int64`` rows of the distractors in the same pool.
+    """
+
+    images: np.ndarray
+    labels: np.ndarray
+    target_boxes: np.ndarray
+    distractor_boxes: np.ndarray
+    distractor_labels: np.ndarray
+    target_masks: np.ndarray
+    target_indices: np.ndarray
+    distractor_indices: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.labels.shape[0])
+
+
+class _DigitPool(NamedTuple):
+    images: np.ndarray  # (M, 28, 28) uint8
+    labels: np.ndarray  # (M,) int64
+    ink_boxes: np.ndarray  # (M, 4) int64, tight (x0, y0, x1, y1)
+
+
+@functools.lru_cache(maxsize=2)
+def _digit_pool(split: Split) -> _DigitPool:
+    """The digits of one split with their ink boxes; the only place the generator reads digits."""
+    images, labels = load_mnist_digits(split)
+    rows, cols = images.any(axis=2), images.any(axis=1)  # (M, 28) each
+    side = images.shape[1]
+    ink = np.stack(
+        [cols.argmax(1), rows.argmax(1), side - cols[:, ::-1].argmax(1), side - rows[:, ::-1].argmax(1)],
+        axis=1,
+    ).astype(np.int64)
+    ink.setflags(write=False)
+    return _DigitPool(images, labels, ink)
+
+
+def _non_negative_int(name: str, value: object) -> int:
+    if isinstance(value, bool):
+        raise ValueError(f"{name}={value!r} is invalid; expected a non-negative integer")
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise ValueError(f"{name}={value!r} is invalid; expected a non-negative integer") from None
+    if value < 0:
+        raise ValueError(f"{name}={value} is invalid; expected a non-negative integer")
+    return value
+
+
+def _generate(n: int, split: Split, entropy: list[int], cfg: ClutteredDigitsConfig) -> ClutteredSample:
+    pool = _digit_pool(split)
+    rng = np.random.default_rng(np.random.SeedSequence(entropy))
+    S, K = cfg.canvas_size, cfg.num_distractors
+    # All per-image random choices are drawn up front, vectorised.
+    tgt_idx = rng.integers(0, len(pool.labels), size=n)
+    dis_idx = rng.integers(0, len(pool.labels), size=(n, K))
+    tgt_size = rng.integers(cfg.target_size[0], cfg.target_size[1] + 1, size=n)
+    dis_size = rng.integers(cfg.distractor_size[0], cfg.distractor_size[1] + 1, size=(n, K))
+    photo_pick = rng.integers(0, PHOTO_COUNT, size=n)
+    photo_u = rng.random((n, 2))
+    pos_u = rng.random((n, K + 1, CANDIDATES, 2))
+
+    patches: list[list[np.ndarray]] = []
+    for i in range(n):
+        target = render_digit(pool.images[tgt_idx[i]], pool.ink_boxes[tgt_idx[i]], int(tgt_size[i]))
+        row = [target]
+        for k in range(K):
+            size, d = int(dis_size[i, k]), dis_idx[i, k]
+            patch = render_digit(pool.images[d], pool.ink_boxes[d], size)
+            while size > 1 and max(patch.shape) >= max(target.shape):  # target strictly the largest
+                size -= 1
+                patch = render_digit(pool.images[d], pool.ink_boxes[d], size)
+            row.append(patch)
+        patches.append(row)
+    wh = np.array([[p.shape[::-1] for p in row] for row in patches], dtype=np.int64).reshape(n, K + 1, 2)
+    boxes, placed = place_all(wh, pos_u, canvas_size=S, max_overlap=cfg.max_overlap)
+    for i in np.flatnonzero(~placed):  # rare: fall back to sequential rejection sampling
+        layout = place_one(wh[i], rng, canvas_size=S, max_overlap=cfg.max_overlap)
+        if layout is None:
+            raise ValueError(
+                f"config={cfg!r} is too crowded: {K + 1} digits found no layout with "
+                f"max_overlap={cfg.max_overlap}"
+            )
+        boxes[i] = layout
+
+    images = np.zeros((n, S, S), dtype=np.uint8)
+    masks = np.zeros((n, S, S), dtype=bool)
+    photos = background_photos(cfg.background_intensity) if cfg.background == "photo" else ()
+    for i in range(n):
+        canvas = images[i]
+        if photos:
+            photo = photos[photo_pick[i]]
+            oy = int(photo_u[i, 0] * (photo.shape[0] - S + 1))
+            ox = int(photo_u[i, 1] * (photo.shape[1] - S + 1))
+            canvas[...] = photo[oy : oy + S, ox : ox + S]
+        for patch, (x0, y0, x1, y1) in zip(patches[i], boxes[i], strict=True):
+            region = canvas[y0:y1, x0:x1]
+            np.maximum(region, patch, out=region)
+        x0, y0, x1, y1 = boxes[i, 0]
+        masks[i, y0:y1, x0:x1] = patches[i][0] > cfg.mask_threshold
+    return ClutteredSample(
+        images=images,
+        labels=pool.labels[tgt_idx].astype(np.int64),
+        target_boxes=boxes[:, 0].copy(),
+        distractor_boxes=boxes[:, 1:].copy(),
+        distractor_labels=pool.labels[dis_idx].astype(np.int64).reshape(n, K),
+        target_masks=masks,
+        target_indices=tgt_idx.astype(np.int64),
+        distractor_indices=dis_idx.astype(np.int64),
+    )
+
+
+def generate_cluttered(
+    n: int, *, split: Split, seed: int, config: ClutteredDigitsConfig = ClutteredDigitsConfig()
+) -> ClutteredSample:
+    """Generates ``n`` cluttered-digit images.
+
+    Deterministic: the same ``(n, split, seed, config)`` gives byte-identical arrays (with the
+    same numpy/OpenCV/scikit-learn builds). ``split="train"`` draws digits only from
+    ``load_mnist_digits("train")`` (MNIST training images), ``"test"`` only from the test pool.
+
+    Args:
+        n: Number of images, ``>= 0``.
+        split: ``"train"`` or ``"test"``.
+        seed: Non-negative seed; the generator is ``np.random.default_rng`` seeded from
+            ``(seed, split)``.
+        config: Generator settings. Default ``ClutteredDigitsConfig()``.
+
+    Returns:
+        A :class:`ClutteredSample`.
+
+    Raises:
+        ValueError: If ``n``, ``split`` or ``seed`` is invalid, or the config leaves no room.
+
+    Example:
+        >>> sample = generate_cluttered(4, split="test", seed=0)
+        >>> sample.images.shape, sample.target_boxes.shape
+        ((4, 48, 48), (4, 4))
+    """
+    n = _non_negative_int("n", n)
+    _check_split(split)
+    seed = _non_negative_int("seed", seed)
+    return _generate(n, split, [seed, _STREAM_SAMPLE, _SPLIT_CODE[split]], config)
+
+
+def to_tensor(images: np.ndarray) -> torch.Tensor:
+    """Converts uint8 images ``(n, H, W)`` to normalised float32 ``(n, 1, H, W)``.
+
+    Each pixel becomes ``(x / 255 - PIXEL_MEAN) / PIXEL_STD``.
+
+    Args:
+        images: ``(n, H, W) uint8`` images.
+
+    Returns:
+        ``(n, 1, H, W) float32`` tensor.
+
+    Raises:
+        TypeError: If ``images`` is not a numpy array of dtype uint8.
+        ValueError: If ``images`` is not 3-D.
+    """
+    if not isinstance(images, np.ndarray) or images.dtype != np.uint8:
+        raise TypeError(
+            f"images has type {type(images).__name__} (dtype {getattr(images, 'dtype', None)}); "
+            "expected a uint8 numpy array"
+        )
+    if images.ndim != 3:
+        raise ValueError(f"images has shape {images.shape}; expected (n, H, W)")
+    x = torch.from_numpy(images.astype(np.float32))  # (n, H, W)
+    return ((x / 255.0 - PIXEL_MEAN) / PIXEL_STD).unsqueeze(1)  # (n, 1, H, W)
+
+
+def denormalize(tensor: torch.Tensor) -> torch.Tensor:
+    """Inverts :func:`to_tensor`: returns ``tensor * PIXEL_STD + PIXEL_MEAN`` clamped to [0, 1]."""
+    if not isinstance(tensor, torch.Tensor) or not tensor.is_floating_point():
+        raise TypeError(f"tensor has type {type(tensor).__name__}; expected a floating-point torch.Tensor")
+    return (tensor * PIXEL_STD + PIXEL_MEAN).clamp(0.0, 1.0)
+
+
+class ClutteredDigits(Dataset):
+    """Torch dataset over a generated :class:`ClutteredSample`.
+
+    Items are ``(image, label)``: ``image`` is ``(1, S, S) float32`` normalised by
+    :func:`to_tensor`, ``label`` a Python ``int``. Boxes and masks are in ``self.sample``.
+
+    Args:
+        n: Number of images.
+        split: ``"train"`` or ``"test"``.
+        seed: Non-negative seed (see :func:`generate_cluttered`).
+        config: Generator settings. Default ``ClutteredDigitsConfig()``.
+    """
+
+    def __init__(
+        self, n: int, *, split: Split, seed: int, config: ClutteredDigitsConfig = ClutteredDigitsConfig()
+    ) -> None:
+        self.config = config
+        self.sample = generate_cluttered(n, split=split, seed=seed, config=config)
+
+    @classmethod
+    def from_sample(cls, sample: ClutteredSample, *, config: ClutteredDigitsConfig) -> ClutteredDigits:
+        """Wraps an existing sample (generated with ``config``) without regenerating it."""
+        dataset = cls.__new__(cls)
+        dataset.config, dataset.sample = config, sample
+        return dataset
+
+    def __len__(self) -> int:
+        return len(self.sample)
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
+        image = self.sample.images[index]  # (S, S)
+        return to_tensor(image[None])[0], int(self.sample.labels[index])
+
+    def boxes(self, index: int) -> np.ndarray:
+        """Returns the target's box as ``(1, 4) int64`` (the interface of ``FolderDataset.boxes``)."""
+        return self.sample.target_boxes[index][None].copy()
+
+
+def cluttered_epoch(
+    epoch: int, *, n: int, seed: int, config: ClutteredDigitsConfig = ClutteredDigitsConfig()
+) -> ClutteredDigits:
+    """Generates a fresh training set for one epoch, determined by ``(seed, epoch)``.
+
+    Different epochs give different images; every epoch draws only from the train digit pool.
+
+    Args:
+        epoch: Non-negative epoch number.
+        n: Number of images.
+        seed: Non-negative run seed.
+        config: Generator settings. Default ``ClutteredDigitsConfig()``.
+
+    Returns:
+        A :class:`ClutteredDigits` dataset.
+    """
+    epoch = _non_negative_int("epoch", epoch)
+    n = _non_negative_int("n", n)
+    seed = _non_negative_int("seed", seed)
+    sample = _generate(n, "train", [seed, _STREAM_EPOCH, _SPLIT_CODE["train"], epoch], config)
+    return ClutteredDigits.from_sample(sample, config=config)

@@ -1,0 +1,294 @@
+"""Bring-your-own images: an ImageNet-style class-folder dataset with optional VOC-style boxes.
+
+Layout::
+
+    root/<class name>/<image>.png|.jpg|.jpeg|.bmp     classes are the sorted sub-folder names
+    boxes_dir/<image stem>.xml                         optional, one Pascal-VOC file per image
+
+Boxes follow the package convention ``(x0, y0, x1, y1)``, ``x1``/``y1`` exclusive. Pascal VOC
+stores 1-based inclusive pixel indices, so a VOC box ``xmin..xmax`` becomes
+``x0 = xmin - 1``, ``x1 = xmax`` (likewise for y); with ``one_based=False`` (0-based inclusive
+files) it becomes ``x0 = xmin``, ``x1 = xmax + 1``. Boxes are checked against the image size
+before conversion and, when scaled to a resized image, rounded outwards (``floor`` of the start,
+``ceil`` of the end) so the scaled box still covers the object.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+from xml.etree.ElementTree import Element, ParseError
+
+import cv2
+import defusedxml
+import defusedxml.ElementTree
+import numpy as np
+import torch
+from torch.utils.data import Dataset
+
+__all__ = ["IMAGE_EXTENSIONS", "FolderDataset", "parse_voc_boxes"]
+
+IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp")
+Box = tuple[int, int, int, int]
+_EPS = 1e-9  # keeps exact products such as 10 * 0.5 from rounding outwards by float noise
+
+
+def _child_text(node: Element, tag: str, path: Path) -> str:
+    child = node.find(tag)
+    if child is None or child.text is None or not child.text.strip():
+        raise ValueError(f"{path}: <{node.tag}> has no <{tag}> value")
+    return child.text.strip()
+
+
+def _number(node: Element, tag: str, path: Path) -> float:
+    text = _child_text(node, tag, path)
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{path}: <{tag}>{text}</{tag}> is not a number") from None
+    if not math.isfinite(value):
+        raise ValueError(f"{path}: <{tag}>{text}</{tag}> is not a finite number")
+    return value
+
+
+def _read_voc(path: Path, *, one_based: bool) -> tuple[tuple[int, int], list[tuple[str, tuple[float, ...]]]]:
+    """Parses and validates one VOC file; returns ``((width, height), [(name, float box), ...])``."""
+    try:
+        root = defusedxml.ElementTree.parse(os.fspath(path), forbid_dtd=True).getroot()
+    except defusedxml.DefusedXmlException as err:
+        raise ValueError(
+            f"{path}: unsafe XML rejected, DTDs and entities are not allowed ({err!r})"
+        ) from None
+    except ParseError as err:
+        raise ValueError(f"{path}: malformed XML ({err})") from None
+    if root.tag != "annotation":
+        raise ValueError(f"{path}: root element is <{root.tag}>, expected <annotation>")
+    size = root.find("size")
+    if size is None:
+        raise ValueError(f"{path}: <annotation> has no <size>")
+    width, height = _number(size, "width", path), _number(size, "height", path)
+    if width < 1 or height < 1 or width != int(width) or height != int(height):
+        raise ValueError(f"{path}: image size {width}x{height} is invalid; expected positive integers")
+    image_wh = (int(width), int(height))
+    lo = 1.0 if one_based else 0.0
+    objects = []
+    for obj in root.findall("object"):
+        name = _child_text(obj, "name", path)
+        bndbox = obj.find("bndbox")
+        if bndbox is None:
+            raise ValueError(f"{path}: object {name!r} has no <bndbox>")
+        xmin, ymin, xmax, ymax = (_number(bndbox, t, path) for t in ("xmin", "ymin", "xmax", "ymax"))
+        if not (lo <= xmin <= xmax <= image_wh[0] - 1 + lo and lo <= ymin <= ymax <= image_wh[1] - 1 + lo):
+            raise ValueError(
+                f"{path}: box (xmin={xmin:g}, ymin={ymin:g}, xmax={xmax:g}, ymax={ymax:g}) of {name!r} is "
+                f"inverted or outside the {image_wh[0]}x{image_wh[1]} image; expected "
+                f"{lo:g} <= xmin <= xmax <= {image_wh[0] - 1 + lo:g} and "
+                f"{lo:g} <= ymin <= ymax <= {image_wh[1] - 1 + lo:g} "
+                f"({'1' if one_based else '0'}-based inclusive)"
+            )
+        objects.append((name, (xmin - lo, ymin - lo, xmax - lo + 1.0, ymax - lo + 1.0)))
+    return image_wh, objects
+
+
+def _to_int_box(box: Sequence[float], sx: float, sy: float, width: int, height: int) -> Box:
+    x0, y0, x1, y1 = box
+    return (
+        max(0, math.floor(x0 * sx + _EPS)),
+        max(0, math.floor(y0 * sy + _EPS)),
+        min(width, math.ceil(x1 * sx - _EPS)),
+        min(height, math.ceil(y1 * sy - _EPS)),
+    )
+
+
+def parse_voc_boxes(
+    path: str | os.PathLike[str], *, image_size: int | None = None, one_based: bool = True
+) -> list[tuple[str, Box]]:
+    """Reads the boxes of a Pascal-VOC / ImageNet-style annotation file.
+
+    The XML is parsed with ``defusedxml`` with DTDs forbidden, so entity-expansion ("billion
+    laughs") and external-entity files are rejected instead of expanded.
+
+    Args:
+        path: The ``.xml`` file (``<annotation><size><width/><height/></size><object><name/>
+            <bndbox><xmin/><ymin/><xmax/><ymax/></bndbox></object>...``).
+        image_size: If given, boxes are scaled from the ``<size>`` of the file to an
+            ``image_size`` x ``image_size`` image and rounded outwards. Default ``None`` (boxes
+            in original pixels).
+        one_based: The file's coordinates are 1-based inclusive (Pascal VOC). Set ``False``
+            for 0-based inclusive files. Default ``True``.
+
+    Returns:
+        ``[(name, (x0, y0, x1, y1)), ...]`` in file order, ``x1``/``y1`` exclusive, ints.
+
+    Raises:
+        ValueError: Naming the file, if the XML is unsafe or malformed, a field is missing,
+            or a box is inverted or outside the image (the message gives box and image size).
+    """
+    if image_size is not None and (
+        isinstance(image_size, bool) or not isinstance(image_size, int) or image_size < 1
+    ):
+        raise ValueError(f"image_size={image_size!r} is invalid; expected a positive int or None")
+    path = Path(path)
+    (width, height), objects = _read_voc(path, one_based=one_based)
+    if image_size is None:
+        return [(name, _to_int_box(box, 1.0, 1.0, width, height)) for name, box in objects]
+    sx, sy = image_size / width, image_size / height
+    return [(name, _to_int_box(box, sx, sy, image_size, image_size)) for name, box in objects]
+
+
+def _read_image(path: Path) -> np.ndarray:
+    """Decodes an image file as uint8 ``(H, W)`` gray, ``(H, W, 3)`` BGR or ``(H, W, 4)`` BGRA."""
+    image = cv2.imdecode(np.fromfile(path, dtype=np.uint8), cv2.IMREAD_UNCHANGED)
+    if image is None:
+        raise ValueError(f"{path}: not a readable image")
+    if image.dtype == np.uint16:
+        image = (image // 257).astype(np.uint8)
+    if image.dtype != np.uint8:
+        raise ValueError(f"{path}: pixel type {image.dtype} is not supported; expected 8- or 16-bit")
+    if image.ndim == 3 and image.shape[2] == 1:
+        image = image[:, :, 0]
+    if image.ndim not in (2, 3) or (image.ndim == 3 and image.shape[2] not in (3, 4)):
+        raise ValueError(f"{path}: image shape {image.shape} is not gray, RGB or RGBA")
+    return image
+
+
+def _convert(image: np.ndarray, channels: Literal[1, 3]) -> np.ndarray:
+    """Returns ``(H, W)`` gray (channels 1) or ``(H, W, 3)`` RGB (channels 3); alpha is dropped."""
+    if image.ndim == 2:
+        return image if channels == 1 else np.repeat(image[:, :, None], 3, axis=2)
+    bgr = image[:, :, :3]
+    return cv2.cvtColor(bgr, cv2.COLOR_BGR2GRAY) if channels == 1 else cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
+
+
+def _per_channel(name: str, value: float | Sequence[float] | None, channels: int) -> np.ndarray | None:
+    if value is None:
+        return None
+    values = np.atleast_1d(np.asarray(value, dtype=np.float64))
+    if values.ndim != 1 or values.size not in (1, channels) or not np.all(np.isfinite(values)):
+        raise ValueError(f"{name}={value!r} is invalid; expected a number or {channels} numbers")
+    if name == "std" and np.any(values <= 0):
+        raise ValueError(f"std={value!r} is invalid; expected positive values")
+    return np.broadcast_to(values, (channels,)).astype(np.float32)
+
+
+class FolderDataset(Dataset):
+    """Images in class sub-folders, resized to a square, with optional VOC boxes.
+
+    Items are ``(image, label)``: ``image`` is ``(C, S, S) float32`` with values ``x / 255``
+    (then ``(x - mean) / std`` per channel when ``mean``/``std`` are given), ``label`` the index
+    of the class folder in sorted order. Gray, RGB and RGBA files are read (alpha is dropped)
+    and converted to ``channels``; 16-bit files are reduced to 8 bits. Images are resized to
+    ``S x S`` without keeping the aspect ratio (``cv2.INTER_AREA`` when no side grows,
+    ``cv2.INTER_LINEAR`` otherwise).
+
+    Args:
+        root: Folder with one sub-folder per class.
+        image_size: Side ``S`` of the resized images.
+        channels: 1 (gray) or 3 (RGB).
+        boxes_dir: Folder of ``<image stem>.xml`` VOC files; images without a file have no boxes.
+            Default ``None``.
+        mean: Per-channel mean (or one number) of ``x / 255`` to subtract. Default ``None``.
+        std: Per-channel standard deviation (or one number) to divide by. Default ``None``.
+        one_based: Coordinates in the XML files are 1-based (Pascal VOC). Default ``True``.
+
+    Attributes:
+        classes: Sorted class names; ``class_to_idx`` maps them to labels.
+        samples: ``[(path, label), ...]`` sorted by class, then file name.
+
+    Raises:
+        ValueError: If an option is invalid, ``root`` or ``boxes_dir`` is not a folder, or no
+            image is found.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        image_size: int,
+        channels: Literal[1, 3],
+        boxes_dir: str | os.PathLike[str] | None = None,
+        mean: float | Sequence[float] | None = None,
+        std: float | Sequence[float] | None = None,
+        one_based: bool = True,
+    ) -> None:
+        if isinstance(image_size, bool) or not isinstance(image_size, int) or image_size < 1:
+            raise ValueError(f"image_size={image_size!r} is invalid; expected a positive int")
+        if channels not in (1, 3) or isinstance(channels, bool):
+            raise ValueError(f"channels={channels!r} is invalid; expected 1 or 3")
+        self.root = Path(root)
+        if not self.root.is_dir():
+            raise ValueError(f"root={os.fspath(root)!r} is not a folder")
+        self.boxes_dir = None if boxes_dir is None else Path(boxes_dir)
+        if self.boxes_dir is not None and not self.boxes_dir.is_dir():
+            raise ValueError(f"boxes_dir={os.fspath(boxes_dir)!r} is not a folder")
+        self.image_size, self.channels, self.one_based = image_size, channels, one_based
+        self._mean = _per_channel("mean", mean, channels)
+        self._std = _per_channel("std", std, channels)
+        self.classes = sorted(
+            d.name for d in self.root.iterdir() if d.is_dir() and not d.name.startswith(".")
+        )
+        self.class_to_idx = {name: i for i, name in enumerate(self.classes)}
+        self.samples = [
+            (f, self.class_to_idx[name])
+            for name in self.classes
+            for f in sorted((self.root / name).iterdir())
+            if f.is_file() and f.suffix.lower() in IMAGE_EXTENSIONS and not f.name.startswith(".")
+        ]
+        if not self.samples:
+            raise ValueError(
+                f"root={os.fspath(root)!r} holds no {'/'.join(IMAGE_EXTENSIONS)} image in a class folder"
+            )
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
+        path, label = self.samples[index]
+        image = _convert(_read_image(path), self.channels)  # (H, W) or (H, W, 3)
+        h, w = image.shape[:2]
+        shrink = self.image_size <= min(h, w)
+        image = cv2.resize(
+            image,
+            (self.image_size, self.image_size),
+            interpolation=cv2.INTER_AREA if shrink else cv2.INTER_LINEAR,
+        )
+        x = image.astype(np.float32).reshape(self.image_size, self.image_size, self.channels) / 255.0
+        if self._mean is not None:
+            x = x - self._mean
+        if self._std is not None:
+            x = x / self._std
+        return torch.from_numpy(np.ascontiguousarray(x.transpose(2, 0, 1))), label  # (C, S, S)
+
+    def box_file(self, index: int) -> Path | None:
+        """Returns the VOC file of item ``index`` (``boxes_dir/<stem>.xml``) if it exists."""
+        if self.boxes_dir is None:
+            return None
+        xml = self.boxes_dir / (self.samples[index][0].stem + ".xml")
+        return xml if xml.is_file() else None
+
+    def boxes(self, index: int) -> np.ndarray:
+        """Returns the boxes of item ``index`` scaled to ``S x S``, as ``(K, 4) int64``.
+
+        ``K`` is 0 without ``boxes_dir`` or without an XML file for the image. Boxes are
+        validated against the size recorded in the XML, which must match the image file.
+
+        Raises:
+            ValueError: Naming the file, if the XML is invalid (see :func:`parse_voc_boxes`)
+                or its size differs from the image's.
+        """
+        xml = self.box_file(index)
+        if xml is None:
+            return np.zeros((0, 4), dtype=np.int64)
+        (width, height), objects = _read_voc(xml, one_based=self.one_based)
+        path = self.samples[index][0]
+        actual_h, actual_w = _read_image(path).shape[:2]
+        if (width, height) != (actual_w, actual_h):
+            raise ValueError(
+                f"{xml}: <size> {width}x{height} differs from the image {path} ({actual_w}x{actual_h})"
+            )
+        s = self.image_size
+        rows = [_to_int_box(box, s / width, s / height, s, s) for _, box in objects]
+        return np.array(rows, dtype=np.int64).reshape(-1, 4)

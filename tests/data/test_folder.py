@@ -1,0 +1,236 @@
+"""Tests of the bring-your-own-data folder dataset (infsa_viz/data/folder.py)."""
+
+import time
+
+import cv2
+import numpy as np
+import pytest
+import torch
+
+from infsa_viz.data import FolderDataset, parse_voc_boxes
+
+BILLION_LAUGHS = """<?xml version="1.0"?>
+<!DOCTYPE lolz [
+ <!ENTITY lol "lol">
+ <!ENTITY lol1 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">
+ <!ENTITY lol2 "&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;">
+ <!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">
+ <!ENTITY lol4 "&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;">
+ <!ENTITY lol5 "&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;">
+ <!ENTITY lol6 "&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;">
+ <!ENTITY lol7 "&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;">
+ <!ENTITY lol8 "&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;">
+ <!ENTITY lol9 "&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;">
+]>
+<annotation><size><width>40</width><height>20</height></size>
+<object><name>&lol9;</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>2</xmax><ymax>2</ymax></bndbox></object>
+</annotation>
+"""
+
+EXTERNAL_ENTITY = """<?xml version="1.0"?>
+<!DOCTYPE annotation [<!ENTITY secret SYSTEM "file:///etc/passwd">]>
+<annotation><size><width>40</width><height>20</height></size>
+<object><name>&secret;</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>2</xmax><ymax>2</ymax></bndbox></object>
+</annotation>
+"""
+
+
+def voc_xml(width, height, objects):
+    body = "".join(
+        f"<object><name>{name}</name><bndbox><xmin>{x0}</xmin><ymin>{y0}</ymin>"
+        f"<xmax>{x1}</xmax><ymax>{y1}</ymax></bndbox></object>"
+        for name, (x0, y0, x1, y1) in objects
+    )
+    size = f"<size><width>{width}</width><height>{height}</height><depth>3</depth></size>"
+    return f"<annotation>{size}{body}</annotation>"
+
+
+def write_image(path, image):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ok, encoded = cv2.imencode(path.suffix, image)
+    assert ok
+    encoded.tofile(path)
+
+
+@pytest.fixture
+def tree(tmp_path):
+    """root/{cat,dog,élan}/..., a 40x20 red image with boxes, a gray one, an RGBA one, noise files."""
+    root, boxes = tmp_path / "images", tmp_path / "boxes"
+    red = np.zeros((20, 40, 3), np.uint8)
+    red[..., 2] = 255  # BGR: pure red
+    write_image(root / "dog" / "red.png", red)
+    write_image(root / "cat" / "gray.png", np.full((20, 40), 128, np.uint8))
+    rgba = np.zeros((30, 30, 4), np.uint8)
+    rgba[..., 0] = 200  # blue
+    rgba[..., 3] = 0  # fully transparent: alpha is dropped, not composited
+    write_image(root / "cat" / "alpha.png", rgba)
+    write_image(root / "élan" / "green.jpg", np.tile(np.array([0, 255, 0], np.uint8), (16, 16, 1)))
+    (root / "cat" / "notes.txt").write_text("not an image")
+    (root / ".hidden").mkdir()
+    write_image(root / ".hidden" / "x.png", red)
+    boxes.mkdir()
+    (boxes / "red.xml").write_text(voc_xml(40, 20, [("fox", (11, 1, 20, 10)), ("fox", (1, 1, 40, 20))]))
+    return root, boxes
+
+
+def test_class_discovery_and_labels(tree):
+    root, _ = tree
+    ds = FolderDataset(root, image_size=16, channels=3)
+    assert ds.classes == ["cat", "dog", "élan"]
+    assert [(p.name, label) for p, label in ds.samples] == [
+        ("alpha.png", 0),
+        ("gray.png", 0),
+        ("red.png", 1),
+        ("green.jpg", 2),
+    ]
+    assert len(ds) == 4 and [ds[i][1] for i in range(4)] == [0, 0, 1, 2]
+
+
+def test_resize_and_channel_handling(tree):
+    root, _ = tree
+    rgb = FolderDataset(root, image_size=12, channels=3)
+    gray = FolderDataset(root, image_size=12, channels=1)
+    alpha, gray_img, red, green = (rgb[i][0] for i in range(4))
+    for image in (alpha, gray_img, red, green):
+        assert image.shape == (3, 12, 12) and image.dtype == torch.float32
+    torch.testing.assert_close(red[0], torch.ones(12, 12))  # channel 0 is R
+    assert float(red[1:].abs().max()) == 0.0
+    torch.testing.assert_close(gray_img, torch.full((3, 12, 12), 128 / 255))  # gray -> 3 equal channels
+    torch.testing.assert_close(alpha[2], torch.full((12, 12), 200 / 255))  # RGBA: alpha dropped
+    assert float(green[1].min()) > 0.9
+    red_gray = gray[2][0]
+    assert red_gray.shape == (1, 12, 12)
+    expected = cv2.cvtColor(np.array([[[0, 0, 255]]], np.uint8), cv2.COLOR_BGR2GRAY)[0, 0] / 255
+    torch.testing.assert_close(red_gray, torch.full((1, 12, 12), float(expected)))
+
+
+def test_mean_std_normalisation(tree):
+    root, _ = tree
+    ds = FolderDataset(root, image_size=8, channels=3, mean=(0.5, 0.5, 0.5), std=0.25)
+    torch.testing.assert_close(ds[2][0][0], torch.full((8, 8), 2.0))  # (1 - 0.5) / 0.25
+    with pytest.raises(ValueError, match="mean="):
+        FolderDataset(root, image_size=8, channels=3, mean=(0.5, 0.5))
+    with pytest.raises(ValueError, match="std="):
+        FolderDataset(root, image_size=8, channels=1, std=0.0)
+
+
+def test_box_conversion_and_scaling(tree):
+    root, boxes = tree
+    xml = boxes / "red.xml"
+    # VOC 1-based inclusive (11..20, 1..10) -> 0-based exclusive (10, 0, 20, 10).
+    assert parse_voc_boxes(xml) == [("fox", (10, 0, 20, 10)), ("fox", (0, 0, 40, 20))]
+    # Scaled from 40x20 to 20x20: x halves, y unchanged.
+    assert parse_voc_boxes(xml, image_size=20) == [("fox", (5, 0, 10, 10)), ("fox", (0, 0, 20, 20))]
+    # Non-integer scales round outwards: 10*0.3=3, 20*0.3=6 exactly; y: 0..10 * 0.6 -> 0..6.
+    assert parse_voc_boxes(xml, image_size=12)[0] == ("fox", (3, 0, 6, 6))
+    ds = FolderDataset(root, image_size=20, channels=1, boxes_dir=boxes)
+    red_index = [p.name for p, _ in ds.samples].index("red.png")
+    np.testing.assert_array_equal(ds.boxes(red_index), [[5, 0, 10, 10], [0, 0, 20, 20]])
+    assert ds.boxes(red_index).dtype == np.int64
+
+
+def test_zero_based_files(tmp_path):
+    xml = tmp_path / "a.xml"
+    xml.write_text(voc_xml(40, 20, [("fox", (0, 0, 39, 19))]))
+    assert parse_voc_boxes(xml, one_based=False) == [("fox", (0, 0, 40, 20))]
+    with pytest.raises(ValueError, match="outside"):
+        parse_voc_boxes(xml)  # xmin=0 is outside a 1-based image
+
+
+def test_missing_xml_means_no_boxes(tree):
+    root, boxes = tree
+    ds = FolderDataset(root, image_size=16, channels=3, boxes_dir=boxes)
+    gray_index = [p.name for p, _ in ds.samples].index("gray.png")
+    assert ds.box_file(gray_index) is None
+    assert ds.boxes(gray_index).shape == (0, 4)
+    assert FolderDataset(root, image_size=16, channels=3).boxes(0).shape == (0, 4)
+
+
+@pytest.mark.parametrize(
+    "payload", [BILLION_LAUGHS, EXTERNAL_ENTITY], ids=["billion_laughs", "external_entity"]
+)
+def test_malicious_xml_is_rejected_quickly(tmp_path, payload):
+    xml = tmp_path / "evil.xml"
+    xml.write_text(payload)
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match="evil.xml"):
+        parse_voc_boxes(xml)
+    assert time.perf_counter() - start < 1.0
+
+
+@pytest.mark.parametrize(
+    "box",
+    [(30, 1, 41, 10), (1, 1, 10, 21), (20, 1, 10, 10), (1, 12, 10, 11), (0, 1, 5, 5)],
+    ids=["right", "bottom", "inverted_x", "inverted_y", "zero"],
+)
+def test_bad_box_is_rejected_with_file_box_and_size(tmp_path, box):
+    xml = tmp_path / "bad.xml"
+    xml.write_text(voc_xml(40, 20, [("fox", box)]))
+    with pytest.raises(ValueError, match="bad.xml") as info:
+        parse_voc_boxes(xml)
+    message = str(info.value)
+    assert "40x20" in message and f"xmin={box[0]}" in message and f"ymax={box[3]}" in message
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("<annotation><object/></annotation>", "no <size>"),
+        ("<annotation><size><width>4</width></size></annotation>", "height"),
+        (
+            voc_xml(4, 4, []).replace("</annotation>", "<object><name>x</name></object></annotation>"),
+            "bndbox",
+        ),
+        (voc_xml(4, 4, [("x", (1, 1, "two", 2))]), "not a number"),
+        ("<annotation><size>", "malformed"),
+        ("<other/>", "<annotation>"),
+    ],
+)
+def test_malformed_xml(tmp_path, text, match):
+    xml = tmp_path / "m.xml"
+    xml.write_text(text)
+    with pytest.raises(ValueError, match=match):
+        parse_voc_boxes(xml)
+
+
+def test_xml_size_must_match_image(tree):
+    root, boxes = tree
+    (boxes / "red.xml").write_text(voc_xml(50, 20, [("fox", (1, 1, 5, 5))]))
+    ds = FolderDataset(root, image_size=16, channels=3, boxes_dir=boxes)
+    red_index = [p.name for p, _ in ds.samples].index("red.png")
+    with pytest.raises(ValueError, match="differs"):
+        ds.boxes(red_index)
+
+
+def test_sixteen_bit_and_corrupt_images(tmp_path):
+    root = tmp_path / "r"
+    write_image(root / "a" / "deep.png", np.full((8, 8), 65535, np.uint16))
+    ds = FolderDataset(root, image_size=4, channels=1)
+    torch.testing.assert_close(ds[0][0], torch.ones(1, 4, 4))
+    (root / "a" / "zz_broken.png").write_bytes(b"not a png")
+    ds = FolderDataset(root, image_size=4, channels=1)
+    with pytest.raises(ValueError, match="zz_broken.png"):
+        ds[1]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"image_size": 0}, "image_size="),
+        ({"channels": 2}, "channels="),
+        ({"boxes_dir": "/nonexistent"}, "boxes_dir="),
+    ],
+)
+def test_invalid_options(tree, kwargs, match):
+    root, _ = tree
+    args = {"image_size": 8, "channels": 3} | kwargs
+    with pytest.raises(ValueError, match=match):
+        FolderDataset(root, **args)
+
+
+def test_empty_or_missing_root(tmp_path):
+    with pytest.raises(ValueError, match="not a folder"):
+        FolderDataset(tmp_path / "missing", image_size=8, channels=1)
+    (tmp_path / "empty" / "cls").mkdir(parents=True)
+    with pytest.raises(ValueError, match="no .png"):
+        FolderDataset(tmp_path / "empty", image_size=8, channels=1)
