@@ -277,7 +277,7 @@ def train(
     total_steps = steps_per_epoch * config.epochs
     warmup = max(1, int(config.warmup_epochs * steps_per_epoch))
     rho_init = model.rho_values()
-    state: dict[str, Any] = {"epoch": 0, "history": [], "seconds": 0.0, "rho_init": rho_init}
+    state: dict[str, Any] = {"epoch": 0, "history": [], "seconds": 0.0, "cpu_seconds": 0.0, "rho_init": rho_init}
     if resume:
         state = _load_checkpoint(out, model, opt)
         if TrainConfig.from_dict(state["config"]) != config:
@@ -287,7 +287,7 @@ def train(
 
     test_images, test_labels = data.test
     for epoch in range(state["epoch"], config.epochs):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         images, labels = data.epoch(epoch, config.images_per_epoch, config.seed)
         order = torch.randperm(len(images), generator=torch.Generator().manual_seed(config.seed * 1000 + epoch))
         model.train()
@@ -307,6 +307,7 @@ def train(
             loss_sum += float(loss.detach()) * len(idx)
             correct += int((logits.argmax(-1) == labels[idx]).sum())
         seconds = time.perf_counter() - t0
+        cpu_seconds = time.process_time() - c0
         test_acc = accuracy(model, test_images, test_labels)
         state["history"].append({
             "epoch": epoch + 1,
@@ -314,9 +315,11 @@ def train(
             "train_accuracy": round(correct / len(images), 5),
             "test_accuracy": round(test_acc, 5),
             "seconds": round(seconds, 2),
+            "cpu_seconds": round(cpu_seconds, 2),
             "rho": model.rho_values(),
         })
         state["seconds"] += seconds
+        state["cpu_seconds"] = state.get("cpu_seconds", 0.0) + cpu_seconds
         state["epoch"] = epoch + 1
         log.info("epoch %d: loss %.4f, test accuracy %.4f", epoch + 1, loss_sum / len(images), test_acc)
         _save_checkpoint(out, model, opt, state)
@@ -332,6 +335,9 @@ def train(
         "seed": config.seed,
         "epochs": config.epochs,
         "train_seconds": round(state["seconds"], 1),
+        # CPU time of all threads: on a shared machine, cpu_seconds / threads is the wall time
+        # the run would take with the cores to itself.
+        "train_cpu_seconds": round(state.get("cpu_seconds", 0.0), 1),
         "threads": torch.get_num_threads(),
         "test_accuracy": round(final_acc, 5),
         "test_size": len(test_labels),
@@ -379,6 +385,7 @@ def training_report(model_dirs: list[str | Path], *, batch_size: int = 256) -> d
             "parameters": card["parameters"],
             "epochs": card["epochs"],
             "train_seconds": card["train_seconds"],
+            "train_cpu_seconds": card.get("train_cpu_seconds"),
             "threads": card["threads"],
             "test_size": size,
             "test_accuracy": round(accuracy(model, images, labels, batch_size=batch_size), 5),
