@@ -65,7 +65,7 @@ class TrainConfig:
     """
 
     model: ViTConfig = field(default_factory=ViTConfig)
-    epochs: int = 16
+    epochs: int = 20
     images_per_epoch: int = 20_000
     batch_size: int = 128
     lr: float = 2e-3
