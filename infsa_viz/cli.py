@@ -24,6 +24,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "info": ("infsa_viz.commands.info", "describe a saved model directory (config, parameters, rho, card)"),
     "train": ("infsa_viz.commands.train", "train one attention variant with the matched recipe"),
     "accuracy": ("infsa_viz.commands.accuracy", "re-evaluate trained models on their test split"),
+    "evaluate": ("infsa_viz.commands.evaluate", "score explanation maps: MoRF/LeRF, box ROC/PR-AUC, pointing game"),
+    "eigencheck": ("infsa_viz.commands.eigencheck", "cosine of Linear-InfSA's estimate vs the dense Perron vector"),
+    "explain": ("infsa_viz.commands.explain", "overlay one model's map on an image (PNG)"),
+    "compare": ("infsa_viz.commands.compare", "overlay several models' maps on one image, one colour scale"),
 }
 
 PROG = "infsa-viz"
