@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .distributed import Dist
 from .io import atomic_write, read_json, write_json
 from .progress import progress
 from .vit import ViTConfig, VisionTransformer, count_parameters, save_model
@@ -245,17 +246,27 @@ def train(
     data: TrainData | None = None,
     resume: bool = False,
     command: str | None = None,
+    dist: Dist | None = None,
 ) -> dict[str, Any]:
     """Train one model and write the model card directory ``out``.
 
     ``out`` receives ``config.json``, ``model.safetensors``, ``card.json`` (and ``checkpoint/``
     while training; removed at the end). Returns the card.
 
+    Under torchrun (``dist`` with several ranks) the model is wrapped in
+    ``DistributedDataParallel`` and every optimiser step's batch of ``batch_size`` images is split
+    across the ranks, so the global batch, the data stream and the schedule are those of the
+    single-process recipe (gradients are averaged over ranks; with equal shares that is the
+    full-batch mean). Only rank 0 writes files.
+
     Raises:
         ValueError: if ``out`` already holds a finished or partial run and ``resume`` is false,
             or if ``resume`` is true but there is nothing (compatible) to resume.
     """
     out = Path(out)
+    dist = dist or Dist()
+    if config.batch_size % dist.world_size:
+        raise ValueError(f"batch_size={config.batch_size} must be divisible by the {dist.world_size} ranks")
     data = data or cluttered_digits_data(config.test_size)
     if (config.model.in_chans, config.model.img_size) != (data.in_chans, data.img_size):
         config = dataclasses.replace(
@@ -284,6 +295,11 @@ def train(
             raise ValueError(f"--resume: the checkpoint in {out} was made with a different recipe")
         log.info("resuming %s after epoch %d", out, state["epoch"])
     state["config"] = config.to_dict()
+    net: nn.Module = model
+    if dist.enabled:
+        from torch.nn.parallel import DistributedDataParallel
+
+        net = DistributedDataParallel(model)
 
     test_images, test_labels = data.test
     for epoch in range(state["epoch"], config.epochs):
@@ -291,14 +307,14 @@ def train(
         images, labels = data.epoch(epoch, config.images_per_epoch, config.seed)
         order = torch.randperm(len(images), generator=torch.Generator().manual_seed(config.seed * 1000 + epoch))
         model.train()
-        loss_sum, correct = 0.0, 0
-        bar = progress(range(steps_per_epoch), desc=f"{config.model.attention} epoch {epoch + 1}/{config.epochs}",
-                       unit="step")
+        loss_sum, correct, seen = 0.0, 0, 0
+        desc = f"{config.model.attention} epoch {epoch + 1}/{config.epochs}" if dist.is_main else None
+        bar = progress(range(steps_per_epoch), desc=desc, unit="step")
         for i in bar:
-            idx = order[i * config.batch_size : (i + 1) * config.batch_size]
+            idx = order[i * config.batch_size : (i + 1) * config.batch_size][dist.rank :: dist.world_size]
             for group in opt.param_groups:
                 group["lr"] = _lr_at(epoch * steps_per_epoch + i, total_steps, warmup, config.lr)
-            logits = model(images[idx])
+            logits = net(images[idx])
             loss = F.cross_entropy(logits, labels[idx], label_smoothing=config.label_smoothing)
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -306,13 +322,14 @@ def train(
             opt.step()
             loss_sum += float(loss.detach()) * len(idx)
             correct += int((logits.argmax(-1) == labels[idx]).sum())
+            seen += len(idx)
         seconds = time.perf_counter() - t0
         cpu_seconds = time.process_time() - c0
         test_acc = accuracy(model, test_images, test_labels)
         state["history"].append({
             "epoch": epoch + 1,
-            "train_loss": round(loss_sum / len(images), 5),
-            "train_accuracy": round(correct / len(images), 5),
+            "train_loss": round(loss_sum / seen, 5),  # this rank's share under torchrun
+            "train_accuracy": round(correct / seen, 5),
             "test_accuracy": round(test_acc, 5),
             "seconds": round(seconds, 2),
             "cpu_seconds": round(cpu_seconds, 2),
@@ -321,12 +338,15 @@ def train(
         state["seconds"] += seconds
         state["cpu_seconds"] = state.get("cpu_seconds", 0.0) + cpu_seconds
         state["epoch"] = epoch + 1
-        log.info("epoch %d: loss %.4f, test accuracy %.4f", epoch + 1, loss_sum / len(images), test_acc)
-        _save_checkpoint(out, model, opt, state)
+        log.info("epoch %d: loss %.4f, test accuracy %.4f", epoch + 1, loss_sum / seen, test_acc)
+        if dist.is_main:
+            _save_checkpoint(out, model, opt, state)
+        dist.barrier()
 
     model.set_fused_attention(True)
     final_acc = accuracy(model, test_images, test_labels)
-    save_model(model, out)
+    if dist.is_main:
+        save_model(model, out)
     card = {
         "variant": config.model.attention,
         "parameters": count_parameters(model),
@@ -339,6 +359,7 @@ def train(
         # the run would take with the cores to itself.
         "train_cpu_seconds": round(state.get("cpu_seconds", 0.0), 1),
         "threads": torch.get_num_threads(),
+        "world_size": dist.world_size,
         "test_accuracy": round(final_acc, 5),
         "test_size": len(test_labels),
         "rho_init": state["rho_init"],
@@ -348,6 +369,8 @@ def train(
         "environment": {"torch": torch.__version__, "python": platform.python_version(),
                         "machine": platform.machine()},
     }
+    if not dist.is_main:
+        return card
     write_json(out / CARD_FILE, card)
     for leftover in (out / CHECKPOINT_DIR).glob("*"):
         leftover.unlink()

@@ -121,3 +121,25 @@ def test_folder_data_trains(tmp_path):
     assert (config.img_size, config.in_chans, config.num_classes) == (32, 3, 2)
     assert main(["train", "--variant", "softmax", "--out", str(tmp_path / "x"), "--data", "folder:/nope"]) == 2
     assert main(["train", "--variant", "softmax", "--out", str(tmp_path / "x"), "--data", "imagenet"]) == 2
+
+
+@pytest.mark.slow
+def test_torchrun_ddp_training_matches_single_process(tmp_path):
+    """2 gloo ranks split each batch: same global batch, so nearly the same weights."""
+    import os
+    import subprocess
+    import sys
+
+    argv = ["train", "--variant", "pure_infsa", "--epochs", "1", "--images-per-epoch", "128",
+            "--test-size", "32", "--batch-size", "32"]
+    assert main([*argv, "--out", str(tmp_path / "single")]) == 0
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "INFSA_VIZ_PROGRESS": "0"}
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+                           "-m", "infsa_viz.cli", *argv, "--out", str(tmp_path / "ddp")],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    card = json.loads((tmp_path / "ddp" / "card.json").read_text())
+    assert card["world_size"] == 2
+    a, b = load_model(tmp_path / "single"), load_model(tmp_path / "ddp")
+    for (name, p), q in zip(a.state_dict().items(), b.state_dict().values()):
+        assert_close(p, q, atol=2e-4, rtol=1e-3, msg=name)

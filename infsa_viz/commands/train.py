@@ -56,7 +56,15 @@ def run(args: argparse.Namespace) -> int:
     else:
         raise ValueError(f"--data={args.data!r} must be 'cluttered-digits' or 'folder:PATH'")
     command = "infsa-viz " + shlex.join(args.argv)
-    card = train(config, args.out, data=data, resume=args.resume, command=command)
+    from ..distributed import init_distributed
+
+    dist = init_distributed()
+    try:
+        card = train(config, args.out, data=data, resume=args.resume, command=command, dist=dist)
+    finally:
+        dist.close()
+    if not dist.is_main:
+        return 0
     summary = {k: card[k] for k in ("variant", "parameters", "epochs", "train_seconds", "test_accuracy",
                                     "rho_init", "rho_final")}
     print(json.dumps({"out": str(args.out), **summary, "threads": torch.get_num_threads()}, indent=2))
