@@ -26,6 +26,7 @@ BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PYTHON = BIN / ("python.exe" if os.name == "nt" else "python")
 STAMP = VENV / ".install-stamp"
 TORCH = os.environ.get("INFSA_VIZ_TORCH", "torch==2.13.0")
+QUANTUS = "quantus==0.6.0"
 
 
 def _run(*cmd: str | Path) -> None:
@@ -37,13 +38,15 @@ def ensure_env() -> None:
     if not PYTHON.exists():
         print(f"dev.py: creating {VENV}", file=sys.stderr)
         venv.EnvBuilder(with_pip=True).create(VENV)
-    want = hashlib.sha256((ROOT / "pyproject.toml").read_bytes() + TORCH.encode()).hexdigest()
+    want = hashlib.sha256((ROOT / "pyproject.toml").read_bytes() + (TORCH + QUANTUS).encode()).hexdigest()
     if STAMP.exists() and STAMP.read_text().strip() == want:
         return
     pip = (PYTHON, "-m", "pip", "install", "--disable-pip-version-check", "-q")
     if TORCH != "keep":
         _run(*pip, TORCH)
     _run(*pip, "-e", ".[test]")
+    # Test-only cross-check; --no-deps keeps opencv-python-headless (see pyproject's test extra).
+    _run(*pip, "--no-deps", QUANTUS)
     STAMP.write_text(want + "\n")
 
 

@@ -1,0 +1,349 @@
+"""MoRF / LeRF patch-removal curves (Samek et al., 2016), batched over (image x step) copies.
+
+Removal unit = one ViT patch. Patches are ranked by the map (descending for MoRF, ascending for
+LeRF, ties by one seeded random order), removed cumulatively in ``steps`` steps over the fraction
+of patches removed, and replaced by a baseline; the curve is the softmax probability of the
+scored class after each step. All perturbed copies are built with tensor ops and pushed through
+the model ``batch_size`` at a time. See :class:`~infsa_viz.metrics.protocol.PerturbationProtocol`
+for the resolved record returned with every curve.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, overload
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from ._checks import check_choice, check_float, check_images, check_int, check_maps
+from .protocol import Baseline, Order, PerturbationProtocol, Score
+
+__all__ = ["PerturbationCurves", "perturbation_curves", "removal_order"]
+
+_STREAM_TIES, _STREAM_NOISE = 0, 1
+
+
+@dataclass(frozen=True, eq=False)
+class PerturbationCurves:
+    """One family of perturbation curves (one removal order), one curve per image.
+
+    Attributes:
+        order: ``"morf"`` or ``"lerf"``.
+        fractions: ``(K + 1,) float64`` fraction of patches removed at each step, ``n_k / (h w)``
+            (0 first, 1 last).
+        removed: ``(K + 1,) int64`` number of patches removed at each step, ``n_k``.
+        probs: ``(B, K + 1) float64`` softmax probability of the scored class; column 0 is the
+            clean image.
+        targets: ``(B,) int64`` labels given by the caller.
+        predicted: ``(B,) int64`` the model's argmax class on the clean images.
+        scored_class: ``(B,) int64`` the class whose probability ``probs`` tracks.
+        protocol: The resolved protocol (:meth:`PerturbationProtocol.to_dict`).
+    """
+
+    order: str
+    fractions: np.ndarray
+    removed: np.ndarray
+    probs: np.ndarray
+    targets: np.ndarray
+    predicted: np.ndarray
+    scored_class: np.ndarray
+    protocol: dict[str, Any]
+
+    @property
+    def correct(self) -> np.ndarray:
+        """``(B,) bool``: the model's clean prediction equals the target."""
+        return self.predicted == self.targets
+
+    @property
+    def num_images(self) -> int:
+        return int(self.probs.shape[0])
+
+
+def removal_order(maps: Any, *, order: Literal["morf", "lerf"] = "morf", seed: int = 0) -> np.ndarray:
+    """The order in which patches are removed: flat patch indices, first removed first.
+
+    MoRF sorts by descending, LeRF by ascending map value; equal values keep the order of one
+    seeded random permutation ``numpy.random.default_rng([seed, 0]).permutation(h * w)``, the same
+    for every image (so results do not depend on batch composition).
+
+    Args:
+        maps: ``(B, h, w)`` real per-patch importance.
+        order: ``"morf"`` (default) or ``"lerf"``.
+        seed: Non-negative seed of the tie-breaking permutation. Default 0.
+
+    Returns:
+        ``(B, h * w) int64``; entry ``[b, i]`` is the row-major index ``r * w + c`` of the
+        ``i``-th removed patch of image ``b``.
+
+    Example:
+        >>> removal_order(np.array([[[0.1, 0.9], [0.5, 0.3]]]), order="morf").tolist()
+        [[1, 2, 3, 0]]
+    """
+    values = check_maps(maps)
+    check_choice("order", order, ("morf", "lerf"))
+    seed = check_int("seed", seed, minimum=0)
+    return _removal_order(values, order, seed)
+
+
+def _removal_order(maps: np.ndarray, order: str, seed: int) -> np.ndarray:
+    flat = maps.reshape(maps.shape[0], -1)  # (B, N)
+    perm = np.random.default_rng([seed, _STREAM_TIES]).permutation(flat.shape[1])  # (N,)
+    keys = -flat[:, perm] if order == "morf" else flat[:, perm]
+    return perm[np.argsort(keys, axis=1, kind="stable")]  # (B, N)
+
+
+def removed_counts(steps: int, num_patches: int) -> np.ndarray:
+    """``n_k = floor(k * N / K + 1/2)`` for ``k = 0..K`` in exact integer arithmetic → ``(K + 1,)``."""
+    k = np.arange(steps + 1, dtype=np.int64)
+    return (2 * k * num_patches + steps) // (2 * steps)
+
+
+@overload
+def perturbation_curves(
+    model: nn.Module, images: Tensor, maps: Any, targets: Any, *, patch_size: int,
+    order: Literal["morf", "lerf"] = ..., steps: int = ..., baseline: Baseline = ...,
+    baseline_value: float | None = ..., blur_sigma: float | None = ..., score: Score = ...,
+    seed: int = ..., batch_size: int = ..., device: str | torch.device | None = ...,
+) -> PerturbationCurves: ...
+@overload
+def perturbation_curves(
+    model: nn.Module, images: Tensor, maps: Any, targets: Any, *, patch_size: int,
+    order: Literal["both"], steps: int = ..., baseline: Baseline = ...,
+    baseline_value: float | None = ..., blur_sigma: float | None = ..., score: Score = ...,
+    seed: int = ..., batch_size: int = ..., device: str | torch.device | None = ...,
+) -> dict[str, PerturbationCurves]: ...
+
+
+def perturbation_curves(
+    model: nn.Module,
+    images: Tensor,
+    maps: Any,
+    targets: Any,
+    *,
+    patch_size: int,
+    order: Order = "morf",
+    steps: int = 20,
+    baseline: Baseline = "mean",
+    baseline_value: float | None = None,
+    blur_sigma: float | None = None,
+    score: Score = "target",
+    seed: int = 0,
+    batch_size: int = 256,
+    device: str | torch.device | None = None,
+) -> PerturbationCurves | dict[str, PerturbationCurves]:
+    """MoRF / LeRF curves: class probability as ViT patches are removed in map order.
+
+    At step ``k = 0..K`` (``K = steps``) the first ``n_k = floor(k·h·w/K + 1/2)`` patches of the
+    removal order (:func:`removal_order`) are replaced by the baseline, cumulatively, and the
+    softmax probability of the scored class is recorded. Steps with equal ``n_k`` (``K > h·w``)
+    repeat a value. The work is batched over (image × step) copies: each chunk of
+    ``batch_size`` copies is built by masking (patch mask expanded to pixels with
+    ``repeat_interleave``) and run in one forward pass under ``torch.inference_mode``.
+
+    Baselines (what removed pixels become):
+
+    * ``"mean"`` (default): 0.0, the dataset mean of normalised inputs (``data.to_tensor``).
+    * ``"zero"``: the constant ``baseline_value``, which the caller must supply: the
+      *normalised* value of a black pixel (raw 0 is not 0 after normalisation; for
+      ``data.to_tensor`` it is ``-PIXEL_MEAN / PIXEL_STD``).
+    * ``"blur"``: the image blurred by ``cv2.GaussianBlur`` with ``blur_sigma`` (default
+      ``patch_size / 2``) pixels, per channel, border ``BORDER_REFLECT_101``.
+    * ``"uniform"``: seeded uniform noise in the image's own ``[min, max]`` (one noise field
+      ``default_rng([seed, 1]).random((C, H, W))`` shared by all images, rescaled per image).
+
+    Args:
+        model: Classifier in eval mode, ``model(x (P, C, H, W)) -> logits (P, M)``.
+        images: ``(B, C, H, W)`` float images as the model expects them (normalised).
+        maps: ``(B, h, w)`` per-patch importance, ``h = H / patch_size``, ``w = W / patch_size``.
+        targets: ``(B,)`` integer labels in ``[0, M)``.
+        patch_size: Removal unit side in pixels (the ViT patch size, ``model.patch_size``).
+        order: ``"morf"`` (default), ``"lerf"`` or ``"both"``.
+        steps: Number of removal steps ``K >= 1``. Default 20 (21 points).
+        baseline: ``"mean"`` (default), ``"zero"``, ``"blur"`` or ``"uniform"``.
+        baseline_value: Fill value for ``baseline="zero"`` (required there, rejected elsewhere).
+        blur_sigma: Gaussian sigma in pixels for ``baseline="blur"`` (rejected elsewhere).
+        score: ``"target"`` (default): probability of ``targets``; ``"predicted"``: of the
+            model's argmax on the clean image.
+        seed: Non-negative seed for tie-breaking and uniform noise. Default 0.
+        batch_size: Perturbed copies per forward pass. Default 256.
+        device: Device for the forward passes; default the model's (first parameter's) device.
+
+    Returns:
+        A :class:`PerturbationCurves`; for ``order="both"`` a dict ``{"morf": ..., "lerf": ...}``.
+
+    Raises:
+        TypeError: If ``images`` is not a float tensor or the model does not return a tensor.
+        ValueError: On a bad shape, option or value, or if the model is in training mode.
+    """
+    images = check_images(images)
+    B, C, H, W = images.shape
+    patch_size = check_int("patch_size", patch_size, minimum=1)
+    if H % patch_size or W % patch_size:
+        raise ValueError(f"patch_size={patch_size} is invalid; expected a divisor of the image size {(H, W)}")
+    h, w = H // patch_size, W // patch_size
+    values = check_maps(maps, batch=B)
+    if values.shape[1:] != (h, w):
+        raise ValueError(
+            f"maps has grid {values.shape[1:]}; expected (H/patch_size, W/patch_size) = {(h, w)}"
+        )
+    labels = _check_targets(targets, B)
+    steps = check_int("steps", steps, minimum=1)
+    seed = check_int("seed", seed, minimum=0)
+    batch_size = check_int("batch_size", batch_size, minimum=1)
+    if blur_sigma is not None:
+        blur_sigma = check_float("blur_sigma", blur_sigma, positive=True)
+    if baseline_value is not None:
+        baseline_value = check_float("baseline_value", baseline_value)
+    if baseline == "mean" and baseline_value is not None:
+        raise ValueError(f"baseline_value={baseline_value!r} is only used with baseline='zero'; got baseline='mean'")
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model has type {type(model).__name__}; expected a torch.nn.Module")
+    if model.training:
+        raise ValueError("model is in training mode; expected eval mode (call model.eval() first)")
+    device = _resolve_device(model, images, device)
+    protocol = PerturbationProtocol(
+        patch_size=patch_size, grid=(h, w), order=order, steps=steps, baseline=baseline,
+        baseline_value=0.0 if baseline == "mean" else baseline_value,
+        blur_sigma=(patch_size / 2 if blur_sigma is None else blur_sigma) if baseline == "blur" else blur_sigma,
+        score=score, seed=seed, batch_size=batch_size, device=str(device),
+    )
+    names = ["morf", "lerf"] if order == "both" else [order]
+    ranks = np.stack([np.argsort(_removal_order(values, name, seed), axis=1) for name in names])  # (O, B, N)
+    removed = removed_counts(steps, h * w)  # (K + 1,)
+
+    x = images.to(device)
+    fill = _baseline_images(images, protocol).to(device=device, dtype=images.dtype)  # (B, C, H, W)
+    clean = _probabilities(model, x, batch_size)  # (B, M)
+    if labels.max() >= clean.shape[1]:
+        raise ValueError(f"targets has class {int(labels.max())}; expected classes in [0, {clean.shape[1]})")
+    predicted = clean.argmax(axis=1)
+    scored = labels if score == "target" else predicted
+
+    counts = np.unique(removed[removed > 0])  # (U,) distinct positive counts, each run once
+    found = _perturbed_probabilities(model, x, fill, ranks, counts, scored, patch_size, batch_size)  # (O, B, U)
+
+    p0 = clean[np.arange(B), scored]  # (B,)
+    column = np.searchsorted(counts, removed)  # (K + 1,) index into counts for n_k > 0
+    results = {}
+    for i, name in enumerate(names):
+        curve = np.where(removed[None] > 0, found[i][:, column], p0[:, None])
+        results[name] = PerturbationCurves(
+            order=name,
+            fractions=removed / (h * w),
+            removed=removed.copy(),
+            probs=curve,  # (B, K + 1)
+            targets=labels.copy(),
+            predicted=predicted,
+            scored_class=scored.copy(),
+            protocol={**protocol.to_dict(), "order": name},
+        )
+    return results if order == "both" else results[order]
+
+
+def _perturbed_probabilities(
+    model: nn.Module,
+    x: Tensor,
+    fill: Tensor,
+    ranks: np.ndarray,
+    counts: np.ndarray,
+    scored: np.ndarray,
+    patch_size: int,
+    batch_size: int,
+) -> np.ndarray:
+    """Probability of the scored class for every (order, image, count) work package.
+
+    Args:
+        x: ``(B, C, H, W)`` clean images on the forward device.
+        fill: ``(B, C, H, W)`` baseline images on the same device.
+        ranks: ``(O, B, N)`` position of each patch in each removal order.
+        counts: ``(U,)`` numbers of removed patches to evaluate.
+        scored: ``(B,)`` scored class per image.
+
+    Returns:
+        ``(O, B, U) float64``.
+    """
+    O, B, N = ranks.shape
+    h, w = x.shape[2] // patch_size, x.shape[3] // patch_size
+    device = x.device
+    grid = np.meshgrid(np.arange(O), np.arange(B), np.arange(len(counts)), indexing="ij")
+    jobs = np.stack(grid, axis=-1).reshape(-1, 3)  # (O*B*U, 3): (order, image, count)
+    ranks_t = torch.from_numpy(ranks).to(device)
+    counts_t = torch.from_numpy(counts).to(device)
+    scored_t = torch.from_numpy(scored).to(device)
+    found = np.empty(len(jobs), dtype=np.float64)
+    with torch.inference_mode():
+        for start in range(0, len(jobs), batch_size):
+            job = torch.from_numpy(jobs[start:start + batch_size]).to(device)  # (P, 3)
+            o, b, u = job[:, 0], job[:, 1], job[:, 2]
+            patch_mask = ranks_t[o, b] < counts_t[u, None]  # (P, N)
+            pixel_mask = (
+                patch_mask.view(-1, 1, h, w).repeat_interleave(patch_size, 2).repeat_interleave(patch_size, 3)
+            )  # (P, 1, H, W)
+            copies = torch.where(pixel_mask, fill[b], x[b])  # (P, C, H, W)
+            probs = _softmax(model, copies)  # (P, M)
+            found[start:start + len(job)] = probs.gather(1, scored_t[b, None])[:, 0].cpu().numpy()
+    return found.reshape(O, B, len(counts))
+
+
+def _check_targets(targets: Any, batch: int) -> np.ndarray:
+    if isinstance(targets, Tensor):
+        targets = targets.detach().cpu().numpy()
+    array = np.asarray(targets)
+    if array.shape != (batch,) or not np.issubdtype(array.dtype, np.integer) or array.dtype == bool:
+        raise ValueError(
+            f"targets has shape {array.shape} and dtype {array.dtype}; expected ({batch},) integer labels"
+        )
+    if array.min() < 0:
+        raise ValueError(f"targets has label {int(array.min())}; expected labels >= 0")
+    return array.astype(np.int64)
+
+
+def _resolve_device(model: nn.Module, images: Tensor, device: str | torch.device | None) -> torch.device:
+    if device is not None:
+        try:
+            return torch.device(device)
+        except (RuntimeError, TypeError):
+            raise ValueError(f"device={device!r} is invalid; expected a torch device such as 'cpu'") from None
+    for tensor in (*model.parameters(), *model.buffers()):
+        return tensor.device
+    return images.device
+
+
+def _baseline_images(images: Tensor, protocol: PerturbationProtocol) -> Tensor:
+    """The replacement value of every pixel ``(B, C, H, W)``, on the CPU, in float64."""
+    x = images.detach().cpu().to(torch.float64)
+    if protocol.baseline in ("mean", "zero"):
+        return torch.full_like(x, float(protocol.baseline_value))  # type: ignore[arg-type]
+    if protocol.baseline == "uniform":
+        B, C, H, W = x.shape
+        noise = np.random.default_rng([protocol.seed, _STREAM_NOISE]).random((C, H, W))
+        lo = x.amin(dim=(1, 2, 3), keepdim=True)  # (B, 1, 1, 1)
+        hi = x.amax(dim=(1, 2, 3), keepdim=True)
+        return lo + (hi - lo) * torch.from_numpy(noise)[None]
+    import cv2
+
+    planes = x.numpy().astype(np.float32).reshape(-1, *x.shape[2:])  # (B*C, H, W)
+    blurred = np.stack([
+        cv2.GaussianBlur(plane, (0, 0), sigmaX=protocol.blur_sigma, sigmaY=protocol.blur_sigma,
+                         borderType=cv2.BORDER_REFLECT_101)
+        for plane in planes
+    ])
+    return torch.from_numpy(blurred.astype(np.float64)).reshape(x.shape)
+
+
+def _softmax(model: nn.Module, x: Tensor) -> Tensor:
+    logits = model(x)
+    if not isinstance(logits, Tensor) or logits.ndim != 2 or logits.shape[0] != x.shape[0]:
+        raise TypeError(
+            f"model returned {type(logits).__name__} of shape {tuple(getattr(logits, 'shape', ()))}; "
+            f"expected a logits tensor of shape ({x.shape[0]}, num_classes)"
+        )
+    return torch.softmax(logits.to(torch.float64), dim=-1)
+
+
+def _probabilities(model: nn.Module, x: Tensor, batch_size: int) -> np.ndarray:
+    """Softmax probabilities of clean images ``(B, M) float64``."""
+    with torch.inference_mode():
+        return torch.cat([_softmax(model, x[i:i + batch_size]) for i in range(0, len(x), batch_size)]).cpu().numpy()

@@ -1,0 +1,97 @@
+"""``infsa-viz evaluate``: report structure, protocol, CSV/HTML, torchrun equivalence, bad input."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from infsa_viz.cli import main
+from infsa_viz.vit import ViTConfig, VisionTransformer, save_model
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    root = tmp_path_factory.mktemp("models")
+    dirs = []
+    for variant in ("softmax", "pure_infsa"):
+        torch.manual_seed(1)
+        save_model(VisionTransformer(ViTConfig(attention=variant, embed_dim=16, depth=2, num_heads=2)), root / variant)
+        dirs.append(str(root / variant))
+    torch.manual_seed(1)
+    save_model(VisionTransformer(ViTConfig(img_size=32, embed_dim=16, depth=1, num_heads=2)), root / "small")
+    return dirs, str(root / "small")
+
+
+ARGS = ["--methods", "attention,random", "--n-images", "12", "--chunk", "4", "--steps", "6", "--select", "all"]
+
+
+def test_report_has_rows_protocol_and_side_files(tmp_path, models):
+    out = tmp_path / "r.json"
+    assert main(["evaluate", "--models", ",".join(models[0]), *ARGS, "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert set(report) >= {"protocol", "dataset", "results", "command"}
+    assert report["protocol"]["settings"]["steps"] == 6
+    assert report["protocol"]["perturbation"]["baseline"] == "mean"
+    rows = report["results"]
+    assert [(r["variant"], r["method"]) for r in rows] == [
+        ("softmax", "attention"), ("softmax", "random"), ("pure_infsa", "attention"), ("pure_infsa", "random")]
+    for r in rows:
+        for key in ("n_images", "n_scored", "accuracy", "morf_aoc", "lerf_auc", "aopc", "box_roc_auc",
+                    "box_pr_auc", "pointing_game"):
+            assert key in r
+        assert r["n_images"] == 12 and r["n_scored"] == 12
+        assert 0.0 <= r["box_roc_auc"] <= 1.0 and 0.0 <= r["pointing_game"] <= 1.0
+        assert len(r["curves"]["morf_mean"]) == 7 and r["curves"]["morf_mean"][0] == pytest.approx(1.0)
+    with open(out.with_suffix(".csv")) as f:
+        assert len(list(csv.DictReader(f))) == 4
+    html = out.with_suffix(".html").read_text()
+    assert 'src="plotly.min.js"' in html and (tmp_path / "plotly.min.js").is_file()
+
+
+def test_same_seed_reproduces_the_report(tmp_path, models):
+    for name in ("a", "b"):
+        assert main(["evaluate", "--models", models[0][1], *ARGS, "--out", str(tmp_path / f"{name}.json")]) == 0
+    a, b = (json.loads((tmp_path / f"{n}.json").read_text())["results"] for n in "ab")
+    assert a == b
+
+
+@pytest.mark.slow
+def test_torchrun_two_processes_match_a_single_process(tmp_path, models):
+    single = tmp_path / "single.json"
+    assert main(["evaluate", "--models", ",".join(models[0]), *ARGS, "--out", str(single)]) == 0
+    multi = tmp_path / "multi.json"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "INFSA_VIZ_PROGRESS": "0"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+         "-m", "infsa_viz.cli", "evaluate", "--models", ",".join(models[0]), *ARGS, "--out", str(multi)],
+        capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    a, b = json.loads(single.read_text()), json.loads(multi.read_text())
+    assert b["protocol"]["world_size"] == 2
+    assert a["results"] == b["results"]
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--methods", "gradcam"], "method='gradcam'"),
+    (["--boxes", "/tmp"], "--boxes applies to folder data only"),
+    (["--out", "r.csv"], "must end in .json"),
+    (["--n-images", "0"], "--n-images=0"),
+    (["--data", "imagenet"], "--data='imagenet'"),
+])
+def test_bad_input_exits_2(models, capsys, extra, message):
+    assert main(["evaluate", "--models", models[0][0], "--n-images", "4", *extra]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_models_of_different_sizes_are_refused(models, capsys):
+    assert main(["evaluate", "--models", f"{models[0][0]},{models[1]}", "--n-images", "4"]) == 2
+    assert "different inputs" in capsys.readouterr().err
+    assert main(["evaluate", "--models", models[1], "--n-images", "4"]) == 2
+    assert "cluttered digits are 1x48x48" in capsys.readouterr().err

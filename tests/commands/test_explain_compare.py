@@ -1,0 +1,68 @@
+"""``infsa-viz explain`` / ``compare``: overlays written, settings saved, bad input → exit 2."""
+
+from __future__ import annotations
+
+import json
+
+import cv2
+import numpy as np
+import pytest
+import torch
+
+from infsa_viz.cli import main
+from infsa_viz.vit import ViTConfig, VisionTransformer, save_model
+
+
+@pytest.fixture(scope="module")
+def model_dirs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("models")
+    dirs = []
+    for variant in ("softmax", "linear_infsa"):
+        torch.manual_seed(0)
+        save_model(VisionTransformer(ViTConfig(attention=variant, embed_dim=16, depth=2, num_heads=2)),
+                   root / variant)
+        dirs.append(str(root / variant))
+    return dirs
+
+
+def test_compare_writes_grid_png_and_settings(tmp_path, model_dirs):
+    out = tmp_path / "grid.png"
+    code = main(["compare", "test:5", "--models", ",".join(model_dirs), "--methods", "attention,visits",
+                 "--out", str(out)])
+    assert code == 0
+    grid = cv2.imread(str(out))
+    assert grid is not None and grid.shape[0] > 2 * 96
+    info = json.loads(out.with_suffix(".json").read_text())
+    assert [m["method"] for m in info["maps"]] == ["attention", "attention", "visits", "visits"]
+    assert info["maps"][2]["metadata"]["gamma_source"] == "user"  # softmax visits state their gamma
+    assert info["label"] is not None and info["scale"] == "shared"
+
+
+def test_explain_on_a_user_image(tmp_path, model_dirs):
+    image = tmp_path / "photo.jpg"
+    cv2.imwrite(str(image), (np.random.default_rng(0).random((100, 80, 3)) * 255).astype(np.uint8))
+    out = tmp_path / "o.png"
+    assert main(["explain", str(image), "--model", model_dirs[1], "--method", "perron", "--out", str(out)]) == 0
+    assert cv2.imread(str(out)) is not None
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--method", "gradcam"], "method='gradcam'"),
+    (["--method", "rollout", "--layer", "1"], "--layer does not apply"),
+    (["--method", "attention", "--head", "x"], "--head='x'"),
+    (["--method", "attention", "--layer", "9"], "layer=9"),
+])
+def test_bad_options_exit_2(tmp_path, model_dirs, capsys, argv, message):
+    assert main(["explain", "test:0", "--model", model_dirs[0], "--out", str(tmp_path / "x.png"), *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_bad_images_exit_2(tmp_path, model_dirs, capsys):
+    bad = tmp_path / "bad.png"
+    bad.write_bytes(b"not an image")
+    for image in (str(bad), str(tmp_path / "missing.png"), "test:99999", "test:abc"):
+        assert main(["explain", image, "--model", model_dirs[0], "--method", "attention",
+                     "--out", str(tmp_path / "x.png")]) == 2
+    assert not (tmp_path / "x.png").exists()
