@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "accuracy": ("infsa_viz.commands.accuracy", "re-evaluate trained models on their test split"),
     "evaluate": ("infsa_viz.commands.evaluate", "score explanation maps: MoRF/LeRF, box ROC/PR-AUC, pointing game"),
     "eigencheck": ("infsa_viz.commands.eigencheck", "cosine of Linear-InfSA's estimate vs the dense Perron vector"),
+    "import-timm": ("infsa_viz.commands.import_timm", "import a timm ViT state dict (.safetensors) as any variant"),
     "explain": ("infsa_viz.commands.explain", "overlay one model's map on an image (PNG)"),
     "compare": ("infsa_viz.commands.compare", "overlay several models' maps on one image, one colour scale"),
 }
