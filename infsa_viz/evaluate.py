@@ -126,7 +126,7 @@ def _pr_curves(maps: Tensor, boxes: list[np.ndarray], size: tuple[int, int]) -> 
         if mask.all() or not mask.any():
             continue
         precision, recall, _ = precision_recall_curve(mask, m.ravel())
-        best = np.maximum.accumulate(precision[::-1])[::-1]  # recall is decreasing
+        best = np.maximum.accumulate(precision)  # recall decreases along the array: max over recall >= r
         out[i] = np.interp(RECALL_GRID, recall[::-1], best[::-1])
     return out
 

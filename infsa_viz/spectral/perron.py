@@ -203,7 +203,9 @@ def eigenvalue_spectrum(A: SpectralOperator | Tensor, *, dense_limit: int = 4096
             f"N={op.num_tokens} tokens exceeds dense_limit={dense_limit} for a dense eigenvalue "
             "solve; use perron_vector(method='power') or spectral_radius for large N"
         )
-    values = torch.linalg.eigvals(op.dense().double())  # (..., N) complex
+    # numpy's LAPACK path: torch.linalg.eigvals raised LinAlgError on exactly rank-one matrices
+    # (Linear-InfSA's 1·aᵀ), which numpy handles.
+    values = torch.from_numpy(np.linalg.eigvals(op.dense().double().cpu().numpy()).astype(np.complex128))  # (..., N)
     order = torch.argsort(values.abs(), dim=-1, descending=True, stable=True)
     return torch.gather(values, -1, order)
 

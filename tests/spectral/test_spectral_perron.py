@@ -125,3 +125,15 @@ def test_perron_vector_refuses_negative_matrices_and_bad_options():
         perron_vector(torch.eye(2), side="up")
     with pytest.raises(ValueError, match="normalize"):
         perron_vector(torch.eye(2), normalize="max")
+
+
+def test_eigenvalue_spectrum_of_an_exactly_rank_one_operator():
+    """1·aᵀ has eigenvalues Σa (once) and 0 (N−1 times); torch's eigvals used to raise here."""
+    import torch
+
+    from infsa_viz.spectral import RankOneOperator, eigenvalue_spectrum
+
+    a = torch.tensor([[0.5, 0.25, 0.25, 0.0]], dtype=torch.float64)
+    values = eigenvalue_spectrum(RankOneOperator(a))
+    assert abs(complex(values[0, 0]) - 1.0) < 1e-12
+    assert float(values[0, 1:].abs().max()) < 1e-12
