@@ -235,6 +235,9 @@ def run_case(spec: dict[str, Any], *, time_limit_s: float) -> dict[str, Any]:
         wall = time.perf_counter() - start
         if out.is_file():
             return {**json.loads(out.read_text(encoding="utf-8")), "wall_s": wall}
+    if proc.returncode == -signal.SIGALRM:  # the worker's own alarm, after the deadline
+        return {"status": "timeout", "message": f"ran past the {time_limit_s:g} s time limit; "
+                "ended by its own alarm", "wall_s": wall}
     if proc.returncode < 0:
         name = signal.Signals(-proc.returncode).name
         return {"status": "oom", "message": f"killed by {name} (out-of-memory killer or failed allocation)",

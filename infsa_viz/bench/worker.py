@@ -8,6 +8,9 @@ Memory is read from ``/proc/self/status``: ``VmHWM`` (peak resident set of this 
 ``VmRSS`` (current). ``getrusage(RUSAGE_SELF).ru_maxrss`` is recorded too, but on Linux it starts
 at the *parent's* peak RSS after ``exec`` (the kernel folds the old address space's high-water mark
 into it), so it overstates small cases; it is the fallback only where ``/proc`` does not exist.
+
+The worker also ends itself with ``SIGALRM`` :data:`ALARM_GRACE_S` seconds after the runner's
+deadline, so a case outlives a killed runner by seconds, not hours.
 """
 
 from __future__ import annotations
@@ -15,11 +18,16 @@ from __future__ import annotations
 import json
 import math
 import resource
+import signal
 import statistics
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+#: The worker ends itself (SIGALRM) this many seconds after the runner's deadline, so a case whose
+#: runner died (killed, session closed) cannot keep the machine busy.
+ALARM_GRACE_S = 10
 
 #: Substrings of an exception message that mean an allocation failed.
 OOM_MARKERS = ("out of memory", "can't allocate memory", "cannot allocate memory", "not enough memory",
@@ -197,6 +205,8 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m infsa_viz.bench.worker SPEC_JSON OUT_PATH", file=sys.stderr)
         return 2
     spec = json.loads(argv[0])
+    if hasattr(signal, "alarm"):
+        signal.alarm(max(1, math.ceil(spec["deadline_unix"] - time.time()) + ALARM_GRACE_S))
     result = run_spec(spec)
     Path(argv[1]).write_text(json.dumps(result), encoding="utf-8")
     return 0

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -99,6 +101,7 @@ def _fake_run(returncode=0, stderr="", raises=None):
 @pytest.mark.parametrize("fake, status, match", [
     (_fake_run(raises=subprocess.TimeoutExpired("worker", 5)), "timeout", "5 s time limit"),
     (_fake_run(returncode=-signal.SIGKILL), "oom", "SIGKILL"),
+    (_fake_run(returncode=-signal.SIGALRM), "timeout", "own alarm"),
     (_fake_run(returncode=1, stderr="Traceback\nMemoryError"), "oom", "MemoryError"),
     (_fake_run(returncode=1, stderr="Traceback\nImportError: no module"), "error", "ImportError"),
 ])
@@ -117,3 +120,14 @@ def test_worker_reports_the_warmup_when_no_timed_forward_fits():
     assert result["status"] == "ok" and result["latency_from_warmup"] is True
     assert result["repeats_done"] == 0 and result["times_s"] == result["warmup_times_s"]
     assert "warmup" in result["message"]
+
+
+def test_worker_ends_itself_after_the_deadline_without_its_runner(tmp_path):
+    # Softmax over 2^20 tokens runs for minutes; with the deadline long past, the worker's own
+    # alarm ends it ALARM_GRACE_S seconds (here: the 1 s minimum) after it starts timing.
+    settings = BenchSettings(shapes=("shipped",), sections=("attention",), variants=("softmax",),
+                             attention_tokens=(2**20,), threads=1)
+    spec = {**case_spec(plan_cases(settings)[0], settings), "deadline_unix": time.time() - 3600}
+    command = [sys.executable, "-m", "infsa_viz.bench.worker", json.dumps(spec), str(tmp_path / "r.json")]
+    proc = subprocess.run(command, capture_output=True, timeout=120)
+    assert proc.returncode == -signal.SIGALRM and not (tmp_path / "r.json").exists()
