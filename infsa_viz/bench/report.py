@@ -159,7 +159,7 @@ def _traces(cases: list[dict[str, Any]], section: str, y: str) -> list[tuple[str
 
 
 def write_html(report: dict[str, Any], path: str | Path) -> Path:
-    """One self-contained HTML page (plotly.js inlined, works offline): images/s, peak memory and
+    """One HTML page (loads plotly.min.js from its own folder, works offline): images/s, peak memory and
     attention time vs tokens, log-log, one trace per variant × shape."""
     import plotly.graph_objects as go
 
@@ -178,7 +178,8 @@ def write_html(report: dict[str, Any], path: str | Path) -> Path:
         fig = go.Figure([go.Scatter(x=xs, y=ys, name=name, mode="lines+markers") for name, xs, ys in traces])
         fig.update_layout(title=title, xaxis_title="tokens", yaxis_title=title, height=460,
                           xaxis_type="log", yaxis_type="log", template="plotly_white")
-        parts.append(fig.to_html(full_html=False, include_plotlyjs=not parts))
+        # plotly.js is loaded from the report's folder (one shared copy, works offline)
+        parts.append(fig.to_html(full_html=False, include_plotlyjs="directory" if not parts else False))
     if not parts:
         parts.append("<p>No case completed; nothing to plot.</p>")
     about = (f"{proto.get('cpu_model')}, {proto.get('cuda_device') or 'no GPU'}, torch {proto.get('torch')}, "
@@ -191,6 +192,9 @@ def write_html(report: dict[str, Any], path: str | Path) -> Path:
 
 def write_report(report: dict[str, Any], path: str | Path) -> tuple[Path, Path]:
     """Write the JSON report to ``path`` and its plots next to it (same stem, ``.html``)."""
+    from ..reports import write_plotly_js
+
     path = Path(path)
     write_json(path, report)
+    write_plotly_js(path.parent)
     return path, write_html(report, path.with_suffix(".html"))

@@ -89,8 +89,8 @@ def test_write_report_writes_json_and_one_offline_html(tmp_path):
               "cases": cases, "summary": summarize(cases), "complete": True}
     json_path, html_path = write_report(report, tmp_path / "bench-cpu.json")
     assert html_path == tmp_path / "bench-cpu.html"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["bench-cpu.html", "bench-cpu.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bench-cpu.html", "bench-cpu.json", "plotly.min.js"]
     page = html_path.read_text(encoding="utf-8")
-    assert 'src="http' not in page and page.count("* plotly.js v") == 1  # plotly.js inlined, once
+    assert 'src="http' not in page and page.count('src="plotly.min.js"') == 1  # offline: the shared local copy
     assert page.count("Plotly.newPlot") == 3  # throughput, memory, attention time
     assert "&lt;test cpu&gt;" in page
