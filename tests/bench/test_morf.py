@@ -1,0 +1,23 @@
+"""``infsa-viz bench-morf``: our MoRF curves equal Quantus' on an aligned protocol (timing not asserted)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from infsa_viz.cli import main
+
+pytest.importorskip("quantus")
+MODEL = Path(__file__).parents[2] / "models" / "softmax-vit4"
+
+
+@pytest.mark.skipif(not (MODEL / "config.json").is_file(), reason="the shipped models are not in this checkout")
+def test_bench_morf_agrees_with_quantus(tmp_path):
+    out = tmp_path / "m.json"
+    assert main(["bench-morf", "--model", str(MODEL), "--n-images", "4", "--repeats", "1", "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["max_abs_curve_difference"] < 1e-5
+    assert report["protocol"]["ties_in_maps"] == 0
+    assert set(report["median_seconds"]) == {"infsa_viz", "quantus"}
