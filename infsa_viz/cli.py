@@ -22,6 +22,7 @@ __all__ = ["COMMANDS", "build_parser", "main"]
 #: Subcommand name → (module path, one-line help). Help text lives here so --help imports nothing.
 COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("infsa_viz.commands.bench", "throughput, latency and peak memory vs resolution, one process per case"),
+    "bench-maps": ("infsa_viz.commands.bench_maps", "time and peak memory of each map method vs tokens"),
     "bench-morf": ("infsa_viz.commands.bench_morf", "time our batched MoRF engine against quantus.RegionPerturbation"),
     "info": ("infsa_viz.commands.info", "describe a saved model directory (config, parameters, rho, card)"),
     "train": ("infsa_viz.commands.train", "train one attention variant with the matched recipe"),

@@ -1,0 +1,95 @@
+"""Cost of producing each map method vs tokens: wall time and peak RSS, one process per case.
+
+Run as ``infsa-viz bench-maps``. Each case builds a random-weight model of the shipped shape
+(patch 8, width 64, 4 heads, depth 4) for the given variant, feeds one ``side × side`` image and
+times one :func:`~infsa_viz.maps.explain` call in a fresh process (peak RSS = that process's
+VmHWM; an address-space cap turns an N×N allocation that cannot fit into ``oom``).
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+import time
+from typing import Any
+
+__all__ = ["CASES", "run_map_benchmark"]
+
+#: (method, options) pairs measured; ``visits/infsa`` is the matrix-free path on Â from q, k.
+CASES: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("linear_estimate", {}),
+    ("visits", {}),
+    ("visits", {"matrix": "infsa"}),
+    ("perron", {}),
+    ("neumann", {}),
+    ("rollout", {}),
+    ("integrated_gradients", {"n_steps": 16}),
+)
+
+
+def _peak_rss() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _child(spec: dict[str, Any]) -> dict[str, Any]:
+    import torch
+
+    from ..maps import explain
+    from ..vit import ViTConfig, VisionTransformer
+
+    torch.set_num_threads(spec["threads"])
+    torch.manual_seed(0)
+    model = VisionTransformer(ViTConfig(attention=spec["variant"])).eval()
+    x = torch.randn(1, 1, spec["side"], spec["side"])
+    base = _peak_rss()
+    limit = int(spec["memory_gb"] * 1e9)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    t0 = time.perf_counter()
+    m = explain(model, x, spec["method"], **spec["options"])
+    seconds = time.perf_counter() - t0
+    return {"seconds": round(seconds, 4), "peak_rss_bytes": _peak_rss(), "rss_before_bytes": base,
+            "finite": bool(torch.isfinite(m).all())}
+
+
+def run_map_benchmark(*, variant: str = "linear_infsa", sides: tuple[int, ...] = (256, 512, 1024, 2048),
+                      threads: int = 2, time_limit_s: float = 120.0, memory_gb: float = 16.0,
+                      on_case=None) -> list[dict[str, Any]]:
+    """Every :data:`CASES` entry at every side; a method that fails is skipped at larger sides."""
+    rows: list[dict[str, Any]] = []
+    for method, options in CASES:
+        failed = None
+        for side in sides:
+            spec = {"variant": variant, "method": method, "options": options, "side": side, "threads": threads,
+                    "memory_gb": memory_gb}
+            row = {"method": method, "options": options, "variant": variant, "side": side,
+                   "tokens": (side // 8) ** 2 + 1}
+            if failed:
+                row.update(status="skipped", message=f"{failed} at a smaller size")
+            else:
+                try:
+                    proc = subprocess.run([sys.executable, "-m", "infsa_viz.bench.maps", json.dumps(spec)],
+                                          capture_output=True, text=True, timeout=time_limit_s)
+                    if proc.returncode == 0:
+                        row.update(status="ok", **json.loads(proc.stdout.strip().splitlines()[-1]))
+                    else:
+                        tail = (proc.stderr.strip().splitlines() or ["killed"])[-1][:200]
+                        memory = "memory" in tail.lower() or "alloc" in tail.lower() or proc.returncode < 0
+                        row.update(status="oom" if memory else "error", message=tail)
+                except subprocess.TimeoutExpired:
+                    row.update(status="timeout", message=f"over {time_limit_s:g} s")
+                if row["status"] != "ok":
+                    failed = row["status"]
+            rows.append(row)
+            if on_case:
+                on_case(row)
+    return rows
+
+
+if __name__ == "__main__":
+    print(json.dumps(_child(json.loads(sys.argv[1]))))
