@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
+import warnings
 from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
@@ -19,7 +20,16 @@ from torch import Tensor, nn
 
 from .distributed import Dist, shard_indices
 from .maps import check_method, explain_with_metadata
-from .metrics import PerturbationCurves, aopc, box_auc, lerf_auc, morf_aoc, perturbation_curves, pointing_game
+from .metrics import (
+    PerturbationCurves,
+    UndefinedMetricWarning,
+    aopc,
+    box_auc,
+    lerf_auc,
+    morf_aoc,
+    perturbation_curves,
+    pointing_game,
+)
 from .progress import progress
 
 __all__ = ["EvalData", "EvalSettings", "evaluate_maps", "DEFAULT_METHODS"]
@@ -92,7 +102,8 @@ def _per_image(model: nn.Module, method: str, data: EvalData, chunks: list[list[
         scored.append(curves["morf"].scored_class)
         boxes = [data.target_boxes[i] for i in sel]
         negatives = None if data.negative_boxes is None else [data.negative_boxes[i] for i in sel]
-        with _quiet():
+        with warnings.catch_warnings():  # undefined images are counted in the report instead
+            warnings.simplefilter("ignore", UndefinedMetricWarning)
             auc = box_auc(maps, boxes, image_size=size, negatives_boxes=negatives)
             point = pointing_game(maps, boxes, image_size=size)
         roc.append(auc.roc_auc)
@@ -129,22 +140,6 @@ def _pr_curves(maps: Tensor, boxes: list[np.ndarray], size: tuple[int, int]) -> 
         best = np.maximum.accumulate(precision)  # recall decreases along the array: max over recall >= r
         out[i] = np.interp(RECALL_GRID, recall[::-1], best[::-1])
     return out
-
-
-class _quiet:
-    """Collect undefined-metric warnings (counted in the report) instead of printing each."""
-
-    def __enter__(self):
-        import warnings
-
-        self._ctx = warnings.catch_warnings()
-        self._ctx.__enter__()
-        from .metrics import UndefinedMetricWarning
-
-        warnings.simplefilter("ignore", UndefinedMetricWarning)
-
-    def __exit__(self, *exc):
-        return self._ctx.__exit__(*exc)
 
 
 def _merge(parts: list[dict[str, Any]]) -> dict[str, Any]:

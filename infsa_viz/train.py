@@ -149,8 +149,9 @@ def folder_data(root: Path, *, image_size: int, channels: int = 3) -> TrainData:
         if not (root / split).is_dir():
             raise ValueError(f"--data folder:{root} must contain a {split}/ folder of class sub-folders")
         ds = FolderDataset(root / split, image_size=image_size, channels=channels)
-        images = torch.stack([ds[i][0] for i in range(len(ds))]) if len(ds) else torch.empty(0)
-        labels = torch.tensor([ds[i][1] for i in range(len(ds))], dtype=torch.int64)
+        items = [ds[i] for i in range(len(ds))]  # decode each image once
+        images = torch.stack([image for image, _ in items]) if items else torch.empty(0)
+        labels = torch.tensor([label for _, label in items], dtype=torch.int64)
         splits[split] = (images, labels, ds)
     train_images, train_labels, train_ds = splits["train"]
     classes = list(getattr(train_ds, "classes", []))

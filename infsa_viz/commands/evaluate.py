@@ -62,8 +62,9 @@ def _data(args: argparse.Namespace, in_chans: int, size: int):
     n = min(args.n_images, len(ds))
     if n == 0:
         raise ValueError(f"--data {args.data}: no images found")
-    images = torch.stack([ds[i][0] for i in range(n)])
-    labels = torch.tensor([ds[i][1] for i in range(n)])
+    items = [ds[i] for i in range(n)]  # decode each image once
+    images = torch.stack([image for image, _ in items])
+    labels = torch.tensor([label for _, label in items])
     boxes = [ds.boxes(i) if args.boxes else np.zeros((0, 4), np.int64) for i in range(n)]
     return EvalData(images, labels, boxes, None, {"name": "folder", "root": str(root), "n_images": n,
                                                   "boxes_dir": args.boxes})
