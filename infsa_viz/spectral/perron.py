@@ -20,7 +20,10 @@ from torch import Tensor
 from ..attention import EPS, linear_infsa_weights
 from .operators import RankOneOperator, SpectralOperator, as_operator
 
-__all__ = ["PerronResult", "eigenvalue_spectrum", "linear_perron_estimate", "perron_vector"]
+__all__ = ["TOL_FLOOR_EPS", "PerronResult", "eigenvalue_spectrum", "linear_perron_estimate", "perron_vector"]
+
+#: Power iteration's tolerance is at least this many machine epsilons of the operator's dtype.
+TOL_FLOOR_EPS = 4
 
 Side = Literal["left", "right"]
 Normalize = Literal["sum", "l2"]
@@ -121,7 +124,9 @@ def perron_vector(
             says if it did not). ``"auto"`` (default): closed form for a rank-one ``u·aᵀ``
             operator, dense for ``N ≤ dense_limit`` (and at most 2²⁵ numbers in the
             batch), else power.
-        tol: power-iteration tolerance.
+        tol: power-iteration tolerance on the L1 change; raised to ``TOL_FLOOR_EPS·ε`` of the
+            operator's dtype (float32: 4.8e-7), the rounding level of a distribution's L1 norm,
+            below which the iterate cannot settle. The value used is returned as ``tol``.
         max_iter: most power iterations.
         dense_limit: largest ``N`` that ``"auto"`` solves densely (default 1024).
 
@@ -163,18 +168,20 @@ def perron_vector(
         x = torch.from_numpy(np.ascontiguousarray(chosen))
         x, eigenvalue = x.to(op.dtype), eigenvalue.to(op.dtype)
     else:
-        used_tol = tol
+        # Below ~ε of the dtype the L1 change of a sum-1 iterate is rounding noise and never
+        # settles (float32 at tol 1e-10 ran all max_iter iterations), so the tolerance is floored.
+        used_tol = max(tol, TOL_FLOOR_EPS * torch.finfo(op.dtype).eps)
         x = op.ones() / op.num_tokens  # (..., N)
         for iterations in range(1, max_iter + 1):
             y = _apply(op, x, side)
             y = y / y.sum(-1, keepdim=True).clamp_min(torch.finfo(op.dtype).tiny)
             change = (y - x).abs().sum(-1)
             x = y
-            if (change <= tol).all():
+            if (change <= used_tol).all():
                 break
         else:
             warnings.warn(
-                f"perron_vector: power iteration did not reach tol={tol} in max_iter={max_iter} "
+                f"perron_vector: power iteration did not reach tol={used_tol:g} in max_iter={max_iter} "
                 f"(L1 change {float(change.max()):.3g}); the matrix may be periodic or have a small "
                 "spectral gap", RuntimeWarning, stacklevel=2,
             )

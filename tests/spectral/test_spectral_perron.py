@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import networkx as nx
 import numpy as np
 import pytest
@@ -137,3 +139,19 @@ def test_eigenvalue_spectrum_of_an_exactly_rank_one_operator():
     values = eigenvalue_spectrum(RankOneOperator(a))
     assert abs(complex(values[0, 0]) - 1.0) < 1e-12
     assert float(values[0, 1:].abs().max()) < 1e-12
+
+
+def test_float32_power_iteration_stops_at_the_rounding_floor_instead_of_running_max_iter():
+    # A positive row-stochastic float32 matrix mixes in a few steps, but a float32 iterate's L1
+    # change stalls near 1e-9: tol=1e-10 used to run every one of max_iter iterations.
+    gen = torch.Generator().manual_seed(0)
+    A = torch.rand(2048, 2048, generator=gen, dtype=F64) + 0.1
+    A = A / A.sum(-1, keepdim=True)
+    expected = perron_vector(A, method="dense").vector
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        got = perron_vector(A.float(), method="power", tol=1e-10, max_iter=10_000)
+    assert got.tol == pytest.approx(4 * torch.finfo(torch.float32).eps)
+    assert got.iterations < 50
+    assert_close(got.vector.double(), expected, rtol=1e-4, atol=1e-7)
+    assert perron_vector(A, method="power", tol=1e-12).tol == 1e-12  # float64 keeps the tolerance asked for
