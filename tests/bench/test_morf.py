@@ -20,4 +20,7 @@ def test_bench_morf_agrees_with_quantus(tmp_path):
     report = json.loads(out.read_text())
     assert report["max_abs_curve_difference"] < 1e-5
     assert report["protocol"]["ties_in_maps"] == 0
-    assert set(report["median_seconds"]) == {"infsa_viz", "quantus"}
+    assert set(report["median_seconds"]) == {"infsa_viz", "quantus", "forwards_only_batch_256", "forwards_only_batch_4"}
+    assert report["model_forwards"] == 4 * (6 * 6 + 1)  # clean + one copy per step, 36 patches of 8 px at 48 px
+    assert report["forward_floor_seconds"] == min(report["median_seconds"]["forwards_only_batch_256"],
+                                                  report["median_seconds"]["forwards_only_batch_4"])
