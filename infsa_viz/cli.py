@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("infsa_viz.commands.bench", "throughput, latency and peak memory vs resolution, one process per case"),
     "bench-maps": ("infsa_viz.commands.bench_maps", "time and peak memory of each map method vs tokens"),
     "bench-morf": ("infsa_viz.commands.bench_morf", "time our batched MoRF engine against quantus.RegionPerturbation"),
+    "profile": ("infsa_viz.commands.profile", "where a forward spends its time (torch.profiler), per variant"),
     "info": ("infsa_viz.commands.info", "describe a saved model directory (config, parameters, rho, card)"),
     "train": ("infsa_viz.commands.train", "train one attention variant with the matched recipe"),
     "accuracy": ("infsa_viz.commands.accuracy", "re-evaluate trained models on their test split"),
