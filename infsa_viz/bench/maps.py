@@ -16,6 +16,10 @@ import sys
 import time
 from typing import Any
 
+from ..progress import progress
+from .throughput import SHAPES
+from .worker import is_oom_message, peak_rss_bytes
+
 __all__ = ["CASES", "WARMUP_SIDE", "run_map_benchmark"]
 
 #: Side of the image used for the untimed warm-up call (65 tokens at patch 8).
@@ -33,34 +37,26 @@ CASES: tuple[tuple[str, dict[str, Any]], ...] = (
 )
 
 
-def _peak_rss() -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
 def _child(spec: dict[str, Any]) -> dict[str, Any]:
     import torch
 
     from ..maps import explain
-    from ..vit import ViTConfig, VisionTransformer
+    from ..vit import VisionTransformer
 
     torch.set_num_threads(spec["threads"])
     torch.manual_seed(0)
-    model = VisionTransformer(ViTConfig(attention=spec["variant"])).eval()
+    model = VisionTransformer(SHAPES["shipped"].replace(attention=spec["variant"])).eval()
     t0 = time.perf_counter()
     explain(model, torch.randn(1, 1, WARMUP_SIDE, WARMUP_SIDE), spec["method"], **spec["options"])
     warmup = time.perf_counter() - t0
     x = torch.randn(1, 1, spec["side"], spec["side"])
-    base = _peak_rss()
+    base = peak_rss_bytes()
     limit = int(spec["memory_gb"] * 1e9)
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     t0 = time.perf_counter()
     m = explain(model, x, spec["method"], **spec["options"])
     seconds = time.perf_counter() - t0
-    return {"seconds": round(seconds, 4), "warmup_seconds": round(warmup, 4), "peak_rss_bytes": _peak_rss(),
+    return {"seconds": round(seconds, 4), "warmup_seconds": round(warmup, 4), "peak_rss_bytes": peak_rss_bytes(),
             "rss_before_bytes": base, "finite": bool(torch.isfinite(m).all())}
 
 
@@ -69,13 +65,14 @@ def run_map_benchmark(*, variants: tuple[str, ...] = ("linear_infsa",),
                       time_limit_s: float = 120.0, memory_gb: float = 16.0, on_case=None) -> list[dict[str, Any]]:
     """Every variant × :data:`CASES` entry at every side; a case that fails is skipped at larger sides."""
     rows: list[dict[str, Any]] = []
-    for variant, (method, options) in ((v, c) for v in variants for c in CASES):
+    plan = [(variant, method, options) for variant in variants for method, options in CASES]
+    for variant, method, options in progress(plan, desc="bench-maps", unit="method"):
         failed = None
         for side in sides:
             spec = {"variant": variant, "method": method, "options": options, "side": side, "threads": threads,
                     "memory_gb": memory_gb}
             row = {"method": method, "options": options, "variant": variant, "side": side,
-                   "tokens": (side // 8) ** 2 + 1}
+                   "tokens": (side // SHAPES["shipped"].patch_size) ** 2 + 1}
             if failed:
                 row.update(status="skipped", message=f"{failed} at a smaller size")
             else:
@@ -86,7 +83,7 @@ def run_map_benchmark(*, variants: tuple[str, ...] = ("linear_infsa",),
                         row.update(status="ok", **json.loads(proc.stdout.strip().splitlines()[-1]))
                     else:
                         tail = (proc.stderr.strip().splitlines() or ["killed"])[-1][:200]
-                        memory = "memory" in tail.lower() or "alloc" in tail.lower() or proc.returncode < 0
+                        memory = is_oom_message(tail) or proc.returncode < 0  # killed by a signal: the OOM killer
                         row.update(status="oom" if memory else "error", message=tail)
                 except subprocess.TimeoutExpired:
                     row.update(status="timeout", message=f"over {time_limit_s:g} s")

@@ -10,10 +10,10 @@ largest resolution that finished (the issue's "largest resolution it completes")
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["largest_completed", "profile_cases", "profile_forward"]
+__all__ = ["largest_completed", "profile_forward"]
 
 
 def largest_completed(report: Mapping[str, Any], *, shape: str) -> dict[str, int]:
@@ -47,8 +47,8 @@ def profile_forward(variant: str, resolution: int, *, shape: str = "shipped", to
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from ..vit import VisionTransformer
     from .throughput import BenchSettings, shape_config
+    from .worker import build_case
 
     if top < 1:
         raise ValueError(f"top={top} must be >= 1")
@@ -56,9 +56,8 @@ def profile_forward(variant: str, resolution: int, *, shape: str = "shipped", to
     if resolution < config.patch_size or resolution % config.patch_size:
         raise ValueError(f"resolution={resolution} must be a positive multiple of the patch size {config.patch_size}")
     torch.manual_seed(seed)
-    model = VisionTransformer(config).eval()
-    model.set_fused_attention(True)
-    x = torch.rand(1, config.in_chans, resolution, resolution)
+    spec = {"config": config.to_dict(), "section": "model", "resolution": resolution, "batch": 1}
+    model, x, _ = build_case(spec, "cpu")  # the bench's own set-up: eval, fused softmax, random images
     with torch.inference_mode():
         model(x)  # warm-up: lazy initialisation and allocator growth stay out of the profile
         with profile(activities=[ProfilerActivity.CPU]) as prof:
@@ -75,8 +74,3 @@ def profile_forward(variant: str, resolution: int, *, shape: str = "shipped", to
         "top_ops": [{"name": e.key, "calls": int(e.count), "self_cpu_ms": round(e.self_cpu_time_total / 1e3, 3),
                      "percent": round(100 * e.self_cpu_time_total / total, 1)} for e in ranked],
     }
-
-
-def profile_cases(cases: Iterable[tuple[str, int]], *, shape: str, top: int) -> list[dict[str, Any]]:
-    """:func:`profile_forward` for each ``(variant, resolution)``, in order."""
-    return [profile_forward(variant, resolution, shape=shape, top=top) for variant, resolution in cases]

@@ -243,7 +243,7 @@ def run_case(spec: dict[str, Any], *, time_limit_s: float) -> dict[str, Any]:
         return {"status": "oom", "message": f"killed by {name} (out-of-memory killer or failed allocation)",
                 "wall_s": wall}
     stderr = proc.stderr or ""
-    oom = "MemoryError" in stderr or is_oom_message(stderr)
+    oom = is_oom_message(stderr)
     return {"status": "oom" if oom else "error",
             "message": f"worker exited with code {proc.returncode}: {_tail(stderr)}", "wall_s": wall}
 

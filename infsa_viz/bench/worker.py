@@ -29,9 +29,10 @@ from typing import Any
 #: runner died (killed, session closed) cannot keep the machine busy.
 ALARM_GRACE_S = 10
 
-#: Substrings of an exception message that mean an allocation failed.
+#: Substrings (lower case) of an exception message or traceback that mean an allocation failed;
+#: ``memoryerror`` is Python's own ``MemoryError`` as a traceback prints it.
 OOM_MARKERS = ("out of memory", "can't allocate memory", "cannot allocate memory", "not enough memory",
-               "failed to allocate", "bad_alloc", "std::bad_alloc")
+               "failed to allocate", "bad_alloc", "memoryerror")
 
 
 def is_oom_message(message: str) -> bool:
@@ -68,8 +69,17 @@ def _memory_snapshot() -> dict[str, Any]:
     }
 
 
-def _build(spec: dict[str, Any], device: Any) -> tuple[Any, Any, int]:
-    """The module and its random input for the case: a whole ViT, or one attention layer."""
+def peak_rss_bytes() -> int:
+    """Peak resident set of this process in bytes (``VmHWM``; ``ru_maxrss`` where /proc is missing)."""
+    return int(_memory_snapshot()["peak_rss_bytes"])
+
+
+def build_case(spec: dict[str, Any], device: Any) -> tuple[Any, Any, int]:
+    """The module (eval mode) and its random input for the case: a whole ViT, or one attention layer.
+
+    ``spec`` needs ``config`` (a :class:`ViTConfig` dict), ``section``, ``batch`` and
+    ``resolution`` (model section) or ``tokens`` (attention section).
+    """
     import torch
 
     from ..attention import build_attention
@@ -140,7 +150,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
             pass
 
     with torch.inference_mode():
-        module, inputs, parameters = _build(spec, device)
+        module, inputs, parameters = build_case(spec, device)
         before = _memory_snapshot()
         warmup = [_timed_loop(module, inputs, 1, sync) for _ in range(spec["warmup"])]
         loops = 1

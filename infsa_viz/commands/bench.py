@@ -8,17 +8,7 @@ import sys
 from typing import Any
 
 from ..attention import VARIANTS
-
-
-def _ints(text: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
-
-
-def _names(text: str) -> tuple[str, ...]:
-    return tuple(part.strip() for part in text.split(",") if part.strip())
+from ._lists import comma_ints, comma_names
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,18 +17,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     d = BenchSettings()
     parser.add_argument("--out", required=True, help="JSON report path (e.g. metrics/bench-cpu.json); "
                         "the plots go next to it with the same stem and .html")
-    parser.add_argument("--variants", type=_names, default=d.variants, metavar="LIST",
+    parser.add_argument("--variants", type=comma_names, default=d.variants, metavar="LIST",
                         help=f"comma-separated attention variants (default {','.join(VARIANTS)})")
     parser.add_argument("--shape", choices=(*SHAPES, "both"), default="both",
                         help="model shape: the shipped models' architecture (patch 8, width 64, 4 heads), "
                              "a ViT-Tiny-like one (patch 16, width 192, 3 heads, RGB), or both (default)")
-    parser.add_argument("--sections", type=_names, default=d.sections, metavar="LIST",
+    parser.add_argument("--sections", type=comma_names, default=d.sections, metavar="LIST",
                         help=f"what to measure: {' and/or '.join(SECTIONS)} (one attention layer vs tokens, "
                              "for the log-log slope); default both")
-    parser.add_argument("--resolutions", type=_ints, default=d.resolutions, metavar="LIST",
+    parser.add_argument("--resolutions", type=comma_ints, default=d.resolutions, metavar="LIST",
                         help=f"image sides for the model section (default "
                              f"{','.join(map(str, d.resolutions))})")
-    parser.add_argument("--attention-tokens", type=_ints, default=d.attention_tokens, metavar="LIST",
+    parser.add_argument("--attention-tokens", type=comma_ints, default=d.attention_tokens, metavar="LIST",
                         help="token counts, attention section (default 1024 … 262144, powers of 2)")
     parser.add_argument("--patch", type=int, default=None, help="override the shapes' patch size")
     parser.add_argument("--width", type=int, default=None, help="override the shapes' width (embed dim)")

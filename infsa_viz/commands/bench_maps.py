@@ -6,12 +6,14 @@ import argparse
 import sys
 
 from ..attention import VARIANTS
+from ._lists import comma_ints, comma_names
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--variants", default=",".join(VARIANTS),
+    parser.add_argument("--variants", type=comma_names, default=VARIANTS, metavar="LIST",
                         help="comma-separated model variants (random weights, shipped shape)")
-    parser.add_argument("--sides", default="256,512,1024,2048", help="image sides (patch 8: 1k…65k tokens)")
+    parser.add_argument("--sides", type=comma_ints, default=(256, 512, 1024, 2048), metavar="LIST",
+                        help="image sides (patch 8: 1k…65k tokens)")
     parser.add_argument("--time-limit", type=float, default=120.0)
     parser.add_argument("--memory-limit", type=float, default=16.0, help="GB per case process")
     parser.add_argument("--out", required=True)
@@ -21,28 +23,30 @@ def run(args: argparse.Namespace) -> int:
     import platform
 
     import torch
+    from tqdm.auto import tqdm
 
     from ..attention import check_variant
     from ..bench.maps import WARMUP_SIDE, run_map_benchmark
+    from ..bench.throughput import SHAPES
     from ..io import write_json
 
-    variants = tuple(v for v in args.variants.split(",") if v)
+    variants, sides, patch = args.variants, args.sides, SHAPES["shipped"].patch_size
     if not variants:
-        raise ValueError(f"--variants={args.variants!r} is empty; expected some of {', '.join(VARIANTS)}")
+        raise ValueError(f"--variants is empty; expected some of {', '.join(VARIANTS)}")
     for variant in variants:
         check_variant(variant, name="--variants")
-    try:
-        sides = tuple(int(s) for s in args.sides.split(",") if s)
-    except ValueError:
-        raise ValueError(f"--sides={args.sides!r} must be comma-separated integers") from None
-    if not sides or any(s < 8 or s % 8 for s in sides):
-        raise ValueError(f"--sides={args.sides!r} must be positive multiples of the patch size 8")
+    for name, value in (("--time-limit", args.time_limit), ("--memory-limit", args.memory_limit)):
+        if not value > 0:
+            raise ValueError(f"{name}={value:g} must be a positive number")
+    if not sides or any(s < patch or s % patch for s in sides):
+        raise ValueError(f"--sides={','.join(map(str, sides))!r} must be positive multiples of the patch size {patch}")
+    def report_case(r: dict) -> None:
+        tqdm.write(f"bench-maps: {r['variant']} {r['method']} {r['options']} {r['tokens']:,} tokens: {r['status']} "
+                   f"{r.get('seconds', '')} s {round(r.get('peak_rss_bytes', 0) / 1e9, 3)} GB", file=sys.stderr)
+
     threads = torch.get_num_threads()
     rows = run_map_benchmark(variants=variants, sides=sides, threads=threads, time_limit_s=args.time_limit,
-                             memory_gb=args.memory_limit,
-                             on_case=lambda r: print(f"bench-maps: {r['variant']} {r['method']} {r['options']} {r['tokens']:,} tokens: "
-                                                     f"{r['status']} {r.get('seconds', '')} s "
-                                                     f"{round(r.get('peak_rss_bytes', 0) / 1e9, 3)} GB", file=sys.stderr))
+                             memory_gb=args.memory_limit, on_case=report_case)
     write_json(args.out, {"protocol": {"model": f"random-weight ViTs ({', '.join(variants)}), shipped shape (patch 8, "
                                                 "width 64, 4 heads, depth 4), batch 1", "threads": threads,
                                        "timing": "one explain() call in a fresh process, wall seconds, after one untimed "

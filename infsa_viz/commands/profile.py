@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from ..attention import VARIANTS
-    from ..bench.profile import largest_completed, profile_cases
+    from ..bench.profile import largest_completed, profile_forward
     from ..io import read_json, write_json
 
     if bool(args.case) == bool(args.bench):
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     rows = []
     for variant, resolution in cases:
         print(f"profile: {variant} {resolution}² ({args.shape})", file=sys.stderr)
-        rows.extend(profile_cases([(variant, resolution)], shape=args.shape, top=args.top))
+        rows.append(profile_forward(variant, resolution, shape=args.shape, top=args.top))
     write_json(args.out, {
         "protocol": {"what": "torch.profiler (CPU activities) over one inference forward after one untimed "
                              "warm-up; random weights, batch 1, fused softmax SDPA, as in `infsa-viz bench`",
