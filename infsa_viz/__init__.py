@@ -1,7 +1,8 @@
 """infsa-viz: read the attention of softmax, InfSA and Linear-InfSA vision transformers.
 
 The flat public API re-exports the library's main names. ``import infsa_viz`` needs only
-torch and numpy: streamlit, plotly and captum are imported by the functions that use them.
+torch and numpy: OpenCV, scikit-learn, Captum, Streamlit and plotly are imported by the
+functions that use them.
 """
 
 from ._version import __version__
@@ -17,12 +18,15 @@ from .attention import (
     softmax_matrix,
 )
 from .capture import AttentionRecord, capture_attention, record_attention
+from .preprocess import Prepared, Preprocessing, prepare, preprocess
 from .vit import ViTConfig, VisionTransformer, load_model, save_model
 
 __all__ = [
     "ATTENTION_REGISTRY",
     "AttentionRecord",
     "LinearInfSAAttention",
+    "Prepared",
+    "Preprocessing",
     "PureInfSAAttention",
     "SoftmaxAttention",
     "VARIANTS",
@@ -34,6 +38,8 @@ __all__ = [
     "infsa_affinity",
     "linear_infsa_weights",
     "load_model",
+    "prepare",
+    "preprocess",
     "record_attention",
     "save_model",
     "softmax_matrix",

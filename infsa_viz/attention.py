@@ -49,6 +49,11 @@ EPS = 1e-6
 RecorderFn = Callable[["Attention", dict[str, Any]], None]
 
 
+def _accumulation_dtype(dtype: torch.dtype) -> torch.dtype:
+    """float64 stays float64; float32, bfloat16 and float16 compute in float32."""
+    return torch.promote_types(dtype, torch.float32)
+
+
 def infsa_affinity(q: Tensor, k: Tensor, *, eps: float = EPS) -> Tensor:
     """Dense InfSA matrix ``Â = ReLU(q kᵀ) / (‖ReLU(q kᵀ)‖_F + ε)``, normalised per (B, H).
 
@@ -58,12 +63,14 @@ def infsa_affinity(q: Tensor, k: Tensor, *, eps: float = EPS) -> Tensor:
         eps: added to the Frobenius norm so an all-zero affinity gives ``Â = 0``, not NaN.
 
     Returns:
-        ``(..., N, N)`` non-negative matrix with Frobenius norm ≤ 1, in ``q``'s dtype. The norm is
-        accumulated in float32 so bfloat16/float16 inputs neither overflow nor lose the scale.
+        ``(..., N, N)`` non-negative matrix with Frobenius norm ≤ 1, in ``q``'s dtype. Computed in
+        the input's dtype for float32 and float64 (float64 stays float64-accurate); half types
+        (bfloat16, float16) are computed in float32, products included, and rounded at the end.
     """
-    scores = F.relu(q @ k.transpose(-2, -1))  # (..., N, N)
-    norm = torch.linalg.vector_norm(scores.float(), dim=(-2, -1), keepdim=True)  # (..., 1, 1)
-    return (scores.float() / (norm + eps)).to(q.dtype)
+    acc = _accumulation_dtype(q.dtype)
+    scores = F.relu(q.to(acc) @ k.to(acc).transpose(-2, -1))  # (..., N, N)
+    norm = torch.linalg.vector_norm(scores, dim=(-2, -1), keepdim=True)  # (..., 1, 1)
+    return (scores / (norm + eps)).to(q.dtype)
 
 
 def softmax_matrix(q: Tensor, k: Tensor) -> Tensor:
@@ -84,9 +91,10 @@ def linear_infsa_weights(q: Tensor, k: Tensor, *, eps: float = EPS) -> tuple[Ten
         ``(alpha, q_bar, a)``: ``alpha (..., N)`` query weights ``‖q_i‖ / Σ‖q‖``, ``q_bar (..., D)``
         the weighted mean query, and ``a (..., N)`` the normalised key scores
         ``ReLU(q̄·k_j) / (Σ ReLU(q̄·k_l) + ε)``: Linear-InfSA's estimate of the Perron vector.
-        Reductions run in float32 and the results are returned in ``q``'s dtype.
+        Computed in float64 for float64 inputs and in float32 otherwise; returned in ``q``'s dtype.
     """
-    qf, kf = q.float(), k.float()
+    acc = _accumulation_dtype(q.dtype)
+    qf, kf = q.to(acc), k.to(acc)
     q_norm = torch.linalg.vector_norm(qf, dim=-1)  # (..., N)
     alpha = q_norm / (q_norm.sum(dim=-1, keepdim=True) + eps)  # (..., N)
     q_bar = (alpha.unsqueeze(-2) @ qf).squeeze(-2)  # (..., D)
@@ -141,6 +149,18 @@ class Attention(nn.Module):
     def attend(self, q: Tensor, k: Tensor, v: Tensor) -> Tensor:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    # What the layer applies, read as a token graph: each variant says it once, here, and the
+    # capture, spectral and map code ask the class instead of comparing variant names.
+    @staticmethod
+    def applied_matrix(q: Tensor, k: Tensor, *, eps: float = EPS) -> Tensor:  # pragma: no cover - abstract
+        """The dense ``(..., N, N)`` matrix this operator applies to ``v`` (without ``ρ``)."""
+        raise NotImplementedError
+
+    @staticmethod
+    def graph(q: Tensor, k: Tensor, *, eps: float = EPS, block_size: int | None = None) -> Any:  # pragma: no cover
+        """The same matrix as a matrix-free :class:`~infsa_viz.spectral.SpectralOperator`."""
+        raise NotImplementedError
+
     def rho(self) -> Tensor | None:
         """The discount ``ρ`` per head, shape ``(H,)``, or ``None`` for softmax."""
         return None
@@ -169,6 +189,17 @@ class SoftmaxAttention(Attention):
         if self.fused:
             return F.scaled_dot_product_attention(q, k, v)
         return softmax_matrix(q, k) @ v  # (B, H, N, D)
+
+    @staticmethod
+    def applied_matrix(q: Tensor, k: Tensor, *, eps: float = EPS) -> Tensor:
+        """The row-stochastic ``softmax(q kᵀ/√D)``."""
+        return softmax_matrix(q, k)
+
+    @staticmethod
+    def graph(q: Tensor, k: Tensor, *, eps: float = EPS, block_size: int | None = None) -> Any:
+        from .spectral.operators import SoftmaxOperator
+
+        return SoftmaxOperator(q, k, block_size=block_size)
 
 
 class _RhoMixin(Attention):
@@ -211,11 +242,22 @@ class PureInfSAAttention(_RhoMixin):
         # ρ·Â·v = ρ/(‖S‖_F + ε) · (S v) with S = ReLU(q kᵀ): the Frobenius scale is applied to the
         # (N, D) product instead of the (N, N) matrix. Profiling at 4,097 tokens showed the
         # elementwise N×N division taking 21 % of the layer's time (bmm 52 %, ReLU 22 %).
-        acc = torch.promote_types(v.dtype, torch.float32)  # reduce in ≥ float32 (bf16 inputs)
+        acc = _accumulation_dtype(v.dtype)  # reduce in ≥ float32 (bf16 inputs)
         scores = torch.relu_(q @ k.transpose(-2, -1))  # (B, H, N, N), one N×N buffer
         norm = torch.linalg.vector_norm(scores, dim=(-2, -1), keepdim=True, dtype=acc)  # (B, H, 1, 1)
         scale = self._rho_4d(acc) / (norm + self.eps)  # (B, H, 1, 1)
         return ((scores @ v).to(acc) * scale).to(v.dtype)  # (B, H, N, D)
+
+    @staticmethod
+    def applied_matrix(q: Tensor, k: Tensor, *, eps: float = EPS) -> Tensor:
+        """``Â = ReLU(q kᵀ)/(‖ReLU(q kᵀ)‖_F + ε)``."""
+        return infsa_affinity(q, k, eps=eps)
+
+    @staticmethod
+    def graph(q: Tensor, k: Tensor, *, eps: float = EPS, block_size: int | None = None) -> Any:
+        from .spectral.operators import InfSAOperator
+
+        return InfSAOperator(q, k, eps=eps, block_size=block_size)
 
 
 class LinearInfSAAttention(_RhoMixin):
@@ -226,8 +268,21 @@ class LinearInfSAAttention(_RhoMixin):
     def attend(self, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
         alpha, q_bar, a = linear_infsa_weights(q, k, eps=self.eps)  # (B,H,N), (B,H,D), (B,H,N)
         self._record(q=q, k=k, alpha=alpha, q_bar=q_bar, a=a)
-        context = (a.unsqueeze(-2).float() @ v.float()).to(v.dtype)  # (B, H, 1, D)
+        acc = _accumulation_dtype(v.dtype)
+        context = (a.unsqueeze(-2).to(acc) @ v.to(acc)).to(v.dtype)  # (B, H, 1, D)
         return self._rho_4d(v.dtype) * context  # broadcast to (B, H, N, D) by the caller
+
+    @staticmethod
+    def applied_matrix(q: Tensor, k: Tensor, *, eps: float = EPS) -> Tensor:
+        """The rank-one ``1·aᵀ``: every row is ``a`` (O(N²) memory when made dense)."""
+        a = linear_infsa_weights(q, k, eps=eps)[2]  # (..., N)
+        return a.unsqueeze(-2).expand(*a.shape[:-1], a.shape[-1], a.shape[-1])
+
+    @staticmethod
+    def graph(q: Tensor, k: Tensor, *, eps: float = EPS, block_size: int | None = None) -> Any:
+        from .spectral.operators import RankOneOperator
+
+        return RankOneOperator(linear_infsa_weights(q, k, eps=eps)[2])
 
 
 ATTENTION_REGISTRY: dict[str, type[Attention]] = {

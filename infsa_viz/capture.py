@@ -17,7 +17,7 @@ from typing import Any, Iterator
 import torch
 from torch import Tensor, nn
 
-from .attention import EPS, Attention, infsa_affinity, linear_infsa_weights, softmax_matrix
+from .attention import ATTENTION_REGISTRY, EPS, Attention, infsa_affinity, linear_infsa_weights
 
 __all__ = [
     "AttentionRecord",
@@ -58,18 +58,18 @@ class AttentionRecord:
     def num_tokens(self) -> int:
         return self.q.shape[-2]
 
+    @property
+    def attention(self) -> type[Attention]:
+        """The layer's attention class (it knows what the variant applies)."""
+        return ATTENTION_REGISTRY[self.variant]
+
     def attention_matrix(self) -> Tensor:
         """The dense matrix this layer applies to ``v`` (without ``ρ``), ``(B, H, N, N)``.
 
         softmax: the row-stochastic ``softmax(q kᵀ/√D)``; pure InfSA: ``Â``; Linear-InfSA: the
         rank-1 operator ``1·aᵀ`` (every row equals ``a``). O(N²) memory: only for moderate N.
         """
-        if self.variant == "softmax":
-            return softmax_matrix(self.q, self.k)
-        if self.variant == "pure_infsa":
-            return self.infsa_matrix()
-        a = self.linear_estimate()  # (B, H, N)
-        return a.unsqueeze(-2).expand(*a.shape[:-1], a.shape[-1], a.shape[-1])
+        return self.attention.applied_matrix(self.q, self.k, eps=self.eps)
 
     def infsa_matrix(self) -> Tensor:
         """``Â = ReLU(q kᵀ)/‖ReLU(q kᵀ)‖_F`` from this layer's q and k, ``(B, H, N, N)``.

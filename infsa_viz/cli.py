@@ -1,9 +1,11 @@
 """The ``infsa-viz`` command line: ``main(argv) -> int``.
 
-Each subcommand lives in ``infsa_viz/commands/<name>.py`` and defines ``HELP``,
-``add_arguments(parser)`` and ``run(args) -> int``; modules are imported only when their
-command runs, so ``infsa-viz --help`` stays fast. Library ``ValueError``s become one line on
-stderr and exit code 2; other failures exit 1 with one line (``--debug`` shows the traceback).
+Each subcommand lives in ``infsa_viz/commands/<name>.py`` and defines
+``add_arguments(parser)`` and ``run(args) -> int``; its one-line help lives in :data:`COMMANDS`,
+and a module is imported only when its command runs, so ``infsa-viz --help`` stays fast.
+Library ``ValueError``s become one line on stderr and exit code 2; other failures exit 1 with
+one line (``--debug`` shows the traceback). The benchmarks (``python -m benchmarks``) reuse
+:func:`main` with their own command table.
 """
 
 from __future__ import annotations
@@ -21,10 +23,6 @@ __all__ = ["COMMANDS", "build_parser", "main"]
 
 #: Subcommand name → (module path, one-line help). Help text lives here so --help imports nothing.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "bench": ("infsa_viz.commands.bench", "throughput, latency and peak memory vs resolution, one process per case"),
-    "bench-maps": ("infsa_viz.commands.bench_maps", "time and peak memory of each map method vs tokens"),
-    "bench-morf": ("infsa_viz.commands.bench_morf", "time our batched MoRF engine against quantus.RegionPerturbation"),
-    "profile": ("infsa_viz.commands.profile", "where a forward spends its time (torch.profiler), per variant"),
     "info": ("infsa_viz.commands.info", "describe a saved model directory (config, parameters, rho, card)"),
     "train": ("infsa_viz.commands.train", "train one attention variant with the matched recipe"),
     "accuracy": ("infsa_viz.commands.accuracy", "re-evaluate trained models on their test split"),
@@ -54,24 +52,32 @@ def _common() -> argparse.ArgumentParser:
     return common
 
 
-def build_parser(load_arguments: str | None = None) -> argparse.ArgumentParser:
+def build_parser(load_arguments: str | None = None, *, commands: dict[str, tuple[str, str]] = COMMANDS,
+                 prog: str = PROG) -> argparse.ArgumentParser:
     """Build the parser; only the subcommand named by ``load_arguments`` imports its module."""
-    parser = _Parser(prog=PROG, description="Interpretability for InfSA vision transformers.")
+    parser = _Parser(prog=prog, description="Interpretability for InfSA vision transformers.")
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     common = _common()
-    for name, (module_path, help_text) in COMMANDS.items():
+    for name, (module_path, help_text) in commands.items():
         command = sub.add_parser(name, help=help_text, description=help_text, parents=[common])
         if name == load_arguments:
             importlib.import_module(module_path).add_arguments(command)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the process exit code."""
+def main(argv: Sequence[str] | None = None, *, commands: dict[str, tuple[str, str]] = COMMANDS,
+         prog: str = PROG) -> int:
+    """Run the CLI; returns the process exit code.
+
+    Args:
+        argv: arguments (default ``sys.argv[1:]``).
+        commands: subcommand name → (module path, one-line help); default the ``infsa-viz`` ones.
+        prog: the program name in messages.
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
-    name = next((a for a in argv if a in COMMANDS), None)
-    parser = build_parser(load_arguments=name)
+    name = next((a for a in argv if a in commands), None)
+    parser = build_parser(load_arguments=name, commands=commands, prog=prog)
     try:
         args = parser.parse_args(argv)
     except SystemExit as stop:  # --help, --version, usage errors
@@ -81,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format=f"{PROG}: %(message)s", stream=sys.stderr)
+                        format=f"{prog}: %(message)s", stream=sys.stderr)
     try:
         if args.threads is not None:
             if args.threads < 1:
@@ -89,19 +95,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             import torch
 
             torch.set_num_threads(args.threads)
-        return int(importlib.import_module(COMMANDS[args.command][0]).run(args) or 0)
+        return int(importlib.import_module(commands[args.command][0]).run(args) or 0)
     except ValueError as err:
         if args.debug:
             traceback.print_exc()
-        print(f"{PROG} {args.command}: error: {err}", file=sys.stderr)
+        print(f"{prog} {args.command}: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"{PROG} {args.command}: interrupted", file=sys.stderr)
+        print(f"{prog} {args.command}: interrupted", file=sys.stderr)
         return 130
     except Exception as err:  # noqa: BLE001 - the CLI's last line of defence
         if args.debug:
             traceback.print_exc()
-        print(f"{PROG} {args.command}: failed: {type(err).__name__}: {err}", file=sys.stderr)
+        print(f"{prog} {args.command}: failed: {type(err).__name__}: {err}", file=sys.stderr)
         return 1
 
 

@@ -1,14 +1,12 @@
-"""Decode user images safely and prepare them as model input."""
+"""Decode user images safely: size limits first, uint8 gray or RGB out (the one decoder)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
-import torch
-from torch import Tensor
 
-__all__ = ["MAX_IMAGE_BYTES", "MAX_IMAGE_PIXELS", "decode_image", "prepare_image", "read_image"]
+__all__ = ["MAX_IMAGE_BYTES", "MAX_IMAGE_PIXELS", "decode_image", "read_image"]
 
 #: Refuse files above 20 MB and images above 50 megapixels (decompression bombs).
 MAX_IMAGE_BYTES = 20 * 1024 * 1024
@@ -51,29 +49,3 @@ def read_image(path: str | Path) -> np.ndarray:
     if not path.is_file():
         raise ValueError(f"image {str(path)!r} does not exist")
     return decode_image(path.read_bytes(), name=str(path))
-
-
-def prepare_image(image: np.ndarray, *, in_chans: int, size: int, mean: float | None = None,
-                  std: float | None = None) -> tuple[Tensor, np.ndarray]:
-    """Resize (area) to ``size × size``, convert channels, normalise → ``((1, C, S, S), uint8 S×S[×3])``.
-
-    Defaults for ``mean``/``std`` are the cluttered-digits constants (the shipped models' input).
-    """
-    import cv2
-
-    from .data import PIXEL_MEAN, PIXEL_STD
-
-    if in_chans not in (1, 3):
-        raise ValueError(f"in_chans={in_chans} must be 1 or 3")
-    if image.ndim == 3 and in_chans == 1:
-        image = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
-    elif image.ndim == 2 and in_chans == 3:
-        image = np.repeat(image[..., None], 3, axis=-1)
-    if image.shape[:2] != (size, size):
-        shrinking = image.shape[0] >= size and image.shape[1] >= size
-        image = cv2.resize(image, (size, size), interpolation=cv2.INTER_AREA if shrinking else cv2.INTER_LINEAR)
-    mean = PIXEL_MEAN if mean is None else mean
-    std = PIXEL_STD if std is None else std
-    x = torch.from_numpy(image.astype(np.float32) / 255.0)
-    x = x[None] if x.ndim == 2 else x.permute(2, 0, 1)
-    return ((x - mean) / std).unsqueeze(0), image

@@ -1,19 +1,29 @@
-"""Overlays of maps on images with OpenCV colormaps and a shared colour scale.
+"""Drawing maps on images: one colour scale object, one colouring function, OpenCV colormaps.
 
 Comparing maps by eye is only fair when they share one colour scale (Captum issue #1103 asks
-for exactly this): :func:`color_limits` computes one ``(vmin, vmax)`` for a set of maps, or one per
-map, and :func:`overlay_grid` renders them side by side with a colour bar.
+for exactly this). :func:`colour_scale` decides, for a set of maps drawn together, what each
+map is divided by and which ``(vmin, vmax)`` its values span; :meth:`ColourScale.colorize` is
+the one function from a map value to a colour, and every overlay (CLI, app, examples) goes
+through it, so the limits always apply to the values they were computed on.
 
-Maps of different methods live on different scales (probabilities, visit counts, logit drops),
-so the default shared scale is taken after each map is divided by its own sum of absolute
-values ("mass" normalisation): the colour then shows where each map puts its mass. ``"raw"``
-shares the raw values (meaningful for maps of one method), ``"per-map"`` stretches each map.
+Modes:
+
+* ``"shared"`` (default): each map is divided by its own absolute mass ``Σ|m|`` and all maps
+  share one ``(vmin, vmax)``: the colour shows where each map puts its mass, comparable across
+  methods whose raw units differ (probabilities, visit counts, logit drops).
+* ``"raw"``: raw values on one common scale (meaningful for maps of one method).
+* ``"per-map"``: each map stretched to its own range.
+
+Colour of a value ``v`` of map ``i``: ``u = clip((v / d_i − vmin_i) / (vmax_i − vmin_i), 0, 1)``
+(``u = 0`` when ``vmax_i = vmin_i``), then the colormap's entry ``round(255·u)`` of OpenCV's
+256-entry lookup table.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Sequence
+from typing import Any, Literal, Sequence, get_args
 
 import numpy as np
 import torch
@@ -22,9 +32,11 @@ from .io import atomic_write
 
 __all__ = [
     "COLORMAPS",
-    "color_limits",
+    "SCALES",
+    "ColourScale",
+    "colour_scale",
+    "draw_maps",
     "encode_png",
-    "normalise_for_display",
     "overlay",
     "overlay_grid",
     "save_png",
@@ -32,6 +44,7 @@ __all__ = [
 ]
 
 Scale = Literal["shared", "raw", "per-map"]
+SCALES: tuple[str, ...] = get_args(Scale)
 
 #: Names accepted for ``colormap`` → OpenCV constants (resolved lazily).
 COLORMAPS = ("inferno", "jet", "viridis", "magma", "turbo", "hot")
@@ -46,37 +59,92 @@ def _cv2():
     return cv2
 
 
-def _np(x) -> np.ndarray:
-    return x.detach().cpu().float().numpy() if isinstance(x, torch.Tensor) else np.asarray(x, dtype=np.float32)
+def _np(x: Any) -> np.ndarray:
+    return x.detach().cpu().double().numpy() if isinstance(x, torch.Tensor) else np.asarray(x, dtype=np.float64)
 
 
-def normalise_for_display(maps: Sequence, scale: Scale = "shared") -> list[np.ndarray]:
-    """Maps as float arrays, divided by their absolute mass when ``scale="shared"``."""
-    if scale not in ("shared", "raw", "per-map"):
-        raise ValueError(f"scale={scale!r} must be one of ['shared', 'raw', 'per-map']")
-    out = []
-    for m in maps:
-        a = _np(m)
-        if scale == "shared":
-            mass = np.abs(a).sum()
-            a = a / mass if mass > 0 else a
-        out.append(a)
-    return out
+def _lookup_table(colormap: str) -> np.ndarray:
+    """The colormap's 256 RGB entries ``(256, 3) uint8``."""
+    if colormap not in COLORMAPS:
+        raise ValueError(f"colormap={colormap!r} must be one of {list(COLORMAPS)}")
+    cv2 = _cv2()
+    ramp = np.arange(256, dtype=np.uint8)[:, None]  # (256, 1)
+    return cv2.applyColorMap(ramp, getattr(cv2, f"COLORMAP_{colormap.upper()}"))[:, 0, ::-1].copy()
 
 
-def color_limits(maps: Sequence, scale: Scale = "shared") -> list[tuple[float, float]]:
-    """``(vmin, vmax)`` per map: one common pair (``shared``/``raw``) or each map's own range."""
-    arrays = normalise_for_display(maps, scale)
-    if scale == "per-map":
-        return [(float(a.min()), float(a.max())) for a in arrays]
-    lo = min(float(a.min()) for a in arrays)
-    hi = max(float(a.max()) for a in arrays)
-    return [(lo, hi)] * len(arrays)
+@dataclass(frozen=True)
+class ColourScale:
+    """How the values of a set of maps become colours.
+
+    Attributes:
+        mode: ``"shared"``, ``"raw"`` or ``"per-map"``.
+        divisors: per map, what its values are divided by first (its absolute mass for
+            ``"shared"``, 1 otherwise).
+        limits: per map, ``(vmin, vmax)`` of the divided values.
+        colormap: one of :data:`COLORMAPS`.
+    """
+
+    mode: str
+    divisors: tuple[float, ...]
+    limits: tuple[tuple[float, float], ...]
+    colormap: str = "inferno"
+
+    @property
+    def common_limits(self) -> tuple[float, float] | None:
+        """The one ``(vmin, vmax)`` all maps share, or ``None`` for ``"per-map"``."""
+        return None if self.mode == "per-map" else self.limits[0]
+
+    @property
+    def unit(self) -> str:
+        """What the colour-bar numbers are."""
+        return {"shared": "share of the map's absolute mass", "raw": "map value",
+                "per-map": "map value (own range)"}[self.mode]
+
+    def normalised(self, index: int, values: Any) -> np.ndarray:
+        """Values of map ``index`` on ``[0, 1]``: ``clip((v / d − vmin) / (vmax − vmin), 0, 1)``."""
+        lo, hi = self.limits[index]
+        v = _np(values) / self.divisors[index]
+        if not hi > lo:
+            return np.zeros_like(v)
+        return np.clip((v - lo) / (hi - lo), 0.0, 1.0)
+
+    def colorize(self, index: int, values: Any) -> np.ndarray:
+        """RGB uint8 ``(..., 3)`` of map ``index``'s values: the colormap entry ``round(255·u)``."""
+        entry = np.rint(self.normalised(index, values) * 255.0).astype(np.int64)
+        return _lookup_table(self.colormap)[entry]
 
 
-def to_rgb(image) -> np.ndarray:
+def colour_scale(maps: Sequence[Any], mode: Scale = "shared", *, colormap: str = "inferno") -> ColourScale:
+    """The colour scale of ``maps`` (each ``(h, w)`` or ``(H, W)``) drawn together.
+
+    Non-finite values are ignored for the limits (and drawn at the low end).
+
+    Raises:
+        ValueError: unknown ``mode`` or ``colormap``, or no maps.
+    """
+    if mode not in SCALES:
+        raise ValueError(f"scale={mode!r} must be one of {list(SCALES)}")
+    _lookup_table(colormap)
+    arrays = [_np(m) for m in maps]
+    if not arrays:
+        raise ValueError("maps is empty; nothing to draw")
+    divisors = []
+    for a in arrays:
+        mass = float(np.abs(a[np.isfinite(a)]).sum())
+        divisors.append(mass if mode == "shared" and mass > 0 else 1.0)
+    ranges = []
+    for a, d in zip(arrays, divisors):
+        finite = a[np.isfinite(a)] / d
+        ranges.append((float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0))
+    if mode != "per-map":
+        common = (min(lo for lo, _ in ranges), max(hi for _, hi in ranges))
+        ranges = [common] * len(arrays)
+    return ColourScale(mode=mode, divisors=tuple(divisors), limits=tuple(ranges), colormap=colormap)
+
+
+def to_rgb(image: Any) -> np.ndarray:
     """An image ``(H, W)``, ``(1|3, H, W)`` or ``(H, W, 1|3)`` in [0, 1] or uint8 → uint8 RGB."""
-    a = _np(image) if not (isinstance(image, np.ndarray) and image.dtype == np.uint8) else image
+    a = image if isinstance(image, np.ndarray) and image.dtype == np.uint8 else _np(image)
     if a.ndim == 3 and a.shape[0] in (1, 3) and a.shape[-1] not in (1, 3):
         a = np.moveaxis(a, 0, -1)
     if a.ndim == 3 and a.shape[-1] == 1:
@@ -86,40 +154,22 @@ def to_rgb(image) -> np.ndarray:
     return np.repeat(a[..., None], 3, axis=-1) if a.ndim == 2 else a
 
 
-def _colorize(values01: np.ndarray, colormap: str) -> np.ndarray:
-    cv2 = _cv2()
-    if colormap not in COLORMAPS:
-        raise ValueError(f"colormap={colormap!r} must be one of {list(COLORMAPS)}")
-    code = getattr(cv2, f"COLORMAP_{colormap.upper()}")
-    bgr = cv2.applyColorMap((np.clip(values01, 0, 1) * 255).astype(np.uint8), code)
-    return bgr[..., ::-1]
-
-
-def overlay(
-    image,
-    token_map,
-    *,
-    limits: tuple[float, float] | None = None,
-    alpha: float = 0.5,
-    colormap: str = "inferno",
-    boxes: np.ndarray | None = None,
-    distractor_boxes: np.ndarray | None = None,
-    scale: int = 1,
-) -> np.ndarray:
-    """Blend a map (upsampled bilinearly to the image) over the image; draw boxes.
+def overlay(image: Any, token_map: Any, scale: ColourScale, index: int = 0, *, alpha: float = 0.5,
+            boxes: Any = None, distractor_boxes: Any = None, zoom: int = 1) -> np.ndarray:
+    """Blend map ``index`` of ``scale`` (upsampled bilinearly to the image) over the image; draw boxes.
 
     Args:
         image: the image (see :func:`to_rgb`).
         token_map: ``(h, w)`` map on the patch grid (or already ``(H, W)``).
-        limits: colour range ``(vmin, vmax)``; default the map's own range.
+        scale: the :class:`ColourScale` of the maps drawn together (:func:`colour_scale`).
+        index: which of the scale's maps ``token_map`` is.
         alpha: map opacity in [0, 1].
-        colormap: one of :data:`COLORMAPS`.
         boxes: target boxes ``(K, 4)`` ``(x0, y0, x1, y1)``, x1/y1 exclusive (drawn green).
         distractor_boxes: other boxes (drawn red).
-        scale: integer upscaling of the output for display (nearest for the image grid).
+        zoom: integer upscaling of the output for display (nearest for the image grid).
 
     Returns:
-        ``(H·scale, W·scale, 3)`` uint8 RGB.
+        ``(H·zoom, W·zoom, 3)`` uint8 RGB.
     """
     from .metrics import upsample_map
 
@@ -127,43 +177,46 @@ def overlay(
         raise ValueError(f"alpha={alpha!r} must lie in [0, 1]")
     rgb = to_rgb(image)
     H, W = rgb.shape[:2]
-    m = _np(token_map)
-    pixel = upsample_map(m[None], (H, W))[0]
-    lo, hi = limits if limits is not None else (float(m.min()), float(m.max()))
-    values = (pixel - lo) / (hi - lo) if hi > lo else np.zeros_like(pixel)
-    heat = _colorize(values, colormap)
-    out = (rgb.astype(np.float32) * (1 - alpha) + heat.astype(np.float32) * alpha).astype(np.uint8)
-    if scale > 1:
-        out = np.repeat(np.repeat(out, scale, 0), scale, 1)
+    pixel = upsample_map(_np(token_map)[None].astype(np.float32), (H, W))[0]
+    heat = scale.colorize(index, pixel)
+    out = (rgb.astype(np.float32) * (1 - alpha) + heat.astype(np.float32) * alpha + 0.5).astype(np.uint8)
+    if zoom > 1:
+        out = np.repeat(np.repeat(out, zoom, 0), zoom, 1)
     cv2 = _cv2()
     for group, color in ((distractor_boxes, BOX_DISTRACTOR), (boxes, BOX_TARGET)):
         if group is None:
             continue
         for x0, y0, x1, y1 in np.asarray(group).reshape(-1, 4):
-            cv2.rectangle(out, (int(x0 * scale), int(y0 * scale)),
-                          (int(x1 * scale) - 1, int(y1 * scale) - 1), color, max(1, scale // 3))
+            cv2.rectangle(out, (int(x0 * zoom), int(y0 * zoom)),
+                          (int(x1 * zoom) - 1, int(y1 * zoom) - 1), color, max(1, zoom // 3))
     return np.ascontiguousarray(out)
 
 
-def _colorbar(height: int, lo: float, hi: float, colormap: str) -> np.ndarray:
+def draw_maps(image: Any, maps: Sequence[Any], *, scale: Scale = "shared", colormap: str = "inferno",
+              alpha: float = 0.5, boxes: Any = None, distractor_boxes: Any = None,
+              zoom: int = 1) -> tuple[list[np.ndarray], ColourScale]:
+    """Overlay each of ``maps`` on ``image`` on one :func:`colour_scale`; ``(tiles, scale)``."""
+    colours = colour_scale(maps, scale, colormap=colormap)
+    tiles = [overlay(image, m, colours, i, alpha=alpha, boxes=boxes, distractor_boxes=distractor_boxes, zoom=zoom)
+             for i, m in enumerate(maps)]
+    return tiles, colours
+
+
+def _colorbar(height: int, scale: ColourScale) -> np.ndarray:
     cv2 = _cv2()
-    ramp = np.linspace(1, 0, height, dtype=np.float32)[:, None].repeat(16, 1)
+    lo, hi = scale.common_limits  # type: ignore[misc]
+    ramp = np.linspace(1, 0, height)[:, None].repeat(16, 1)
     bar = np.full((height, 90, 3), 255, np.uint8)
-    bar[:, :16] = _colorize(ramp, colormap)
+    bar[:, :16] = _lookup_table(scale.colormap)[np.rint(ramp * 255).astype(np.int64)]
     for y, value in ((12, hi), (height - 4, lo)):
         cv2.putText(bar, f"{value:.3g}", (20, y), cv2.FONT_HERSHEY_SIMPLEX, 0.4, (0, 0, 0), 1, cv2.LINE_AA)
     return bar
 
 
-def overlay_grid(
-    tiles: Sequence[np.ndarray],
-    titles: Sequence[str] | None = None,
-    *,
-    ncols: int | None = None,
-    colorbar: tuple[float, float] | None = None,
-    colormap: str = "inferno",
-) -> np.ndarray:
-    """Tiles side by side (row-major, ``ncols`` per row) with titles and an optional colour bar."""
+def overlay_grid(tiles: Sequence[np.ndarray], titles: Sequence[str] | None = None, *, ncols: int | None = None,
+                 scale: ColourScale | None = None) -> np.ndarray:
+    """Tiles side by side (row-major, ``ncols`` per row) with titles, and a colour bar when the
+    tiles share one scale (``scale`` not ``"per-map"``)."""
     cv2 = _cv2()
     if not tiles:
         raise ValueError("tiles is empty; nothing to draw")
@@ -179,14 +232,9 @@ def overlay_grid(
         if titles:
             cv2.putText(grid, str(titles[i])[: max(8, tw // 8)], (x + 2, y - 6), cv2.FONT_HERSHEY_SIMPLEX,
                         0.45, (0, 0, 0), 1, cv2.LINE_AA)
-    if colorbar is not None:
-        grid = np.concatenate([grid, _colorbar(grid.shape[0], *colorbar, colormap)], axis=1)
+    if scale is not None and scale.common_limits is not None:
+        grid = np.concatenate([grid, _colorbar(grid.shape[0], scale)], axis=1)
     return grid
-
-
-def save_png(path: str | Path, rgb: np.ndarray) -> Path:
-    """Write an RGB uint8 image as PNG, atomically."""
-    return atomic_write(path, encode_png(rgb))
 
 
 def encode_png(rgb: np.ndarray) -> bytes:
@@ -196,3 +244,8 @@ def encode_png(rgb: np.ndarray) -> bytes:
     if not ok:
         raise ValueError(f"could not encode an image of shape {rgb.shape} as PNG")
     return buf.tobytes()
+
+
+def save_png(path: str | Path, rgb: np.ndarray) -> Path:
+    """Write an RGB uint8 image as PNG, atomically."""
+    return atomic_write(path, encode_png(rgb))

@@ -1,82 +1,93 @@
-"""Write evaluation reports: JSON (the record), CSV (the table) and a plotly HTML (the curves)."""
+"""Reading the JSON reports in ``metrics/`` for display: tables of flat rows and chart series.
+
+Every report (evaluation, training, eigencheck, benchmarks) is a JSON object whose top-level
+lists of objects are tables (``results``, ``cases``, ``per_layer``, …); these helpers flatten
+them for the app's reports page (or any notebook).
+"""
 
 from __future__ import annotations
 
-import csv
-import io
+import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
-from .io import atomic_write, write_json
-
-__all__ = ["TABLE_COLUMNS", "evaluation_csv", "evaluation_html", "write_evaluation", "write_plotly_js"]
-
-#: Columns of the evaluation table, in order (the JSON rows hold more).
-TABLE_COLUMNS = ("model", "variant", "method", "n_images", "n_scored", "accuracy", "morf_aoc", "lerf_auc",
-                 "aopc", "box_roc_auc", "box_pr_auc", "pointing_game", "distractor_roc_auc", "box_undefined")
+__all__ = ["MAX_LIST_IN_TABLE", "dataset_curves", "group_series", "metrics_files", "report_tables"]
 
 
-def evaluation_csv(report: dict[str, Any]) -> str:
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=TABLE_COLUMNS, extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
-    for row in report["results"]:
-        writer.writerow(row)
-    return buf.getvalue()
+def metrics_files(directory: str | Path) -> dict[str, Path]:
+    """The ``*.json`` reports in ``directory`` by stem (empty if the folder is missing)."""
+    directory = Path(directory)
+    return {p.stem: p for p in sorted(directory.glob("*.json"))} if directory.is_dir() else {}
 
 
-def write_plotly_js(directory: str | Path) -> Path:
-    """Write ``plotly.min.js`` into ``directory`` once, for HTML files that reference it there.
+#: Lists longer than this (curves, per-head values) are left out of report tables.
+MAX_LIST_IN_TABLE = 8
 
-    The HTML reports load plotly.js from their own folder (works offline, and one 4.7 MB copy
-    serves every report in ``metrics/`` instead of one embedded copy per file).
+
+#: Keys left out of table rows: a row's full protocol and its curves are shown on their own.
+NOT_IN_TABLE = ("protocol", "curves")
+
+
+def _flat(row: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in row.items():
+        if not prefix and key in NOT_IN_TABLE:
+            continue
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(_flat(value, f"{name}."))
+        elif isinstance(value, (list, tuple)):
+            if len(value) <= MAX_LIST_IN_TABLE:
+                out[name] = json.dumps(value)
+        else:
+            out[name] = value
+    return out
+
+
+def _uniform_columns(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Columns mixing text with numbers become text (tables need one type per column)."""
+    mixed = {k for k in {k for r in rows for k in r}
+             if len({isinstance(r[k], str) for r in rows if r.get(k) is not None}) > 1}
+    return [{k: (json.dumps(v) if k in mixed and not isinstance(v, str) and v is not None else v)
+             for k, v in r.items()} for r in rows]
+
+
+def report_tables(report: Any) -> dict[str, list[dict[str, Any]]]:
+    """Every top-level list of objects in a JSON report (``results``, ``cases``, ``per_layer``, …)
+    as rows of flat dicts: nested objects become dotted columns, short lists JSON text, long lists
+    are left out (and so are each row's ``protocol`` and ``curves``), and a column mixing text
+    and numbers becomes text."""
+    if not isinstance(report, dict):
+        return {}
+    return {key: _uniform_columns([_flat(r) for r in value]) for key, value in report.items()
+            if isinstance(value, list) and value and all(isinstance(r, dict) for r in value)}
+
+
+def group_series(rows: Sequence[dict[str, Any]], *, x: str, y: str, group: str | Sequence[str],
+                 where: dict[str, Any] | None = None) -> dict[str, tuple[list[Any], list[Any]]]:
+    """``{group label: (xs, ys)}`` from table rows, for one chart trace per group.
+
+    Rows whose ``y`` is missing or ``None``, or that differ from ``where``, are skipped; a group of
+    several columns is labelled ``"a · b · c"``.
     """
-    from plotly.offline import get_plotlyjs
-
-    path = Path(directory) / "plotly.min.js"
-    if not path.is_file():
-        atomic_write(path, get_plotlyjs())
-    return path
-
-
-def evaluation_html(report: dict[str, Any]) -> str:
-    """Interactive HTML; loads ``plotly.min.js`` from its own folder (see :func:`write_plotly_js`)."""
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
-    fig = make_subplots(rows=2, cols=2, subplot_titles=(
-        "MoRF: p(f)/p(0), most relevant patches removed first (lower = better map)",
-        "LeRF: p(f)/p(0), least relevant removed first (higher = better map)",
-        "Precision-recall of target-box pixels (mean interpolated precision)",
-        "Box PR-AUC by method"))
-    for row in report["results"]:
-        name = f"{row['variant']} · {row['method']}"
-        curves = row["curves"]
-        group = dict(legendgroup=name, name=name)
-        if curves.get("morf_mean"):
-            fig.add_trace(go.Scatter(x=curves["fractions"], y=curves["morf_mean"], mode="lines", **group), 1, 1)
-            fig.add_trace(go.Scatter(x=curves["fractions"], y=curves["lerf_mean"], mode="lines", showlegend=False,
-                                     legendgroup=name, name=name), 1, 2)
-        if curves.get("precision_mean"):
-            fig.add_trace(go.Scatter(x=curves["recall"], y=curves["precision_mean"], mode="lines", showlegend=False,
-                                     legendgroup=name, name=name), 2, 1)
-    variants = sorted({r["variant"] for r in report["results"]})
-    for variant in variants:
-        rows = [r for r in report["results"] if r["variant"] == variant]
-        fig.add_trace(go.Bar(x=[r["method"] for r in rows], y=[r["box_pr_auc"] for r in rows], name=variant), 2, 2)
-    fig.update_xaxes(title_text="fraction of patches removed", row=1)
-    fig.update_xaxes(title_text="recall", row=2, col=1)
-    fig.update_layout(height=900, title="infsa-viz evaluate: " + str(report.get("dataset", {}).get("name", "")))
-    return fig.to_html(include_plotlyjs="directory", full_html=True)
+    columns = [group] if isinstance(group, str) else list(group)
+    out: dict[str, tuple[list[Any], list[Any]]] = {}
+    for row in rows:
+        if row.get(y) is None or any(row.get(k) != v for k, v in (where or {}).items()):
+            continue
+        xs, ys = out.setdefault(" · ".join(str(row.get(c)) for c in columns), ([], []))
+        xs.append(row.get(x))
+        ys.append(row[y])
+    return out
 
 
-def write_evaluation(report: dict[str, Any], out: str | Path) -> list[Path]:
-    """``out`` (.json) plus ``.csv`` and ``.html`` next to it; each written atomically."""
-    out = Path(out)
-    if out.suffix != ".json":
-        raise ValueError(f"--out={str(out)!r} must end in .json (CSV and HTML are written next to it)")
-    write_plotly_js(out.parent)
-    paths = [write_json(out, report),
-             atomic_write(out.with_suffix(".csv"), evaluation_csv(report)),
-             atomic_write(out.with_suffix(".html"), evaluation_html(report))]
-    return paths
+def dataset_curves(report: Any, method: str) -> list[dict[str, Any]]:
+    """The mean curves of ``method`` in an attention-quality report, one entry per model.
+
+    Returns:
+        ``[{"model", "variant", "curves": {"fractions", "morf_mean", "lerf_mean", "recall",
+        "precision_mean", ...}}]``, only for rows that carry curves.
+    """
+    rows = report.get("results", []) if isinstance(report, dict) else []
+    return [{"model": r.get("model"), "variant": r.get("variant"), "curves": r["curves"]}
+            for r in rows if isinstance(r, dict) and r.get("method") == method and isinstance(r.get("curves"), dict)]

@@ -13,12 +13,15 @@ from __future__ import annotations
 import re
 from typing import Mapping
 
-import torch
 from torch import Tensor
 
+from .preprocess import Preprocessing
 from .vit import ViTConfig, VisionTransformer
 
-__all__ = ["from_timm_state_dict", "to_timm_state_dict"]
+__all__ = ["IMAGENET", "from_timm_state_dict", "to_timm_state_dict"]
+
+#: The usual preprocessing of ImageNet-trained timm ViTs (mean/std of the ImageNet training set).
+IMAGENET = Preprocessing(mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225), resample="bicubic")
 
 _UNSUPPORTED = ("reg_token", "ls1.", "ls2.", "fc_norm", "attn.q_norm", "attn.k_norm", "norm_pre", "attn_pool")
 
@@ -31,6 +34,7 @@ def from_timm_state_dict(
     num_classes: int | None = None,
     rho_init: float = 0.5,
     rho_per_head: bool = False,
+    preprocessing: Preprocessing | None = None,
 ) -> VisionTransformer:
     """Build a :class:`VisionTransformer` from a timm ViT state dict (no timm needed).
 
@@ -42,6 +46,8 @@ def from_timm_state_dict(
         num_classes: keep the checkpoint's head (default) or start a fresh head with this many
             classes.
         rho_init, rho_per_head: ρ of InfSA variants.
+        preprocessing: what the checkpoint expects of its input (a state dict does not record
+            it); default :data:`IMAGENET` for RGB checkpoints, ``pixel / 255`` otherwise.
 
     Raises:
         ValueError: missing keys, unsupported features, or shapes that do not fit together.
@@ -68,7 +74,8 @@ def from_timm_state_dict(
     config = ViTConfig(img_size=side * patch, in_chans=in_chans, patch_size=patch, embed_dim=dim, depth=depth,
                        num_heads=num_heads, mlp_ratio=hidden / dim, pool="cls" if has_cls else "mean",
                        attention=attention, rho_init=rho_init, rho_per_head=rho_per_head,
-                       num_classes=num_classes or head_classes)
+                       num_classes=num_classes or head_classes,
+                       preprocessing=preprocessing or (IMAGENET if in_chans == 3 else Preprocessing(resample="bicubic")))
     model = VisionTransformer(config)
     ours = dict(state)
     ours["patch_embed.proj.weight"] = conv.reshape(dim, in_chans * patch * patch)

@@ -23,12 +23,12 @@ from torch import Tensor, nn
 
 from .distributed import Dist
 from .io import atomic_write, read_json, write_json
+from .preprocess import CLUTTERED_DIGITS, Preprocessing, preprocess
 from .progress import progress
 from .vit import ViTConfig, VisionTransformer, count_parameters, save_model
 
 __all__ = [
     "CARD_FILE",
-    "TEST_SEED",
     "TrainConfig",
     "TrainData",
     "accuracy",
@@ -44,8 +44,6 @@ log = logging.getLogger(__name__)
 
 CARD_FILE = "card.json"
 CHECKPOINT_DIR = "checkpoint"
-#: The cluttered-digits test split is fixed for every model and training seed.
-TEST_SEED = 20_260_301
 
 
 @dataclass(frozen=True)
@@ -95,14 +93,16 @@ class TrainConfig:
 
 @dataclass
 class TrainData:
-    """A data source for :func:`train`.
+    """A data source for :func:`train`, already in the model's input format.
 
     Attributes:
-        epoch: ``epoch(index, n, seed) -> (images (n, C, H, W) float32, labels (n,) int64)``:
-            the training images of one epoch (a pure function of its arguments).
+        epoch: ``epoch(index, n, seed) -> (images (n, C, S, S), labels (n,))``, the training
+            images of one epoch (a pure function of its arguments).
         test: ``(images, labels)`` of the held-out split.
         description: JSON-able description stored in the card (name, settings, hash).
         in_chans, img_size, num_classes: what the model must accept.
+        preprocessing: how the images were made model input; stored in the model's config so
+            every entry point feeds the trained model the same way.
     """
 
     epoch: Callable[[int, int, int], tuple[Tensor, Tensor]]
@@ -111,64 +111,79 @@ class TrainData:
     in_chans: int
     img_size: int
     num_classes: int
+    preprocessing: Preprocessing
 
 
 def cluttered_digits_data(test_size: int) -> TrainData:
-    """The cluttered-digits benchmark: fresh images every epoch, fixed test split."""
-    from .data import ClutteredDigitsConfig, cluttered_epoch, generate_cluttered, to_tensor
+    """The cluttered-digits benchmark: fresh images every epoch, the fixed test split."""
+    from .data import ClutteredDigitsConfig, cluttered_epoch, test_split
 
     config = ClutteredDigitsConfig()
+    model_input = ViTConfig(img_size=config.canvas_size, in_chans=1, preprocessing=CLUTTERED_DIGITS)
 
     def epoch(index: int, n: int, seed: int) -> tuple[Tensor, Tensor]:
-        sample = cluttered_epoch(index, n=n, seed=seed, config=config).sample
-        return to_tensor(sample.images), torch.as_tensor(sample.labels, dtype=torch.int64)
+        sample = cluttered_epoch(index, n=n, seed=seed, config=config)
+        return preprocess(model_input, sample.images), torch.as_tensor(sample.labels, dtype=torch.int64)
 
-    test = generate_cluttered(test_size, split="test", seed=TEST_SEED, config=config)
+    test = test_split(test_size)
     return TrainData(
         epoch=epoch,
-        test=(to_tensor(test.images), torch.as_tensor(test.labels, dtype=torch.int64)),
+        test=(preprocess(model_input, test.images), torch.as_tensor(test.labels, dtype=torch.int64)),
         description={
             "name": "cluttered-digits",
             "settings": config.to_dict(),
             "settings_hash": config.settings_hash(),
-            "train": "fresh images each epoch from MNIST train digits, seeded by (seed, epoch)",
-            "test": f"{test_size} images from MNIST test digits, seed {TEST_SEED}",
+            "train": "fresh images each epoch from MNIST train digits; image i of epoch e depends only on "
+                     "(seed, e, i)",
+            "test": f"test_split({test_size}): the first {test_size} images of the test split, seed "
+                    f"{test.description['seed']}",
         },
         in_chans=1,
         img_size=config.canvas_size,
         num_classes=10,
+        preprocessing=CLUTTERED_DIGITS,
     )
 
 
 def folder_data(root: Path, *, image_size: int, channels: int = 3) -> TrainData:
-    """An ImageNet-style folder ``root`` with ``train/`` and ``test/`` class sub-folders."""
+    """An ImageNet-style folder ``root`` with ``train/`` and ``test/`` class sub-folders.
+
+    Images are resized to ``image_size`` (stretched, ``resample="auto"``) and normalised by the
+    per-channel mean and standard deviation of ``pixel / 255`` measured on the resized training
+    images; that preprocessing is stored with the model.
+    """
     from .data import FolderDataset
 
     splits = {}
     for split in ("train", "test"):
         if not (root / split).is_dir():
             raise ValueError(f"--data folder:{root} must contain a {split}/ folder of class sub-folders")
-        ds = FolderDataset(root / split, image_size=image_size, channels=channels)
-        items = [ds[i] for i in range(len(ds))]  # decode each image once
-        images = torch.stack([image for image, _ in items]) if items else torch.empty(0)
-        labels = torch.tensor([label for _, label in items], dtype=torch.int64)
-        splits[split] = (images, labels, ds)
-    train_images, train_labels, train_ds = splits["train"]
-    classes = list(getattr(train_ds, "classes", []))
-    if len(train_labels) == 0:
-        raise ValueError(f"--data folder:{root}: train/ holds no images")
+        splits[split] = FolderDataset(root / split).labelled()  # decode each image once
+    raw = ViTConfig(img_size=image_size, in_chans=channels, preprocessing=Preprocessing())
+    pixels = preprocess(raw, splits["train"].images)  # (n, C, S, S) = pixel / 255
+    mean = pixels.mean(dim=(0, 2, 3)).double()
+    std = pixels.std(dim=(0, 2, 3)).double().clamp_min(1e-3)  # a constant channel is not divided by 0
+    preprocessing = Preprocessing(mean=tuple(round(float(m), 6) for m in mean),
+                                  std=tuple(round(float(s), 6) for s in std))
+    model_input = raw.replace(preprocessing=preprocessing)
+    train_images = preprocess(model_input, splits["train"].images)
+    train_labels = torch.as_tensor(splits["train"].labels, dtype=torch.int64)
+    test_images = preprocess(model_input, splits["test"].images)
+    classes = list(splits["train"].description["classes"])
 
     def epoch(index: int, n: int, seed: int) -> tuple[Tensor, Tensor]:
         return train_images, train_labels
 
     return TrainData(
         epoch=epoch,
-        test=splits["test"][:2],
+        test=(test_images, torch.as_tensor(splits["test"].labels, dtype=torch.int64)),
         description={"name": "folder", "root": str(root), "classes": classes, "image_size": image_size,
-                     "train_images": len(train_labels), "test_images": len(splits["test"][1])},
+                     "train_images": len(train_labels), "test_images": len(test_images),
+                     "preprocessing": preprocessing.to_dict()},
         in_chans=channels,
         img_size=image_size,
         num_classes=max(len(classes), int(train_labels.max()) + 1),
+        preprocessing=preprocessing,
     )
 
 
@@ -269,12 +284,10 @@ def train(
     if config.batch_size % dist.world_size:
         raise ValueError(f"batch_size={config.batch_size} must be divisible by the {dist.world_size} ranks")
     data = data or cluttered_digits_data(config.test_size)
-    if (config.model.in_chans, config.model.img_size) != (data.in_chans, data.img_size):
-        config = dataclasses.replace(
-            config, model=config.model.replace(in_chans=data.in_chans, img_size=data.img_size)
-        )
-    if config.model.num_classes != data.num_classes:
-        config = dataclasses.replace(config, model=config.model.replace(num_classes=data.num_classes))
+    fitted = config.model.replace(in_chans=data.in_chans, img_size=data.img_size, num_classes=data.num_classes,
+                                  preprocessing=data.preprocessing)
+    if fitted != config.model:
+        config = dataclasses.replace(config, model=fitted)
     has_ckpt = (out / CHECKPOINT_DIR / "progress.json").is_file()
     if resume and not has_ckpt:
         raise ValueError(f"--resume: {out} holds no checkpoint to resume")

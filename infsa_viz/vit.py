@@ -19,6 +19,7 @@ from torch import Tensor, nn
 
 from .attention import build_attention, check_variant
 from .io import atomic_write, read_json
+from .preprocess import CLUTTERED_DIGITS, Preprocessing
 
 __all__ = [
     "CONFIG_FILE",
@@ -54,6 +55,9 @@ class ViTConfig:
         rho_init: initial ``ρ = sigmoid(logit)`` for InfSA variants, in (0, 1).
         rho_per_head: one learnable ``ρ`` per head instead of one per layer.
         num_classes: output classes.
+        preprocessing: what the model needs from its input (normalisation, resize policy); see
+            :mod:`infsa_viz.preprocess`. Default: the cluttered-digits normalisation, which is
+            also what configs written before this field existed load with.
     """
 
     img_size: int = 48
@@ -68,6 +72,7 @@ class ViTConfig:
     rho_init: float = 0.5
     rho_per_head: bool = False
     num_classes: int = 10
+    preprocessing: Preprocessing = CLUTTERED_DIGITS
 
     def __post_init__(self) -> None:
         for name in ("img_size", "in_chans", "patch_size", "embed_dim", "depth", "num_heads", "num_classes"):
@@ -89,6 +94,9 @@ class ViTConfig:
             raise ValueError(f"rho_init={self.rho_init!r} must be a number strictly between 0 and 1")
         if not isinstance(self.rho_per_head, bool):
             raise ValueError(f"rho_per_head={self.rho_per_head!r} must be true or false")
+        if not isinstance(self.preprocessing, Preprocessing):
+            raise ValueError(f"preprocessing={self.preprocessing!r} must be a Preprocessing")
+        self.preprocessing.check_channels(self.in_chans)
 
     @property
     def grid(self) -> tuple[int, int]:
@@ -96,7 +104,7 @@ class ViTConfig:
         return side, side
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return {**dataclasses.asdict(self), "preprocessing": self.preprocessing.to_dict()}
 
     @classmethod
     def from_dict(cls, data: Any, *, source: str = "config") -> "ViTConfig":
@@ -107,6 +115,9 @@ class ViTConfig:
         unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(f"{source}: unknown keys {unknown}; expected keys among {sorted(known)}")
+        data = dict(data)
+        if "preprocessing" in data:
+            data["preprocessing"] = Preprocessing.from_dict(data["preprocessing"], source=f"{source}: preprocessing")
         try:
             return cls(**data)
         except ValueError as err:

@@ -1,4 +1,4 @@
-"""User images: decoding every layout, clear errors for bad files, model input preparation."""
+"""User images: decoding every layout, clear errors for bad files (model input: tests/test_preprocess.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import cv2
 import numpy as np
 import pytest
 
-from infsa_viz.images import decode_image, prepare_image
+from infsa_viz.images import decode_image
 
 
 def png(array: np.ndarray) -> bytes:
@@ -38,13 +38,3 @@ def test_limits():
         decode_image(png(np.zeros((8, 8), np.uint8)), max_bytes=10)
     with pytest.raises(ValueError, match="pixels is over the limit"):
         decode_image(png(np.zeros((100, 100), np.uint8)), max_pixels=100)
-
-
-def test_prepare_resizes_and_converts_channels():
-    rgb = np.zeros((96, 96, 3), np.uint8)
-    rgb[:48] = 255
-    tensor, shown = prepare_image(rgb, in_chans=1, size=48, mean=0.5, std=0.5)
-    assert tensor.shape == (1, 1, 48, 48) and shown.shape == (48, 48)
-    assert float(tensor[0, 0, 0, 0]) == pytest.approx(1.0) and float(tensor[0, 0, -1, 0]) == pytest.approx(-1.0)
-    tensor, _ = prepare_image(np.zeros((10, 10), np.uint8), in_chans=3, size=16)
-    assert tensor.shape == (1, 3, 16, 16)

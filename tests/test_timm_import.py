@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from infsa_viz.timm_import import from_timm_state_dict, to_timm_state_dict
+from infsa_viz.timm_import import IMAGENET, from_timm_state_dict, to_timm_state_dict
 from infsa_viz.vit import ViTConfig, VisionTransformer
 
 
@@ -20,8 +20,9 @@ def timm_like(in_chans=3) -> tuple[VisionTransformer, dict]:
 def test_round_trip_reproduces_the_model():
     model, state = timm_like()
     assert state["patch_embed.proj.weight"].shape == (24, 3, 8, 8)  # timm's Conv2d layout
-    imported = from_timm_state_dict(state, num_heads=3).eval()
+    imported = from_timm_state_dict(state, num_heads=3, preprocessing=model.config.preprocessing).eval()
     assert imported.config == model.config
+    assert from_timm_state_dict(state, num_heads=3).config.preprocessing == IMAGENET  # a state dict records none
     x = torch.randn(2, 3, 32, 32)
     assert_close(imported(x), model(x))
 
@@ -63,8 +64,11 @@ def test_import_command(tmp_path, capsys):
     _, state = timm_like(in_chans=1)
     save_file({k: v.contiguous() for k, v in state.items()}, str(tmp_path / "vit.safetensors"))
     assert main(["import-timm", str(tmp_path / "vit.safetensors"), "--num-heads", "3", "--attention",
-                 "linear_infsa", "--out", str(tmp_path / "m")]) == 0
-    assert load_model(tmp_path / "m").config.attention == "linear_infsa"
+                 "linear_infsa", "--mean", "0.5", "--std", "0.25", "--out", str(tmp_path / "m")]) == 0
+    config = load_model(tmp_path / "m").config
+    assert config.attention == "linear_infsa" and (config.preprocessing.mean, config.preprocessing.std) == ((0.5,), (0.25,))
+    assert main(["import-timm", str(tmp_path / "vit.safetensors"), "--num-heads", "3", "--out", str(tmp_path / "y")]) == 2
+    assert "in_chans=1" in capsys.readouterr().err  # ImageNet's 3 means do not fit a 1-channel model
     (tmp_path / "vit.pt").write_bytes(b"pickle")
     assert main(["import-timm", str(tmp_path / "vit.pt"), "--num-heads", "3", "--out", str(tmp_path / "x")]) == 2
     assert "no pickle loading" in capsys.readouterr().err

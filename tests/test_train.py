@@ -11,6 +11,7 @@ import torch
 from torch.testing import assert_close
 
 from infsa_viz.cli import main
+from infsa_viz.preprocess import Preprocessing
 from infsa_viz.train import TrainConfig, TrainData, train, training_report
 from infsa_viz.vit import ViTConfig, load_model
 
@@ -34,7 +35,7 @@ def synthetic_data(fail_at_epoch: int | None = None) -> TrainData:
         return make(n, seed * 100 + index)
 
     return TrainData(epoch=epoch, test=make(64, 999), description={"name": "synthetic"},
-                     in_chans=1, img_size=48, num_classes=2)
+                     in_chans=1, img_size=48, num_classes=2, preprocessing=Preprocessing())
 
 
 def recipe(variant: str, epochs: int = 2) -> TrainConfig:

@@ -2,84 +2,70 @@
 
 import json
 
+import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
 import common
-from infsa_viz import app_support as support
+from infsa_viz.evaluation import records_csv
 from infsa_viz.maps import METHODS
-from infsa_viz.overlay import color_limits, encode_png, overlay, overlay_grid
+from infsa_viz.overlay import encode_png, overlay_grid
 
 sel = common.selection()
 st.title("Side by side")
 common.require_inputs(sel)
-sample = sel.sample
+image = sel.image
 spec = METHODS[sel.method]
+explains = f" Explains {common.target_label(sel.target)}." if spec.explains_class else ""
 st.caption(f"**{sel.method}** ({spec.family}): {spec.description}. Options {json.dumps(sel.options) or '{}'}; "
-           f"{sel.scale} colour scale. Image: {sample.source}.")
+           f"{sel.scale} colour scale.{explains} Image: {image.source}.")
 show_figures = st.toggle("Per-map figures (MoRF-AOC, pointing game, box AUCs)", value=True, key="badges")
 
-views, maps, errors, details = [], [], {}, {}
-for entry in sel.models:
-    view = common.model_view(entry, sample)
-    try:
-        token, details[entry.label] = common.token_map(view, sample.key, sel.method, sel.options)
-    except ValueError as err:
-        errors[entry.path] = str(err)
-        token = None
-    views.append(view)
-    maps.append(token)
-
-drawn = [m for m in maps if m is not None]
-limits = iter(color_limits(drawn, sel.scale)) if drawn else iter(())
-tiles, titles, rows = [], [], []
-for column, view, token in zip(st.columns(len(views)), views, maps):
-    entry = view.entry
+results = common.explain_models(sel, sel.method, sel.options)
+tiles, scale = common.draw(sel, results)
+details = {}
+for column, (entry, result) in zip(st.columns(len(results)), results):
     with column:
-        if token is None:
-            st.error(f"{entry.label}: {errors[entry.path]}")
+        if isinstance(result, str):
+            st.error(f"{entry.label}: {result}")
             continue
-        lim = next(limits)
-        tile = overlay(view.shown, token, limits=lim, alpha=sel.alpha, colormap=sel.colormap,
-                       boxes=view.boxes if sel.show_boxes else None,
-                       distractor_boxes=view.distractor_boxes if sel.show_boxes else None,
-                       scale=common.DISPLAY_SCALE)
-        tiles.append(tile)
-        titles.append(f"{entry.variant} ({entry.name})")  # ASCII: OpenCV draws the grid titles
-        st.image(tile, caption=entry.label, width=tile.shape[1])
-        verdict = "" if sample.label is None else (
-            " :green[(correct)]" if view.predicted == sample.label else f" :red[(label {sample.label})]")
-        st.markdown(f"predicts **{view.predicted}** with p = {view.probs[view.predicted]:.3f}{verdict}")
-        row = {"image": sample.source, "model": entry.name, "variant": entry.variant, "method": sel.method,
-               "options": json.dumps(sel.options), "label": sample.label, "predicted": view.predicted,
-               "p_predicted": float(view.probs[view.predicted]),
-               "color_min": lim[0], "color_max": lim[1]}
+        i, tile, record = list(tiles).index(entry.path), tiles[entry.path], result.record
+        st.image(tile, caption=entry.label)  # natural size, shrunk to fit the column
+        verdict = "" if image.label is None else (
+            " :green[(correct)]" if record.correct else f" :red[(label {image.label})]")
+        st.markdown(f"predicts **{record.predicted}** with p = {record.probability:.3f}{verdict}")
+        if (line := common.validity_line(record.validity)) is not None:
+            st.caption(line)
         if show_figures:
-            fig = common.figures(view, sample, sel.method, sel.options, token)
-            row.update({k: fig[k] for k in support.FIGURE_FIELDS})
-            st.markdown(common.badges(fig))
-        rows.append(row)
+            st.markdown(common.badges(record))
+        details[entry.label] = {
+            "logits": [round(float(v), 6) for v in record.logits], "options": result.options,
+            "target": record.target, "validity": record.validity, "metadata": result.metadata,
+            "colour": {"divisor": scale.divisors[i], "limits": list(scale.limits[i]), "mode": scale.mode},
+        }
 
 if not tiles:
     st.stop()
-shared = color_limits(drawn, sel.scale)[0] if sel.scale != "per-map" else None
-if shared is not None:
-    how = "each map divided by its mass" if sel.scale == "shared" else "raw values"
-    st.caption(f"One colour scale for all maps ({how}): {shared[0]:.4g} (dark) to {shared[1]:.4g} (bright).")
+st.caption(common.scale_caption(scale))
 
-with st.expander("What each map is (resolved options and metadata)"):
+with st.expander("What each map is (logits, resolved options, target, validity, metadata, colour scale)"):
     st.json(details)
 
-probs = go.Figure([go.Bar(name=v.entry.label, x=list(range(len(v.probs))), y=v.probs) for v in views])
+shown = [(entry, result) for entry, result in results if entry.path in tiles]
+probs = go.Figure()
+for entry, result in shown:
+    z = np.exp(result.record.logits - result.record.logits.max())
+    probs.add_bar(name=entry.label, x=list(range(len(z))), y=z / z.sum())
 probs.update_layout(barmode="group", height=260, margin=dict(l=10, r=10, t=30, b=10), title="Class probabilities",
                     xaxis=dict(title="class", dtick=1), yaxis=dict(title="p", range=[0, 1]))
 st.plotly_chart(probs, key="probabilities")
 
-grid = overlay_grid(tiles, titles, colorbar=shared, colormap=sel.colormap)
-stem = f"{sample.key.replace(':', '-')[:24]}-{sel.method}"
+records = [result.record for _, result in shown]
+titles = [f"{entry.variant} ({entry.name})" for entry, _ in shown]  # ASCII: OpenCV draws the grid titles
+grid = overlay_grid(list(tiles.values()), titles, scale=scale)
+stem = f"{image.key.replace(':', '-')[:24]}-{sel.method}"
 left, middle, right = st.columns(3)
 left.download_button("Overlay grid (PNG)", encode_png(grid), f"{stem}.png", "image/png", key="download_png")
-middle.download_button("Figures (CSV)", support.figures_csv(rows), f"{stem}.csv", "text/csv", key="download_csv")
-right.download_button("Figures (JSON)", support.figures_json(rows, image=sample.source, method=sel.method,
-                                                             options=sel.options, scale=sel.scale),
+middle.download_button("Figures (CSV)", records_csv(records), f"{stem}.csv", "text/csv", key="download_csv")
+right.download_button("Figures (JSON)", json.dumps([r.scalars() for r in records], indent=2) + "\n",
                       f"{stem}.json", "application/json", key="download_json")

@@ -9,7 +9,7 @@ from plotly.colors import qualitative
 import streamlit as st
 
 import common
-from infsa_viz import app_support as support
+from infsa_viz.reports import dataset_curves, group_series, metrics_files, report_tables
 
 LAYOUT = dict(height=340, margin=dict(l=10, r=10, t=40, b=10))
 #: Charts of the known reports: file stem (or prefix) → (table, x, y, group) to plot.
@@ -22,33 +22,31 @@ CHARTS = {
 sel = common.selection()
 st.title("Curves & reports")
 common.require_inputs(sel)
-sample = sel.sample
+image = sel.image
 
 st.header("This image")
-st.caption(f"{sample.source}, method **{sel.method}** {json.dumps(sel.options)}: probability of "
-           f"{'the label' if sample.label is not None else 'the predicted class'} as ViT patches are removed "
-           "most- (MoRF) or least-relevant first (LeRF), mean baseline, 20 steps; box curves score every pixel "
-           "of the bilinearly upsampled map against the target box.")
+results = common.explain_models(sel, sel.method, sel.options)
 perturb, roc, pr = go.Figure(), go.Figure(), go.Figure()
-for i, view in enumerate(common.model_view(e, sample) for e in sel.models):
-    label, color = view.entry.label, qualitative.Plotly[i % len(qualitative.Plotly)]
-    try:
-        token, _ = common.token_map(view, sample.key, sel.method, sel.options)
-    except ValueError as err:
-        st.error(f"{label}: {err}")
+for i, (entry, result) in enumerate(results):
+    label, color = entry.label, qualitative.Plotly[i % len(qualitative.Plotly)]
+    if isinstance(result, str):
+        st.error(f"{label}: {result}")
         continue
-    fig = common.figures(view, sample, sel.method, sel.options, token)
-    perturb.add_scatter(x=fig["fractions"], y=fig["morf"], mode="lines+markers", name=f"{label} MoRF",
+    record, curve = result.record, result.box_curve
+    perturb.add_scatter(x=result.fractions, y=record.morf, mode="lines+markers", name=f"{label} MoRF",
                         legendgroup=label, line=dict(color=color))
-    perturb.add_scatter(x=fig["fractions"], y=fig["lerf"], mode="lines", name=f"{label} LeRF",
+    perturb.add_scatter(x=result.fractions, y=record.lerf, mode="lines", name=f"{label} LeRF",
                         line=dict(dash="dash", color=color), legendgroup=label)
-    curves = common.box_curves(view, sample, sel.method, sel.options, token)
-    if curves is not None:
-        auc = fig["box_roc_auc"], fig["box_pr_auc"]
-        roc.add_scatter(x=curves["fpr"], y=curves["tpr"], mode="lines", name=f"{label} (AUC {auc[0]:.3f})",
+    if curve is not None:
+        roc.add_scatter(x=curve.fpr, y=curve.tpr, mode="lines", name=f"{label} (AUC {record.box_roc_auc:.3f})",
                         line=dict(color=color))
-        pr.add_scatter(x=curves["recall"], y=curves["precision"], mode="lines", name=f"{label} (AP {auc[1]:.3f})",
+        pr.add_scatter(x=curve.recall, y=curve.precision, mode="lines", name=f"{label} (AP {record.box_pr_auc:.3f})",
                        line=dict(color=color))
+steps = next((len(r.fractions) - 1 for _, r in results if not isinstance(r, str)), 0)
+st.caption(f"{image.source}, method **{sel.method}** {json.dumps(sel.options)}: probability of "
+           f"{'the label' if image.label is not None else 'the predicted class'} as ViT patches are removed "
+           f"most- (MoRF) or least-relevant first (LeRF), mean baseline, {steps} steps; box curves score every "
+           "pixel of the bilinearly upsampled map against the target box.")
 perturb.update_layout(title="MoRF / LeRF", xaxis_title="fraction of patches removed",
                       yaxis_title="probability", yaxis_range=[0, 1.02], **LAYOUT)
 st.plotly_chart(perturb, key="perturbation_curves")
@@ -63,12 +61,13 @@ else:
     st.info("No ground-truth box for this image (uploads have none): ROC / PR curves need one.")
 
 st.header("Dataset reports")
-files = support.metrics_files(common.METRICS_DIR)
+files = metrics_files(common.METRICS_DIR)
 if "attention-quality" in files:
     try:
-        entries = support.dataset_curves(common.metrics_report(files["attention-quality"]), sel.method)
+        quality = common.metrics_report(files["attention-quality"])
+        entries = dataset_curves(quality, sel.method)
     except ValueError as err:
-        entries = None
+        quality, entries = None, None
         st.warning(str(err))
     if entries:
         mean_perturb, mean_pr = go.Figure(), go.Figure()
@@ -93,6 +92,17 @@ if "attention-quality" in files:
         right.plotly_chart(mean_pr, key="dataset_pr")
     elif entries is not None:
         st.info(f"`metrics/attention-quality.json` has no curves for method {sel.method!r}.")
+    rows = [r for r in quality.get("results", []) if isinstance(r, dict) and r.get("method") == sel.method
+            ] if isinstance(quality, dict) else []
+    if rows:
+        with st.expander(f"Protocol of one {sel.method} row of the attention-quality report"):
+            names = [f"{r.get('variant')} · {Path(str(r.get('model'))).name}" for r in rows]
+            pick = st.selectbox("Row", range(len(rows)), format_func=names.__getitem__, key="protocol_row")
+            if isinstance(rows[pick].get("protocol"), dict):
+                st.json(rows[pick]["protocol"])
+            else:
+                st.info("This row carries no protocol of its own (a report written before rows held one); "
+                        "the report's protocol is in the expander of its file below.")
 for stem in ("training", "attention-quality", "eigencheck-*", "bench-cpu"):
     if not any(s == stem or (stem.endswith("*") and s.startswith(stem[:-1])) for s in files):
         st.info(f"`metrics/{stem}.json` is not there yet: the report appears here once it is produced.")
@@ -102,7 +112,7 @@ for stem, path in files.items():
     except ValueError as err:
         st.warning(str(err))
         continue
-    tables = support.report_tables(report)
+    tables = report_tables(report)
     with st.expander(f"metrics/{path.name}", expanded=stem in ("training", "attention-quality")):
         chart = next((c for name, c in CHARTS.items() if stem == name or stem.startswith(name + "-")), None)
         if chart and chart[0] in tables:
@@ -113,12 +123,12 @@ for stem, path in files.items():
                 y = st.selectbox("Metric", numeric, key=f"chart-metric-{stem}",
                                  index=numeric.index("morf_aoc") if "morf_aoc" in numeric else 0) if numeric else None
             if y is not None:
-                series = support.group_series(rows, x=x, y=y, group=group)
+                series = group_series(rows, x=x, y=y, group=group)
                 bars = go.Figure([go.Bar(name=g, x=[str(v) for v in xs], y=ys) for g, (xs, ys) in series.items()])
                 bars.update_layout(barmode="group", title=f"{y} by {x}", **LAYOUT)
                 st.plotly_chart(bars, key=f"chart-{stem}")
         if "cases" in tables:  # benchmark: latency against tokens, log-log
-            lines = support.group_series(tables["cases"], x="tokens", y="latency_s",
+            lines = group_series(tables["cases"], x="tokens", y="latency_s",
                                          group=("section", "shape", "variant"), where={"status": "ok"})
             if lines:
                 bench = go.Figure([go.Scatter(x=xs, y=ys, mode="lines+markers", name=name)

@@ -1,49 +1,39 @@
 """Spectral view of one layer and head: eigenvalues, absorption validity, Linear-vs-Perron cosine,
 expected visits as a map."""
 
-from typing import get_args
-
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
 import common
-from infsa_viz import app_support as support
-from infsa_viz.overlay import color_limits, overlay
-from infsa_viz.spectral.model import Matrix
+from infsa_viz.maps import selector_options
+from infsa_viz.spectral import MATRICES
 
 sel = common.selection()
 st.title("Spectral")
 common.require_inputs(sel)
-sample = sel.sample
+image = sel.image
 left, right = st.columns(2)
-matrix = left.radio("Matrix", get_args(Matrix), key="spectral_matrix", horizontal=True,
+matrix = left.radio("Matrix", MATRICES, key="spectral_matrix", horizontal=True,
                     help="native: what each layer applies (softmax P, pure InfSA Â, Linear-InfSA 1·aᵀ); "
                          "infsa: Â = ReLU(QKᵀ)/‖·‖_F built from each layer's own q, k")
 view_kind = right.radio("Spectrum", ["complex plane", "sorted magnitudes"], key="spectrum_view", horizontal=True)
-st.caption(f"Layer {'last' if sel.layer == -1 else sel.layer}, head {sel.head} (sidebar); {sample.source}. "
-           "γ is the learned ρ for InfSA layers and the registry's fixed γ for softmax; the dashed circle is "
+st.caption(f"Layer {'last' if sel.layer == -1 else sel.layer}, head {sel.head} (sidebar); {image.source}. "
+           "γ is the learned ρ for InfSA layers and a fixed γ for layers without one; the dashed circle is "
            "|λ| = 1/γ, where the Neumann series Σ γᵗAᵗ stops converging.")
 
-views = [common.model_view(e, sample) for e in sel.models]
-visit_opts = support.map_options("visits", layer=sel.layer, head=sel.head)
-rows, visits, chosen = [], [], []
-for view in views:
-    spectra = common.spectra(view, sample.key, matrix)
-    rows += [{"model": view.entry.name, **s.row()} for s in spectra]
+visits = common.explain_models(sel, "visits", selector_options("visits", layer=sel.layer, head=sel.head, strict=False))
+tiles, scale = common.draw(sel, visits)
+rows = []
+for column, (entry, visit) in zip(st.columns(len(visits)), visits):
+    spectra = common.spectra(entry, image, matrix)
+    rows += [{"model": entry.name, **s.row()} for s in spectra]
     layers = sorted({s.layer for s in spectra})
     layer = layers[sel.layer] if -len(layers) <= sel.layer < len(layers) else None
-    chosen.append(next((s for s in spectra if s.layer == layer and str(s.head) == str(sel.head)), None))
-    try:
-        visits.append(common.token_map(view, sample.key, "visits", visit_opts)[0])
-    except ValueError as err:
-        visits.append(str(err))
-
-good = [v for v in visits if not isinstance(v, str)]
-limits = iter(color_limits(good, sel.scale)) if good else iter(())
-for column, view, spec, visit in zip(st.columns(len(views)), views, chosen, visits):
+    spec = next((s for s in spectra if s.layer == layer and str(s.head) == str(sel.head)), None)
     with column:
-        st.subheader(view.entry.label)
+        st.subheader(entry.label)
         if spec is None:
             st.error(f"layer {sel.layer} / head {sel.head} does not exist in this model")
             continue
@@ -62,7 +52,7 @@ for column, view, spec, visit in zip(st.columns(len(views)), views, chosen, visi
             fig.update_layout(xaxis_title="rank", yaxis_title="|λ|", yaxis_type="log")
         fig.update_layout(height=320, margin=dict(l=10, r=10, t=30, b=10), showlegend=False,
                           title=f"layer {spec.layer}, head {spec.head} ({spec.matrix})")
-        st.plotly_chart(fig, key=f"spectrum-{view.entry.path}")
+        st.plotly_chart(fig, key=f"spectrum-{entry.path}")
         a, b = st.columns(2)
         a.metric("spectral radius ρ(A)", f"{spec.spectral_radius:.4g}")
         b.metric("γ · ρ(A)", f"{spec.gamma * spec.spectral_radius:.4g}", help=f"γ = {spec.gamma:.4g}")
@@ -75,12 +65,13 @@ for column, view, spec, visit in zip(st.columns(len(views)), views, chosen, visi
         if isinstance(visit, str):
             st.error(f"visits: {visit}")
             continue
-        tile = overlay(view.shown, visit, limits=next(limits), alpha=sel.alpha, colormap=sel.colormap,
-                       boxes=view.boxes if sel.show_boxes else None,
-                       distractor_boxes=view.distractor_boxes if sel.show_boxes else None, scale=common.DISPLAY_SCALE)
-        st.image(tile, caption=f"expected visits · {view.entry.label}", width=tile.shape[1])
+        tile = tiles[entry.path]
+        st.image(tile, caption=f"expected visits · {entry.label}")
+        st.caption(common.validity_line(visit.record.validity) or "")
 
+if scale is not None:
+    st.caption(common.scale_caption(scale))
 st.subheader("Every layer and head")
 st.dataframe(rows, key="spectral_table", hide_index=True)
-st.download_button("Spectral table (CSV)", support.figures_csv(rows), "spectral.csv", "text/csv",
+st.download_button("Spectral table (CSV)", pd.DataFrame(rows).to_csv(index=False), "spectral.csv", "text/csv",
                    key="download_spectral")

@@ -16,3 +16,11 @@ def comma_ints(text: str) -> tuple[int, ...]:
 def comma_names(text: str) -> tuple[str, ...]:
     """``"a, b"`` → ``("a", "b")``; parts are stripped and empty parts dropped."""
     return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def comma_floats(text: str) -> tuple[float, ...]:
+    """``"0.5,0.5,0.5"`` → ``(0.5, 0.5, 0.5)``; empty parts are dropped."""
+    try:
+        return tuple(float(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of numbers") from None

@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 
+from ._inputs import add_model_list
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--models", required=True, help="comma-separated model directories")
+    add_model_list(parser, help="comma-separated model directories")
     parser.add_argument("--out", default=None, help="write the JSON report here (e.g. metrics/training.json)")
 
 
@@ -15,10 +17,9 @@ def run(args: argparse.Namespace) -> int:
     from ..io import write_json
     from ..train import training_report
 
-    dirs = [d for d in args.models.split(",") if d]
-    if not dirs:
-        raise ValueError(f"--models={args.models!r} names no model directory")
-    report = training_report(dirs)
+    if not args.models:
+        raise ValueError("--models names no model directory")
+    report = training_report(list(args.models))
     report["command"] = "infsa-viz " + " ".join(args.argv)
     if args.out:
         write_json(args.out, report)

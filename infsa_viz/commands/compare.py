@@ -5,69 +5,22 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
-from ._inputs import add_map_options, load_input, map_options
+from ._inputs import add_map_options, add_model_list, load_input, resolve_target
+from ._lists import comma_names
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("image", metavar="IMAGE", help="image file, or test:INDEX for the cluttered-digits test split")
-    parser.add_argument("--models", required=True, help="comma-separated model directories (columns)")
-    parser.add_argument("--methods", default="attention", help="comma-separated map methods (rows)")
+    add_model_list(parser, help="comma-separated model directories (columns)")
+    parser.add_argument("--methods", type=comma_names, default=("attention",), metavar="M[,M…]",
+                        help="comma-separated map methods (rows)")
     parser.add_argument("--out", required=True, help="output PNG (a JSON with the settings is written next to it)")
     add_map_options(parser)
 
 
-def render(args: argparse.Namespace) -> int:
-    """Shared by ``explain`` and ``compare``: a grid of overlays, rows = methods, columns = models."""
-    import torch
-
-    from ..io import write_json
-    from ..maps import check_method, explain_with_metadata
-    from ..overlay import color_limits, normalise_for_display, overlay, overlay_grid, save_png
-    from ..vit import load_model
-
-    model_dirs = [d for d in args.models.split(",") if d]
-    methods = [m for m in args.methods.split(",") if m]
-    if not model_dirs or not methods:
-        raise ValueError("--models and --methods must each name at least one entry")
-    for method in methods:
-        check_method(method)
-    if not str(args.out).lower().endswith(".png"):
-        raise ValueError(f"--out={args.out!r} must be a .png file")
-    models = [load_model(d) for d in model_dirs]
-    sizes = {(m.config.in_chans, m.config.img_size) for m in models}
-    if len(sizes) != 1:
-        raise ValueError(f"--models take different inputs {sorted(sizes)}; compare models of one input size")
-    in_chans, size = sizes.pop()
-    image = load_input(args.image, in_chans=in_chans, size=size)
-    tiles_maps, titles, info = [], [], []
-    for method in methods:
-        options = map_options(args, method)
-        for directory, model in zip(model_dirs, models):
-            with torch.no_grad():
-                probs = torch.softmax(model(image.tensor), -1)[0]
-            result = explain_with_metadata(model, image.tensor, method, **options)
-            tiles_maps.append(result.map[0])
-            titles.append(f"{model.config.attention} | {method}")
-            info.append({"model": directory, "variant": model.config.attention, "method": method,
-                         "options": result.options, "prediction": int(probs.argmax()),
-                         "probability": round(float(probs.max()), 4), "metadata": _jsonable(result.metadata)})
-    limits = color_limits(tiles_maps, args.scale)
-    shown = normalise_for_display(tiles_maps, args.scale)
-    zoom = max(1, 192 // size)
-    tiles = [overlay(image.display, m, limits=lim, alpha=args.alpha, colormap=args.colormap, boxes=image.boxes,
-                     distractor_boxes=image.distractor_boxes, scale=zoom) for m, lim in zip(shown, limits)]
-    grid = overlay_grid(tiles, titles, ncols=len(models), colormap=args.colormap,
-                        colorbar=limits[0] if args.scale != "per-map" else None)
-    save_png(args.out, grid)
-    write_json(Path(args.out).with_suffix(".json"), {
-        "image": image.name, "label": image.label, "scale": args.scale, "limits": limits[0] if args.scale != "per-map" else limits,
-        "maps": info, "command": "infsa-viz " + " ".join(args.argv)})
-    print(json.dumps({"out": str(args.out), "tiles": len(tiles)}))
-    return 0
-
-
-def _jsonable(value):
+def _jsonable(value: Any) -> Any:
     import torch
 
     if isinstance(value, dict):
@@ -79,6 +32,69 @@ def _jsonable(value):
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
     return str(value)
+
+
+def render(args: argparse.Namespace) -> int:
+    """Shared by ``explain`` and ``compare``: a grid of overlays, rows = methods, columns = models."""
+    import torch
+
+    from ..io import write_json
+    from ..maps import attribute, check_method, selector_options
+    from ..overlay import colour_scale, overlay, overlay_grid, save_png
+    from ..preprocess import prepare
+    from ..vit import load_model
+
+    if not args.models or not args.methods:
+        raise ValueError("--models and --methods must each name at least one entry")
+    for method in args.methods:
+        check_method(method)
+    if not str(args.out).lower().endswith(".png"):
+        raise ValueError(f"--out={args.out!r} must be a .png file")
+    if not 0.0 <= args.alpha <= 1.0:
+        raise ValueError(f"--alpha={args.alpha} must lie in [0, 1]")
+    models = [(d, load_model(d)) for d in args.models]
+    sizes = {m.config.img_size for _, m in models}
+    if len(sizes) != 1:
+        raise ValueError(f"--models take different image sizes {sorted(sizes)}; compare models of one input size")
+    image = load_input(args.image)
+    label = int(image.labels[0])
+    target = resolve_target(args.target, label)
+    inputs = {d: prepare(m, image.images) for d, m in models}
+    maps, titles, info, shown = [], [], [], []
+    for method in args.methods:
+        options = selector_options(method, layer=args.layer, head=args.head, gamma=args.gamma, strict=True)
+        explains = check_method(method).explains_class
+        for directory, model in models:
+            x = inputs[directory].tensor
+            with torch.no_grad():
+                logits = model(x)[0]
+            result = attribute(model, x, method, target=target if explains else None, **options)
+            maps.append(result.maps[0])
+            shown.append(directory)
+            titles.append(f"{model.config.attention} | {method}")
+            info.append({"model": directory, "variant": model.config.attention, "method": method,
+                         "options": _jsonable(result.options), "logits": [round(float(v), 6) for v in logits],
+                         "prediction": int(logits.argmax()), "probability": round(float(logits.softmax(-1).max()), 6),
+                         "target": None if result.target is None else int(result.target[0]),
+                         "validity": None if result.validity is None else result.validity.for_image(0),
+                         "metadata": _jsonable(result.metadata)})
+    scale = colour_scale(maps, args.scale, colormap=args.colormap)
+    zoom = max(1, 192 // next(iter(sizes)))
+    tiles = []
+    for i, (directory, token_map) in enumerate(zip(shown, maps)):
+        prepared = inputs[directory]
+        boxes = prepared.boxes(0, image.boxes[0])
+        negatives = None if image.negative_boxes is None else prepared.boxes(0, image.negative_boxes[0])
+        tiles.append(overlay(prepared.display[0], token_map, scale, i, alpha=args.alpha, boxes=boxes,
+                             distractor_boxes=negatives, zoom=zoom))
+    save_png(args.out, overlay_grid(tiles, titles, ncols=len(models), scale=scale))
+    write_json(Path(args.out).with_suffix(".json"), {
+        "image": image.names[0], "label": label if label >= 0 else None, "scale": args.scale,
+        "colour_scale": {"mode": scale.mode, "unit": scale.unit, "limits": [list(lim) for lim in scale.limits],
+                         "divisors": list(scale.divisors), "colormap": scale.colormap},
+        "maps": info, "command": "infsa-viz " + " ".join(args.argv)})
+    print(json.dumps({"out": str(args.out), "tiles": len(tiles)}))
+    return 0
 
 
 run = render

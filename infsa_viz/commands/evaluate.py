@@ -3,108 +3,94 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from pathlib import Path
+
+from ._inputs import add_model_list
+from ._lists import comma_names
+
+
+def _target(text: str) -> str | int:
+    if text in ("label", "predicted"):
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} must be 'label', 'predicted' or a class index") from None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..evaluate import DEFAULT_METHODS, EvalSettings
+    from ..evaluation import EvalProtocol, default_methods
 
-    d = EvalSettings()
-    parser.add_argument("--models", required=True, help="comma-separated model directories")
-    parser.add_argument("--methods", default=",".join(DEFAULT_METHODS),
-                        help=f"comma-separated map methods (default: {','.join(DEFAULT_METHODS)})")
+    d = EvalProtocol()
+    add_model_list(parser, help="comma-separated model directories")
+    parser.add_argument("--methods", type=comma_names, default=tuple(default_methods()), metavar="M[,M…]",
+                        help=f"comma-separated map methods (default: {','.join(default_methods())})")
     parser.add_argument("--data", default="cluttered-digits", metavar="cluttered-digits|folder:PATH",
-                        help="cluttered-digits test split (default) or an ImageNet-style folder")
+                        help="the cluttered-digits test split (default) or an ImageNet-style folder")
     parser.add_argument("--boxes", default=None, metavar="XMLDIR",
                         help="Pascal-VOC XML boxes for folder data (one <stem>.xml per image)")
-    parser.add_argument("--n-images", type=int, default=1000, help="images to evaluate (default 1000)")
+    parser.add_argument("--n-images", type=int, default=1000,
+                        help="the first N images of the data (default 1000)")
     parser.add_argument("--steps", type=int, default=d.steps, help=f"MoRF/LeRF steps K (default {d.steps})")
     parser.add_argument("--baseline", default=d.baseline, choices=("mean", "blur", "uniform"),
                         help="what removed patches become (default mean = 0 after normalisation)")
-    parser.add_argument("--score", default=d.score, choices=("target", "predicted"))
+    parser.add_argument("--score", default=d.score, choices=("target", "predicted"),
+                        help="the class whose probability the curves track (default: the label)")
     parser.add_argument("--select", default=d.select, choices=("correct", "all"),
                         help="images in MoRF/LeRF scores (default: correctly classified)")
-    parser.add_argument("--seed", type=int, default=d.seed)
-    parser.add_argument("--chunk", type=int, default=d.chunk, help="images per explanation call")
+    parser.add_argument("--target", type=_target, default=d.target, metavar="label|predicted|CLASS",
+                        help="class explained by gradient methods (default: label, the ground truth)")
+    parser.add_argument("--seed", type=int, default=d.seed, help="tie-breaking and random-map seed")
+    parser.add_argument("--chunk", type=int, default=d.chunk, help="images per map call")
+    parser.add_argument("--per-image", action="store_true",
+                        help="also write every image's figures to OUT.images.csv")
     parser.add_argument("--out", default=None, help="report .json (CSV and HTML written next to it)")
 
 
-def _data(args: argparse.Namespace, in_chans: int, size: int):
-    import numpy as np
-    import torch
-
-    from ..evaluate import EvalData
+def _data(args: argparse.Namespace):
+    from ..data import TEST_SIZE, FolderDataset, test_split
 
     if args.n_images < 1:
         raise ValueError(f"--n-images={args.n_images} must be a positive integer")
     if args.data == "cluttered-digits":
         if args.boxes:
             raise ValueError("--boxes applies to folder data only; cluttered digits carry exact boxes")
-        from ..data import ClutteredDigitsConfig, generate_cluttered, to_tensor
-        from ..train import TEST_SEED
-
-        config = ClutteredDigitsConfig()
-        if (in_chans, size) != (1, config.canvas_size):
-            raise ValueError(f"the models take {in_chans}x{size}x{size} images; cluttered digits are "
-                             f"1x{config.canvas_size}x{config.canvas_size}")
-        sample = generate_cluttered(args.n_images, split="test", seed=TEST_SEED, config=config)
-        return EvalData(to_tensor(sample.images), torch.as_tensor(sample.labels),
-                        [b[None] for b in sample.target_boxes], list(sample.distractor_boxes),
-                        {"name": "cluttered-digits", "split": "test", "seed": TEST_SEED, "n_images": args.n_images,
-                         "settings_hash": config.settings_hash(), "boxes": "target digit (positive); distractor "
-                         "digits are negatives and also reported separately (distractor_roc_auc)"})
+        if args.n_images > TEST_SIZE:
+            raise ValueError(f"--n-images={args.n_images}: the test split holds {TEST_SIZE} images")
+        return test_split(args.n_images)
     if not args.data.startswith("folder:"):
         raise ValueError(f"--data={args.data!r} must be 'cluttered-digits' or 'folder:PATH'")
-    from ..data import FolderDataset
-
-    root = Path(args.data[len("folder:"):])
-    ds = FolderDataset(root, image_size=size, channels=in_chans, boxes_dir=args.boxes)
-    n = min(args.n_images, len(ds))
-    if n == 0:
-        raise ValueError(f"--data {args.data}: no images found")
-    items = [ds[i] for i in range(n)]  # decode each image once
-    images = torch.stack([image for image, _ in items])
-    labels = torch.tensor([label for _, label in items])
-    boxes = [ds.boxes(i) if args.boxes else np.zeros((0, 4), np.int64) for i in range(n)]
-    return EvalData(images, labels, boxes, None, {"name": "folder", "root": str(root), "n_images": n,
-                                                  "boxes_dir": args.boxes})
+    return FolderDataset(Path(args.data[len("folder:"):]), boxes_dir=args.boxes).labelled(args.n_images)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..distributed import init_distributed
-    from ..evaluate import EvalSettings, evaluate_maps
+    from ..evaluation import TABLE_COLUMNS, EvalProtocol, evaluate, write_evaluation
     from ..maps import check_method
-    from ..reports import TABLE_COLUMNS, write_evaluation
     from ..vit import load_model
 
-    methods = [m for m in args.methods.split(",") if m]
-    for method in methods:
+    for method in args.methods:
         check_method(method)
+    if not args.models:
+        raise ValueError("--models names no model directory")
     if args.out and not args.out.endswith(".json"):
         raise ValueError(f"--out={args.out!r} must end in .json (CSV and HTML are written next to it)")
-    dirs = [d for d in args.models.split(",") if d]
-    if not dirs:
-        raise ValueError(f"--models={args.models!r} names no model directory")
-    models = [(d, load_model(d)) for d in dirs]
-    shapes = {(m.config.in_chans, m.config.img_size) for _, m in models}
-    if len(shapes) > 1:
-        raise ValueError(f"--models take different inputs {sorted(shapes)}; evaluate models of one input size")
-    in_chans, size = shapes.pop()
-    data = _data(args, in_chans, size)
-    settings = EvalSettings(steps=args.steps, baseline=args.baseline, score=args.score, select=args.select,
-                            seed=args.seed, chunk=args.chunk)
+    protocol = EvalProtocol(steps=args.steps, baseline=args.baseline, score=args.score, select=args.select,
+                            target=args.target, seed=args.seed, chunk=args.chunk)
+    models = [(d, load_model(d)) for d in args.models]
+    data = _data(args)
     dist = init_distributed()
     try:
-        report = evaluate_maps(models, methods, data, settings=settings, dist=dist)
+        result = evaluate(models, args.methods, data, protocol=protocol, dist=dist)
     finally:
         dist.close()
-    if report is None:  # not rank 0
+    if result is None:  # not rank 0
         return 0
-    report["command"] = "infsa-viz " + " ".join(args.argv)
     if args.out:
-        write_evaluation(report, args.out)
+        write_evaluation(result, args.out, command="infsa-viz " + shlex.join(args.argv), per_image=args.per_image)
     header = TABLE_COLUMNS[1:12]
     print("  ".join(f"{h:>13}" for h in header))
-    for row in report["results"]:
+    for row in result.rows:
         print("  ".join(f"{row[h]:>13.4g}" if isinstance(row[h], float) else f"{row[h]!s:>13}" for h in header))
     return 0

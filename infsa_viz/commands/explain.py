@@ -11,12 +11,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("image", metavar="IMAGE", help="image file, or test:INDEX for the cluttered-digits test split")
     parser.add_argument("--model", required=True, help="model directory")
     parser.add_argument("--method", required=True, help="map method (see infsa_viz.maps.METHODS)")
-    parser.add_argument("--out", required=True, help="output PNG")
+    parser.add_argument("--out", required=True, help="output PNG (a JSON with the settings is written next to it)")
     add_map_options(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    args.models, args.methods = args.model, args.method
     from .compare import render
 
+    args.models, args.methods = (args.model,), (args.method,)
     return render(args)

@@ -6,6 +6,8 @@ import argparse
 import json
 
 from ..attention import VARIANTS
+from ..preprocess import RESAMPLES, RESIZES
+from ._lists import comma_floats
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -13,6 +15,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--num-heads", type=int, required=True, help="heads per layer of the checkpoint")
     parser.add_argument("--attention", default="softmax", choices=VARIANTS, help="attention of the new model")
     parser.add_argument("--num-classes", type=int, default=None, help="start a fresh head with this many classes")
+    parser.add_argument("--mean", type=comma_floats, default=(0.485, 0.456, 0.406), metavar="M[,M,M]",
+                        help="input normalisation mean of pixel/255 per channel (default ImageNet's)")
+    parser.add_argument("--std", type=comma_floats, default=(0.229, 0.224, 0.225), metavar="S[,S,S]",
+                        help="input normalisation std per channel (default ImageNet's)")
+    parser.add_argument("--resize", choices=RESIZES, default="stretch", help="how images reach the model's size")
+    parser.add_argument("--resample", choices=RESAMPLES, default="bicubic", help="interpolation (default bicubic)")
     parser.add_argument("--out", required=True, help="output model directory")
 
 
@@ -22,6 +30,7 @@ def run(args: argparse.Namespace) -> int:
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
+    from ..preprocess import Preprocessing
     from ..timm_import import from_timm_state_dict
     from ..vit import count_parameters, save_model
 
@@ -32,8 +41,9 @@ def run(args: argparse.Namespace) -> int:
         state = load_file(str(path))
     except (SafetensorError, OSError) as err:
         raise ValueError(f"{path}: not a readable safetensors file ({err})") from None
+    preprocessing = Preprocessing(mean=args.mean, std=args.std, resize=args.resize, resample=args.resample)
     model = from_timm_state_dict(state, num_heads=args.num_heads, attention=args.attention,
-                                 num_classes=args.num_classes)
+                                 num_classes=args.num_classes, preprocessing=preprocessing)
     save_model(model, args.out)
     print(json.dumps({"out": args.out, "config": model.config.to_dict(), "parameters": count_parameters(model)}))
     return 0

@@ -18,6 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="training data: the built-in benchmark, or an ImageNet-style folder "
                              "PATH with train/ and test/ class sub-folders")
     parser.add_argument("--image-size", type=int, default=224, help="image side for folder data (default 224)")
+    parser.add_argument("--channels", type=int, default=3, choices=(1, 3), help="channels for folder data (default 3)")
     parser.add_argument("--patch-size", type=int, default=None, help="patch side (default: the recipe's, 8)")
     parser.add_argument("--images-per-epoch", type=int, default=None,
                         help="cluttered-digits images per epoch (default: the recipe's)")
@@ -49,8 +50,7 @@ def run(args: argparse.Namespace) -> int:
         config = TrainConfig(**{**recipe.to_dict(), **changes, "model": model, "seed": args.seed})
         data = cluttered_digits_data(config.test_size)
     elif args.data.startswith("folder:"):
-        data = folder_data(Path(args.data[len("folder:"):]), image_size=args.image_size)
-        model = model.replace(img_size=data.img_size, in_chans=data.in_chans, num_classes=data.num_classes)
+        data = folder_data(Path(args.data[len("folder:"):]), image_size=args.image_size, channels=args.channels)
         changes.setdefault("images_per_epoch", len(data.epoch(0, 0, args.seed)[1]))
         config = TrainConfig(**{**recipe.to_dict(), **changes, "model": model, "seed": args.seed})
     else:

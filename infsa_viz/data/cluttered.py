@@ -28,9 +28,8 @@ import operator
 from typing import Literal, NamedTuple
 
 import numpy as np
-import torch
-from torch.utils.data import Dataset
 
+from ..preprocess import CLUTTERED_DIGITS
 from ._render import (
     CANDIDATES,
     PHOTO_COUNT,
@@ -44,21 +43,17 @@ from .mnist import Split, _check_split, load_mnist_digits
 __all__ = [
     "PIXEL_MEAN",
     "PIXEL_STD",
-    "ClutteredDigits",
     "ClutteredDigitsConfig",
     "ClutteredSample",
     "cluttered_epoch",
-    "denormalize",
     "generate_cluttered",
-    "to_tensor",
 ]
 
-# Mean and standard deviation of images / 255 for the default config, measured on
-# generate_cluttered(50_000, split="train", seed=12345) (tests/data/test_cluttered.py re-measures
-# them on a fresh sample to within 0.01). With these, the normalised dataset mean is 0, the
-# baseline the MoRF metric uses for "dataset mean".
-PIXEL_MEAN = 0.1663
-PIXEL_STD = 0.2046
+# Mean and standard deviation of images / 255 for the default config (one definition, in the
+# preprocessing contract): with these the normalised dataset mean is 0, the baseline the MoRF
+# metric uses for "dataset mean"; tests/data/test_cluttered.py re-measures them to within 0.01.
+PIXEL_MEAN = CLUTTERED_DIGITS.mean[0]
+PIXEL_STD = CLUTTERED_DIGITS.std[0]
 
 _SPLIT_CODE = {"train": 1, "test": 2}  # nonzero: SeedSequence ignores trailing zero words
 _STREAM_SAMPLE, _STREAM_EPOCH = 1, 2
@@ -211,35 +206,47 @@ def _non_negative_int(name: str, value: object) -> int:
     return value
 
 
-def _generate(n: int, split: Split, entropy: list[int], cfg: ClutteredDigitsConfig) -> ClutteredSample:
+def _draw(rng: np.random.Generator, pool_size: int, cfg: ClutteredDigitsConfig) -> dict[str, np.ndarray]:
+    """Every random choice of one image, from that image's own generator."""
+    K = cfg.num_distractors
+    return {
+        "tgt_idx": rng.integers(0, pool_size),
+        "dis_idx": rng.integers(0, pool_size, size=K),
+        "tgt_size": rng.integers(cfg.target_size[0], cfg.target_size[1] + 1),
+        "dis_size": rng.integers(cfg.distractor_size[0], cfg.distractor_size[1] + 1, size=K),
+        "photo_pick": rng.integers(0, PHOTO_COUNT),
+        "photo_u": rng.random(2),
+        "pos_u": rng.random((K + 1, CANDIDATES, 2)),
+    }
+
+
+def _generate(indices: range, split: Split, entropy: list[int], cfg: ClutteredDigitsConfig) -> ClutteredSample:
+    """Images ``indices`` of the stream named by ``entropy``: image ``i`` is drawn from its own
+    generator, seeded by ``entropy + [i]``, so it is the same whichever images are asked with it."""
     pool = _digit_pool(split)
-    rng = np.random.default_rng(np.random.SeedSequence(entropy))
-    S, K = cfg.canvas_size, cfg.num_distractors
-    # All per-image random choices are drawn up front, vectorised.
-    tgt_idx = rng.integers(0, len(pool.labels), size=n)
-    dis_idx = rng.integers(0, len(pool.labels), size=(n, K))
-    tgt_size = rng.integers(cfg.target_size[0], cfg.target_size[1] + 1, size=n)
-    dis_size = rng.integers(cfg.distractor_size[0], cfg.distractor_size[1] + 1, size=(n, K))
-    photo_pick = rng.integers(0, PHOTO_COUNT, size=n)
-    photo_u = rng.random((n, 2))
-    pos_u = rng.random((n, K + 1, CANDIDATES, 2))
+    rngs = [np.random.default_rng(np.random.SeedSequence([*entropy, i])) for i in indices]
+    draws = [_draw(rng, len(pool.labels), cfg) for rng in rngs]
+    n, S, K = len(draws), cfg.canvas_size, cfg.num_distractors
+    tgt_idx = np.array([d["tgt_idx"] for d in draws], dtype=np.int64).reshape(n)
+    dis_idx = np.array([d["dis_idx"] for d in draws], dtype=np.int64).reshape(n, K)
 
     patches: list[list[np.ndarray]] = []
-    for i in range(n):
-        target = render_digit(pool.images[tgt_idx[i]], pool.ink_boxes[tgt_idx[i]], int(tgt_size[i]))
+    for i, d in enumerate(draws):
+        target = render_digit(pool.images[tgt_idx[i]], pool.ink_boxes[tgt_idx[i]], int(d["tgt_size"]))
         row = [target]
         for k in range(K):
-            size, d = int(dis_size[i, k]), dis_idx[i, k]
-            patch = render_digit(pool.images[d], pool.ink_boxes[d], size)
+            size, digit = int(d["dis_size"][k]), dis_idx[i, k]
+            patch = render_digit(pool.images[digit], pool.ink_boxes[digit], size)
             while size > 1 and max(patch.shape) >= max(target.shape):  # target strictly the largest
                 size -= 1
-                patch = render_digit(pool.images[d], pool.ink_boxes[d], size)
+                patch = render_digit(pool.images[digit], pool.ink_boxes[digit], size)
             row.append(patch)
         patches.append(row)
     wh = np.array([[p.shape[::-1] for p in row] for row in patches], dtype=np.int64).reshape(n, K + 1, 2)
+    pos_u = np.array([d["pos_u"] for d in draws]).reshape(n, K + 1, CANDIDATES, 2)
     boxes, placed = place_all(wh, pos_u, canvas_size=S, max_overlap=cfg.max_overlap)
-    for i in np.flatnonzero(~placed):  # rare: fall back to sequential rejection sampling
-        layout = place_one(wh[i], rng, canvas_size=S, max_overlap=cfg.max_overlap)
+    for i in np.flatnonzero(~placed):  # rare: fall back to rejection sampling, same image's generator
+        layout = place_one(wh[i], rngs[i], canvas_size=S, max_overlap=cfg.max_overlap)
         if layout is None:
             raise ValueError(
                 f"config={cfg!r} is too crowded: {K + 1} digits found no layout with "
@@ -250,12 +257,12 @@ def _generate(n: int, split: Split, entropy: list[int], cfg: ClutteredDigitsConf
     images = np.zeros((n, S, S), dtype=np.uint8)
     masks = np.zeros((n, S, S), dtype=bool)
     photos = background_photos(cfg.background_intensity) if cfg.background == "photo" else ()
-    for i in range(n):
+    for i, d in enumerate(draws):
         canvas = images[i]
         if photos:
-            photo = photos[photo_pick[i]]
-            oy = int(photo_u[i, 0] * (photo.shape[0] - S + 1))
-            ox = int(photo_u[i, 1] * (photo.shape[1] - S + 1))
+            photo = photos[int(d["photo_pick"])]
+            oy = int(d["photo_u"][0] * (photo.shape[0] - S + 1))
+            ox = int(d["photo_u"][1] * (photo.shape[1] - S + 1))
             canvas[...] = photo[oy : oy + S, ox : ox + S]
         for patch, (x0, y0, x1, y1) in zip(patches[i], boxes[i], strict=True):
             region = canvas[y0:y1, x0:x1]
@@ -269,32 +276,34 @@ def _generate(n: int, split: Split, entropy: list[int], cfg: ClutteredDigitsConf
         distractor_boxes=boxes[:, 1:].copy(),
         distractor_labels=pool.labels[dis_idx].astype(np.int64).reshape(n, K),
         target_masks=masks,
-        target_indices=tgt_idx.astype(np.int64),
-        distractor_indices=dis_idx.astype(np.int64),
+        target_indices=tgt_idx,
+        distractor_indices=dis_idx,
     )
 
 
 def generate_cluttered(
-    n: int, *, split: Split, seed: int, config: ClutteredDigitsConfig = ClutteredDigitsConfig()
+    n: int, *, split: Split, seed: int, config: ClutteredDigitsConfig = ClutteredDigitsConfig(), start: int = 0
 ) -> ClutteredSample:
-    """Generates ``n`` cluttered-digit images.
+    """Generates images ``start, …, start + n − 1`` of the stream ``(split, seed, config)``.
 
-    Deterministic: the same ``(n, split, seed, config)`` gives byte-identical arrays (with the
-    same numpy/OpenCV/scikit-learn builds). ``split="train"`` draws digits only from
+    Image ``i`` depends only on ``(split, seed, config, i)``: it is drawn from its own generator
+    ``np.random.default_rng(SeedSequence([seed, stream, split, i]))``, so asking for more or fewer
+    images, or for a later window, never changes it. Deterministic: byte-identical arrays with the
+    same numpy/OpenCV/scikit-learn builds. ``split="train"`` draws digits only from
     ``load_mnist_digits("train")`` (MNIST training images), ``"test"`` only from the test pool.
 
     Args:
         n: Number of images, ``>= 0``.
         split: ``"train"`` or ``"test"``.
-        seed: Non-negative seed; the generator is ``np.random.default_rng`` seeded from
-            ``(seed, split)``.
+        seed: Non-negative seed of the stream.
         config: Generator settings. Default ``ClutteredDigitsConfig()``.
+        start: Index of the first image, ``>= 0``. Default 0.
 
     Returns:
         A :class:`ClutteredSample`.
 
     Raises:
-        ValueError: If ``n``, ``split`` or ``seed`` is invalid, or the config leaves no room.
+        ValueError: If ``n``, ``split``, ``seed`` or ``start`` is invalid, or the config leaves no room.
 
     Example:
         >>> sample = generate_cluttered(4, split="test", seed=0)
@@ -304,86 +313,17 @@ def generate_cluttered(
     n = _non_negative_int("n", n)
     _check_split(split)
     seed = _non_negative_int("seed", seed)
-    return _generate(n, split, [seed, _STREAM_SAMPLE, _SPLIT_CODE[split]], config)
-
-
-def to_tensor(images: np.ndarray) -> torch.Tensor:
-    """Converts uint8 images ``(n, H, W)`` to normalised float32 ``(n, 1, H, W)``.
-
-    Each pixel becomes ``(x / 255 - PIXEL_MEAN) / PIXEL_STD``.
-
-    Args:
-        images: ``(n, H, W) uint8`` images.
-
-    Returns:
-        ``(n, 1, H, W) float32`` tensor.
-
-    Raises:
-        TypeError: If ``images`` is not a numpy array of dtype uint8.
-        ValueError: If ``images`` is not 3-D.
-    """
-    if not isinstance(images, np.ndarray) or images.dtype != np.uint8:
-        raise TypeError(
-            f"images has type {type(images).__name__} (dtype {getattr(images, 'dtype', None)}); "
-            "expected a uint8 numpy array"
-        )
-    if images.ndim != 3:
-        raise ValueError(f"images has shape {images.shape}; expected (n, H, W)")
-    x = torch.from_numpy(images.astype(np.float32))  # (n, H, W)
-    return ((x / 255.0 - PIXEL_MEAN) / PIXEL_STD).unsqueeze(1)  # (n, 1, H, W)
-
-
-def denormalize(tensor: torch.Tensor) -> torch.Tensor:
-    """Inverts :func:`to_tensor`: returns ``tensor * PIXEL_STD + PIXEL_MEAN`` clamped to [0, 1]."""
-    if not isinstance(tensor, torch.Tensor) or not tensor.is_floating_point():
-        raise TypeError(f"tensor has type {type(tensor).__name__}; expected a floating-point torch.Tensor")
-    return (tensor * PIXEL_STD + PIXEL_MEAN).clamp(0.0, 1.0)
-
-
-class ClutteredDigits(Dataset):
-    """Torch dataset over a generated :class:`ClutteredSample`.
-
-    Items are ``(image, label)``: ``image`` is ``(1, S, S) float32`` normalised by
-    :func:`to_tensor`, ``label`` a Python ``int``. Boxes and masks are in ``self.sample``.
-
-    Args:
-        n: Number of images.
-        split: ``"train"`` or ``"test"``.
-        seed: Non-negative seed (see :func:`generate_cluttered`).
-        config: Generator settings. Default ``ClutteredDigitsConfig()``.
-    """
-
-    def __init__(
-        self, n: int, *, split: Split, seed: int, config: ClutteredDigitsConfig = ClutteredDigitsConfig()
-    ) -> None:
-        self.config = config
-        self.sample = generate_cluttered(n, split=split, seed=seed, config=config)
-
-    @classmethod
-    def from_sample(cls, sample: ClutteredSample, *, config: ClutteredDigitsConfig) -> ClutteredDigits:
-        """Wraps an existing sample (generated with ``config``) without regenerating it."""
-        dataset = cls.__new__(cls)
-        dataset.config, dataset.sample = config, sample
-        return dataset
-
-    def __len__(self) -> int:
-        return len(self.sample)
-
-    def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
-        image = self.sample.images[index]  # (S, S)
-        return to_tensor(image[None])[0], int(self.sample.labels[index])
-
-    def boxes(self, index: int) -> np.ndarray:
-        """Returns the target's box as ``(1, 4) int64`` (the interface of ``FolderDataset.boxes``)."""
-        return self.sample.target_boxes[index][None].copy()
+    start = _non_negative_int("start", start)
+    return _generate(range(start, start + n), split, [seed, _STREAM_SAMPLE, _SPLIT_CODE[split]], config)
 
 
 def cluttered_epoch(
     epoch: int, *, n: int, seed: int, config: ClutteredDigitsConfig = ClutteredDigitsConfig()
-) -> ClutteredDigits:
+) -> ClutteredSample:
     """Generates a fresh training set for one epoch, determined by ``(seed, epoch)``.
 
-    Different epochs give different images; every epoch draws only from the train digit pool.
+    Different epochs give different images; every epoch draws only from the train digit pool, and
+    image ``i`` of an epoch depends only on ``(seed, epoch, config, i)``.
 
     Args:
         epoch: Non-negative epoch number.
@@ -392,10 +332,9 @@ def cluttered_epoch(
         config: Generator settings. Default ``ClutteredDigitsConfig()``.
 
     Returns:
-        A :class:`ClutteredDigits` dataset.
+        A :class:`ClutteredSample`.
     """
     epoch = _non_negative_int("epoch", epoch)
     n = _non_negative_int("n", n)
     seed = _non_negative_int("seed", seed)
-    sample = _generate(n, "train", [seed, _STREAM_EPOCH, _SPLIT_CODE["train"], epoch], config)
-    return ClutteredDigits.from_sample(sample, config=config)
+    return _generate(range(n), "train", [seed, _STREAM_EPOCH, _SPLIT_CODE["train"], epoch], config)

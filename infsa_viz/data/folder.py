@@ -19,15 +19,15 @@ import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
 from xml.etree.ElementTree import Element, ParseError
 
-import cv2
 import defusedxml
 import defusedxml.ElementTree
 import numpy as np
-import torch
 from torch.utils.data import Dataset
+
+from ..images import read_image
+from .splits import LabelledImages
 
 __all__ = ["IMAGE_EXTENSIONS", "FolderDataset", "parse_voc_boxes"]
 
@@ -139,59 +139,19 @@ def parse_voc_boxes(
     return [(name, _to_int_box(box, sx, sy, image_size, image_size)) for name, box in objects]
 
 
-def _read_image(path: Path) -> np.ndarray:
-    """Decodes an image file as uint8 ``(H, W)`` gray, ``(H, W, 3)`` BGR or ``(H, W, 4)`` BGRA."""
-    image = cv2.imdecode(np.fromfile(path, dtype=np.uint8), cv2.IMREAD_UNCHANGED)
-    if image is None:
-        raise ValueError(f"{path}: not a readable image")
-    if image.dtype == np.uint16:
-        image = (image // 257).astype(np.uint8)
-    if image.dtype != np.uint8:
-        raise ValueError(f"{path}: pixel type {image.dtype} is not supported; expected 8- or 16-bit")
-    if image.ndim == 3 and image.shape[2] == 1:
-        image = image[:, :, 0]
-    if image.ndim not in (2, 3) or (image.ndim == 3 and image.shape[2] not in (3, 4)):
-        raise ValueError(f"{path}: image shape {image.shape} is not gray, RGB or RGBA")
-    return image
-
-
-def _convert(image: np.ndarray, channels: Literal[1, 3]) -> np.ndarray:
-    """Returns ``(H, W)`` gray (channels 1) or ``(H, W, 3)`` RGB (channels 3); alpha is dropped."""
-    if image.ndim == 2:
-        return image if channels == 1 else np.repeat(image[:, :, None], 3, axis=2)
-    bgr = image[:, :, :3]
-    return cv2.cvtColor(bgr, cv2.COLOR_BGR2GRAY) if channels == 1 else cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
-
-
-def _per_channel(name: str, value: float | Sequence[float] | None, channels: int) -> np.ndarray | None:
-    if value is None:
-        return None
-    values = np.atleast_1d(np.asarray(value, dtype=np.float64))
-    if values.ndim != 1 or values.size not in (1, channels) or not np.all(np.isfinite(values)):
-        raise ValueError(f"{name}={value!r} is invalid; expected a number or {channels} numbers")
-    if name == "std" and np.any(values <= 0):
-        raise ValueError(f"std={value!r} is invalid; expected positive values")
-    return np.broadcast_to(values, (channels,)).astype(np.float32)
-
-
 class FolderDataset(Dataset):
-    """Images in class sub-folders, resized to a square, with optional VOC boxes.
+    """Images in class sub-folders, with optional VOC boxes, decoded but not resized.
 
-    Items are ``(image, label)``: ``image`` is ``(C, S, S) float32`` with values ``x / 255``
-    (then ``(x - mean) / std`` per channel when ``mean``/``std`` are given), ``label`` the index
-    of the class folder in sorted order. Gray, RGB and RGBA files are read (alpha is dropped)
-    and converted to ``channels``; 16-bit files are reduced to 8 bits. Images are resized to
-    ``S x S`` without keeping the aspect ratio (``cv2.INTER_AREA`` when no side grows,
-    ``cv2.INTER_LINEAR`` otherwise).
+    Items are ``(image, label)``: ``image`` is the decoded file, uint8 ``(H, W)`` (gray) or
+    ``(H, W, 3)`` (RGB; alpha dropped, 16-bit reduced to 8) as :func:`infsa_viz.images.read_image`
+    returns it, ``label`` the index of the class folder in sorted order. A model's own
+    preprocessing (:func:`infsa_viz.preprocess.prepare`) turns images into its input, so the
+    dataset knows nothing of sizes or normalisation; boxes stay in the file's pixels.
 
     Args:
         root: Folder with one sub-folder per class.
-        image_size: Side ``S`` of the resized images.
-        channels: 1 (gray) or 3 (RGB).
         boxes_dir: Folder of ``<image stem>.xml`` VOC files; images without a file have no boxes.
             Default ``None``.
-        mean: Per-channel mean (or one number) of ``x / 255`` to subtract. Default ``None``.
-        std: Per-channel standard deviation (or one number) to divide by. Default ``None``.
         one_based: Coordinates in the XML files are 1-based (Pascal VOC). Default ``True``.
 
     Attributes:
@@ -199,34 +159,23 @@ class FolderDataset(Dataset):
         samples: ``[(path, label), ...]`` sorted by class, then file name.
 
     Raises:
-        ValueError: If an option is invalid, ``root`` or ``boxes_dir`` is not a folder, or no
-            image is found.
+        ValueError: If ``root`` or ``boxes_dir`` is not a folder, or no image is found.
     """
 
     def __init__(
         self,
         root: str | os.PathLike[str],
         *,
-        image_size: int,
-        channels: Literal[1, 3],
         boxes_dir: str | os.PathLike[str] | None = None,
-        mean: float | Sequence[float] | None = None,
-        std: float | Sequence[float] | None = None,
         one_based: bool = True,
     ) -> None:
-        if isinstance(image_size, bool) or not isinstance(image_size, int) or image_size < 1:
-            raise ValueError(f"image_size={image_size!r} is invalid; expected a positive int")
-        if channels not in (1, 3) or isinstance(channels, bool):
-            raise ValueError(f"channels={channels!r} is invalid; expected 1 or 3")
         self.root = Path(root)
         if not self.root.is_dir():
             raise ValueError(f"root={os.fspath(root)!r} is not a folder")
         self.boxes_dir = None if boxes_dir is None else Path(boxes_dir)
         if self.boxes_dir is not None and not self.boxes_dir.is_dir():
             raise ValueError(f"boxes_dir={os.fspath(boxes_dir)!r} is not a folder")
-        self.image_size, self.channels, self.one_based = image_size, channels, one_based
-        self._mean = _per_channel("mean", mean, channels)
-        self._std = _per_channel("std", std, channels)
+        self.one_based = one_based
         self.classes = sorted(
             d.name for d in self.root.iterdir() if d.is_dir() and not d.name.startswith(".")
         )
@@ -245,22 +194,9 @@ class FolderDataset(Dataset):
     def __len__(self) -> int:
         return len(self.samples)
 
-    def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
+    def __getitem__(self, index: int) -> tuple[np.ndarray, int]:
         path, label = self.samples[index]
-        image = _convert(_read_image(path), self.channels)  # (H, W) or (H, W, 3)
-        h, w = image.shape[:2]
-        shrink = self.image_size <= min(h, w)
-        image = cv2.resize(
-            image,
-            (self.image_size, self.image_size),
-            interpolation=cv2.INTER_AREA if shrink else cv2.INTER_LINEAR,
-        )
-        x = image.astype(np.float32).reshape(self.image_size, self.image_size, self.channels) / 255.0
-        if self._mean is not None:
-            x = x - self._mean
-        if self._std is not None:
-            x = x / self._std
-        return torch.from_numpy(np.ascontiguousarray(x.transpose(2, 0, 1))), label  # (C, S, S)
+        return read_image(path), label
 
     def box_file(self, index: int) -> Path | None:
         """Returns the VOC file of item ``index`` (``boxes_dir/<stem>.xml``) if it exists."""
@@ -269,11 +205,12 @@ class FolderDataset(Dataset):
         xml = self.boxes_dir / (self.samples[index][0].stem + ".xml")
         return xml if xml.is_file() else None
 
-    def boxes(self, index: int) -> np.ndarray:
-        """Returns the boxes of item ``index`` scaled to ``S x S``, as ``(K, 4) int64``.
+    def boxes(self, index: int, *, image_shape: tuple[int, ...] | None = None) -> np.ndarray:
+        """Returns the boxes of item ``index`` in the image's pixels, as ``(K, 4) int64``.
 
         ``K`` is 0 without ``boxes_dir`` or without an XML file for the image. Boxes are
-        validated against the size recorded in the XML, which must match the image file.
+        validated against the size recorded in the XML, which must match the image file
+        (``image_shape`` saves decoding the file again when the caller has it).
 
         Raises:
             ValueError: Naming the file, if the XML is invalid (see :func:`parse_voc_boxes`)
@@ -284,11 +221,24 @@ class FolderDataset(Dataset):
             return np.zeros((0, 4), dtype=np.int64)
         (width, height), objects = _read_voc(xml, one_based=self.one_based)
         path = self.samples[index][0]
-        actual_h, actual_w = _read_image(path).shape[:2]
+        actual_h, actual_w = (image_shape or read_image(path).shape)[:2]
         if (width, height) != (actual_w, actual_h):
             raise ValueError(
                 f"{xml}: <size> {width}x{height} differs from the image {path} ({actual_w}x{actual_h})"
             )
-        s = self.image_size
-        rows = [_to_int_box(box, s / width, s / height, s, s) for _, box in objects]
+        rows = [_to_int_box(box, 1.0, 1.0, width, height) for _, box in objects]
         return np.array(rows, dtype=np.int64).reshape(-1, 4)
+
+    def labelled(self, n: int | None = None) -> LabelledImages:
+        """The first ``n`` items (default all), decoded once, with labels, boxes and file names."""
+        count = len(self) if n is None else min(n, len(self))
+        images = [self[i][0] for i in range(count)]
+        return LabelledImages(
+            images=images,
+            labels=np.array([label for _, label in self.samples[:count]], dtype=np.int64),
+            boxes=[self.boxes(i, image_shape=images[i].shape) for i in range(count)],
+            names=[str(path) for path, _ in self.samples[:count]],
+            description={"name": "folder", "root": str(self.root), "classes": self.classes,
+                         "boxes_dir": None if self.boxes_dir is None else str(self.boxes_dir),
+                         "n_images": count},
+        )

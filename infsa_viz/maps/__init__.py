@@ -1,22 +1,46 @@
-"""Explanation maps: one registry (:data:`METHODS`), one verb (:func:`explain`)."""
+"""Explanation maps: one class per method, one registry (:data:`METHODS`), one verb (``attribute``).
 
-from .attention_maps import attention_map, random_map, tokens_to_grid
-from .captum_maps import CAPTUM_METHODS, captum_map, patch_feature_mask, pool_to_patches
-from .registry import METHODS, SOFTMAX_GAMMA, MapMethod, MapResult, check_method, explain, explain_with_metadata
+Families: ``attention`` (a layer's attention row, rollout), ``spectral`` (expected visits,
+the Neumann series across layers, Perron vectors, Linear-InfSA's estimate), ``gradient``
+(Captum, optional) and ``baseline`` (random). See :class:`MapMethod` for what each class states
+about itself (options, cost, reference, whether it explains a class or has signed values).
+"""
+
+# Each module registers its methods on import; this order is the registry's order.
+from . import attention  # noqa: F401, I001
+from . import spectral  # noqa: F401
+from . import gradient  # noqa: F401
+from . import baseline  # noqa: F401
+from .attention import fuse_heads, rollout
+from .base import (
+    FAMILIES,
+    METHODS,
+    MapMethod,
+    MapResult,
+    Validity,
+    attribute,
+    check_method,
+    parse_head,
+    selector_options,
+    tokens_to_grid,
+)
+from .gradient import patch_feature_mask, pool_to_patches
+from .spectral import UNLEARNED_GAMMA
 
 __all__ = [
-    "CAPTUM_METHODS",
+    "FAMILIES",
     "METHODS",
+    "UNLEARNED_GAMMA",
     "MapMethod",
     "MapResult",
-    "SOFTMAX_GAMMA",
-    "attention_map",
-    "captum_map",
+    "Validity",
+    "attribute",
     "check_method",
-    "explain",
-    "explain_with_metadata",
+    "fuse_heads",
+    "parse_head",
     "patch_feature_mask",
     "pool_to_patches",
-    "random_map",
+    "rollout",
+    "selector_options",
     "tokens_to_grid",
 ]

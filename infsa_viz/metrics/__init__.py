@@ -6,15 +6,17 @@ the localisation metrics). OpenCV and scikit-learn are imported by the functions
 """
 
 from ._checks import UndefinedMetricWarning
-from .localisation import BoxAUCResult, PointingResult, box_auc, pointing_game
+from .localisation import RECALL_GRID, BoxAUCResult, BoxCurve, PointingResult, box_auc, box_curves, pointing_game
 from .perturbation import PerturbationCurves, perturbation_curves, removal_order
 from .protocol import BoxAUCProtocol, PerturbationProtocol, PointingProtocol
 from .scores import CurveScore, aopc, lerf_auc, morf_aoc
 from .upsample import boxes_to_mask, upsample_map
 
 __all__ = [
+    "RECALL_GRID",
     "BoxAUCProtocol",
     "BoxAUCResult",
+    "BoxCurve",
     "CurveScore",
     "PerturbationCurves",
     "PerturbationProtocol",
@@ -23,6 +25,7 @@ __all__ = [
     "UndefinedMetricWarning",
     "aopc",
     "box_auc",
+    "box_curves",
     "boxes_to_mask",
     "lerf_auc",
     "morf_aoc",

@@ -27,7 +27,7 @@ from .protocol import (
 )
 from .upsample import _resize, _union_mask
 
-__all__ = ["BoxAUCResult", "PointingResult", "box_auc", "pointing_game"]
+__all__ = ["RECALL_GRID", "BoxAUCResult", "BoxCurve", "PointingResult", "box_auc", "box_curves", "pointing_game"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -253,6 +253,56 @@ def pointing_game(
     return PointingResult(
         hits=hits, accuracy=_nanmean(hits), n_images=B, n_undefined=n_undefined, protocol=protocol.to_dict()
     )
+
+
+#: Recall levels of the interpolated precision curves (0, 0.02, …, 1).
+RECALL_GRID = np.linspace(0.0, 1.0, 51)
+
+
+@dataclass(frozen=True, eq=False)
+class BoxCurve:
+    """ROC and precision-recall curves of one map as a detector of its target-box pixels.
+
+    Attributes:
+        fpr, tpr: ``sklearn.metrics.roc_curve`` of the pixel scores.
+        precision, recall: ``sklearn.metrics.precision_recall_curve``.
+        positive_fraction: share of positive pixels (the precision of a constant map).
+    """
+
+    fpr: np.ndarray
+    tpr: np.ndarray
+    precision: np.ndarray
+    recall: np.ndarray
+    positive_fraction: float
+
+    def interpolated_precision(self, recall_grid: np.ndarray = RECALL_GRID) -> np.ndarray:
+        """The best precision at recall ≥ ``r`` for each ``r`` of ``recall_grid``."""
+        best = np.maximum.accumulate(self.precision)  # recall falls along the arrays: max over recall >= r
+        return np.interp(recall_grid, self.recall[::-1], best[::-1])
+
+
+def box_curves(maps: Any, boxes: Any, *, image_size: int | tuple[int, int],
+               upsample: Upsample = "bilinear") -> list[BoxCurve | None]:
+    """Per image, the ROC and PR curves behind :func:`box_auc` (pixel level; same labels and
+    scores); ``None`` where the target union covers no pixel or every pixel."""
+    from sklearn.metrics import precision_recall_curve, roc_curve
+
+    height, width = as_image_size(image_size)
+    values = check_maps(maps)
+    targets = check_boxes(boxes, batch=values.shape[0])
+    check_choice("upsample", upsample, UPSAMPLES)
+    scores, _ = _scores_at_level(values, (height, width), "pixel", upsample)
+    out: list[BoxCurve | None] = []
+    for score, target in zip(scores, targets):
+        labels = _labels(target, (height, width), values.shape[1:], "pixel", 1.0)
+        if not 0 < labels.sum() < labels.size:
+            out.append(None)
+            continue
+        fpr, tpr, _ = roc_curve(labels, score.ravel())
+        precision, recall, _ = precision_recall_curve(labels, score.ravel())
+        out.append(BoxCurve(fpr=fpr, tpr=tpr, precision=precision, recall=recall,
+                            positive_fraction=float(labels.mean())))
+    return out
 
 
 def _scores_at_level(

@@ -144,10 +144,11 @@ def perturbation_curves(
 
     Baselines (what removed pixels become):
 
-    * ``"mean"`` (default): 0.0, the dataset mean of normalised inputs (``data.to_tensor``).
+    * ``"mean"`` (default): 0.0, the dataset mean of inputs normalised by their training set's
+      mean and standard deviation (the model's :class:`~infsa_viz.preprocess.Preprocessing`).
     * ``"zero"``: the constant ``baseline_value``, which the caller must supply: the
       *normalised* value of a black pixel (raw 0 is not 0 after normalisation; for
-      ``data.to_tensor`` it is ``-PIXEL_MEAN / PIXEL_STD``).
+      the model's preprocessing it is ``-mean / std``).
     * ``"blur"``: the image blurred by ``cv2.GaussianBlur`` with ``blur_sigma`` (default
       ``patch_size / 2``) pixels, per channel, border ``BORDER_REFLECT_101``.
     * ``"uniform"``: seeded uniform noise in the image's own ``[min, max]`` (one noise field

@@ -46,7 +46,7 @@ POINTING_REFERENCE_TOLERANCE = 15.0
 POINTING_REFERENCE_SIZE = 224
 
 _BASELINE_RULES = {
-    "mean": "removed pixels set to 0.0, the dataset mean of normalised inputs (e.g. data.to_tensor)",
+    "mean": "removed pixels set to 0.0, the dataset mean of inputs normalised by the training set's mean and std",
     "zero": "removed pixels set to baseline_value, the caller's normalised value of a black pixel",
     "blur": "removed pixels taken from cv2.GaussianBlur(image, ksize=(0, 0), sigma=blur_sigma, "
     "BORDER_REFLECT_101) per channel (OpenCV derives the kernel size from sigma)",
@@ -99,7 +99,7 @@ class PerturbationProtocol:
             if self.baseline_value is None:
                 raise ValueError(
                     "baseline_value=None is invalid with baseline='zero'; expected the normalised "
-                    "value of a black pixel, e.g. -PIXEL_MEAN / PIXEL_STD for data.to_tensor"
+                    "value of a black pixel, -mean / std of the model's preprocessing"
                 )
             check_float("baseline_value", self.baseline_value)
         elif self.baseline == "mean":

@@ -1,22 +1,24 @@
-"""Spectral view of attention: token graphs, fundamental matrix, visits, Perron vectors, rollout.
+"""Spectral numerics of attention graphs: fundamental matrix, visits, Perron vectors, spectra.
 
-An attention layer is read as a graph on tokens: softmax's row-stochastic ``P``, pure InfSA's
-``Â`` with its learned discount ``ρ``, Linear-InfSA's rank-one ``1·aᵀ``. On that graph:
+An attention layer is read as a graph on tokens (:func:`layer_graph`): softmax's row-stochastic
+``P``, pure InfSA's ``Â`` with its learned discount ``ρ``, Linear-InfSA's rank-one ``1·aᵀ``. On
+that graph:
 
 * :func:`fundamental_matrix` ``(I − γA)⁻¹`` and :func:`expected_visits` ``sᵀ(I − γA)⁻¹`` (dense,
   or matrix-free from ``q``, ``k`` for large N), :func:`absorption_check` (when the absorbing
   Markov-chain reading holds) and :func:`simulate_visits` (a Monte-Carlo check);
 * :func:`perron_vector`, :func:`eigenvalue_spectrum`, :func:`spectral_radius`, and
   :func:`linear_perron_estimate` (Linear-InfSA's ``a``);
-* across layers: :func:`rollout` and :func:`neumann_across_layers`;
-* one call on a model: :func:`model_visits`, :func:`model_perron`, :func:`model_linear_estimate`,
-  :func:`model_rollout`, :func:`model_neumann`; and :func:`eigencheck`.
+* across layers: :func:`neumann_across_layers`;
+* per layer and head of one image: :func:`layer_spectra`; over a data set: :func:`eigencheck`.
 
-Reference: Roffo & Palmer, *Infinite Self-Attention*, arXiv 2603.00175.
+The maps built on these numerics (visits, Neumann, Perron, …) are methods of
+:mod:`infsa_viz.maps`. Reference: Roffo & Palmer, *Infinite Self-Attention*, arXiv 2603.00175.
 """
 
 from .eigencheck import cosine_similarity, eigencheck, gaussian_baseline, perron_cosines
-from .layers import NeumannResult, fuse_heads, neumann_across_layers, rollout
+from .graph import MATRICES, layer_graph
+from .layers import NeumannResult, neumann_across_layers
 from .markov import (
     AbsorptionResult,
     VisitResult,
@@ -24,15 +26,6 @@ from .markov import (
     expected_visits,
     fundamental_matrix,
     start_vector,
-)
-from .model import (
-    SpectralMap,
-    layer_operator,
-    model_linear_estimate,
-    model_neumann,
-    model_perron,
-    model_rollout,
-    model_visits,
 )
 from .montecarlo import MonteCarloResult, simulate_visits
 from .operators import (
@@ -46,17 +39,19 @@ from .operators import (
 )
 from .perron import PerronResult, eigenvalue_spectrum, linear_perron_estimate, perron_vector
 from .radius import check_gamma, collatz_wielandt_bounds, spectral_radius
+from .summary import LayerSpectrum, layer_spectra
 
 __all__ = [
+    "MATRICES",
     "AbsorptionResult",
     "DenseOperator",
     "InfSAOperator",
+    "LayerSpectrum",
     "MonteCarloResult",
     "NeumannResult",
     "PerronResult",
     "RankOneOperator",
     "SoftmaxOperator",
-    "SpectralMap",
     "SpectralOperator",
     "VisitResult",
     "absorption_check",
@@ -68,20 +63,14 @@ __all__ = [
     "eigenvalue_spectrum",
     "expected_visits",
     "fundamental_matrix",
-    "fuse_heads",
     "gaussian_baseline",
-    "layer_operator",
+    "layer_graph",
+    "layer_spectra",
     "linear_perron_estimate",
     "mean_over_heads",
-    "model_linear_estimate",
-    "model_neumann",
-    "model_perron",
-    "model_rollout",
-    "model_visits",
     "neumann_across_layers",
     "perron_cosines",
     "perron_vector",
-    "rollout",
     "simulate_visits",
     "spectral_radius",
     "start_vector",

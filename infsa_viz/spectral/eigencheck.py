@@ -10,6 +10,7 @@ structure alone.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
@@ -21,9 +22,24 @@ from ..capture import capture_attention
 from .operators import InfSAOperator
 from .perron import linear_perron_estimate, perron_vector
 
-__all__ = ["cosine_similarity", "eigencheck", "gaussian_baseline", "perron_cosines"]
+__all__ = ["REASON_TEXT", "UNDEFINED_REASONS", "cosine_similarity", "eigencheck", "gaussian_baseline",
+           "perron_cosines"]
 
 SOLVER = "numpy.linalg.eig (LAPACK geev) in float64; eigenvalue with the largest real part"
+
+
+#: Why a cosine is undefined (``nan``), by code; code 0 means defined. Recorded per case.
+UNDEFINED_REASONS: dict[int, str] = {
+    1: "estimate_zero",   # a = 0: ReLU(q_bar . k_j) = 0 for every token j (q_bar points away from every key)
+    2: "affinity_zero",   # A_hat = 0: ReLU(q_i . k_j) = 0 for every pair, so there is no Perron vector
+    3: "perron_degenerate",  # the dense eigenvector is zero or not finite
+}
+REASON_TEXT = {
+    "estimate_zero": "Linear-InfSA's a is all zero: ReLU(q_bar . k_j) = 0 for every token j, so the layer "
+                     "passes no value and a has no direction",
+    "affinity_zero": "A_hat is all zero: ReLU(q_i . k_j) = 0 for every pair, so it has no Perron vector",
+    "perron_degenerate": "the dense Perron eigenvector is zero or not finite",
+}
 
 
 def cosine_similarity(x: Tensor, y: Tensor) -> Tensor:
@@ -31,6 +47,18 @@ def cosine_similarity(x: Tensor, y: Tensor) -> Tensor:
     x, y = x.double(), y.double()
     norms = torch.linalg.vector_norm(x, dim=-1) * torch.linalg.vector_norm(y, dim=-1)
     return (x * y).sum(-1) / norms
+
+
+def _undefined(a: Tensor, A: Tensor, vectors: list[Tensor]) -> Tensor:
+    """Reason code per case ``(...)`` (see :data:`UNDEFINED_REASONS`); 0 where the cosine is defined."""
+    code = torch.zeros(a.shape[:-1], dtype=torch.int64)
+    degenerate = torch.zeros_like(code, dtype=torch.bool)
+    for v in vectors:
+        degenerate |= ~torch.isfinite(v).all(-1) | (v == 0).all(-1)
+    code[degenerate] = 3
+    code[(a == 0).all(-1)] = 1
+    code[(A == 0).all(-1).all(-1)] = 2
+    return code
 
 
 def perron_cosines(q: Tensor, k: Tensor, *, eps: float = EPS) -> dict[str, Tensor]:
@@ -42,24 +70,31 @@ def perron_cosines(q: Tensor, k: Tensor, *, eps: float = EPS) -> dict[str, Tenso
         eps: as in the layer.
 
     Returns:
-        ``{"left": (...), "right": (...), "residual": (...)}``; ``residual`` is the larger
-        relative eigen-residual of the two dense eigenvectors.
+        ``{"left": (...), "right": (...), "residual": (...), "undefined": (...)}``; ``residual``
+        is the larger relative eigen-residual of the two dense eigenvectors, ``undefined`` the
+        reason code of each ``nan`` cosine (:data:`UNDEFINED_REASONS`; 0 = defined).
     """
     a = linear_perron_estimate(q, k, eps=eps)  # (..., N)
     A = InfSAOperator(q.double(), k.double(), eps=eps).dense()  # (..., N, N)
-    left = perron_vector(A, side="left", method="dense")
-    right = perron_vector(A, side="right", method="dense")
+    with warnings.catch_warnings():  # an all-zero Â is counted with its reason instead
+        warnings.simplefilter("ignore", RuntimeWarning)
+        left = perron_vector(A, side="left", method="dense")
+        right = perron_vector(A, side="right", method="dense")
     return {
         "left": cosine_similarity(a, left.vector),
         "right": cosine_similarity(a, right.vector),
-        "residual": torch.maximum(left.residual, right.residual),
+        "residual": torch.nan_to_num(torch.maximum(left.residual, right.residual), nan=0.0),
+        "undefined": _undefined(a, A, [left.vector, right.vector]),
     }
 
 
-def _stats(values: np.ndarray) -> dict[str, float | int | None]:
+def _stats(values: np.ndarray, reasons: np.ndarray | None = None) -> dict[str, Any]:
     finite = values[np.isfinite(values)]
+    undefined = {} if reasons is None else {
+        name: int((reasons == code).sum()) for code, name in UNDEFINED_REASONS.items() if (reasons == code).any()}
     if finite.size == 0:
-        return {"mean": None, "median": None, "min": None, "p5": None, "count": 0, "nan": int(values.size)}
+        return {"mean": None, "median": None, "min": None, "p5": None, "count": 0, "nan": int(values.size),
+                "mean_undefined_as_zero": 0.0 if values.size else None, "undefined": undefined}
     return {
         "mean": float(finite.mean()),
         "median": float(np.median(finite)),
@@ -67,6 +102,8 @@ def _stats(values: np.ndarray) -> dict[str, float | int | None]:
         "p5": float(np.percentile(finite, 5)),
         "count": int(finite.size),
         "nan": int(values.size - finite.size),
+        "mean_undefined_as_zero": float(np.nan_to_num(values, nan=0.0).mean()),
+        "undefined": undefined,
     }
 
 
@@ -102,8 +139,7 @@ def eigencheck(
     layers: Sequence[int] | None = None,
     batch_size: int = 32,
     progress: Callable[[Iterable[int]], Iterable[int]] | None = None,
-    seed: int | None = None,
-    data: str | None = None,
+    data: Any = None,
     baseline_samples: int = 256,
 ) -> dict[str, Any]:
     """Cosine between Linear-InfSA's ``a`` and the dense Perron vectors of ``Â``, per layer × head.
@@ -116,13 +152,14 @@ def eigencheck(
         batch_size: images per forward pass (default 32).
         progress: wraps the iterable of batch start indices, e.g.
             ``lambda it: infsa_viz.progress.progress(it, desc="eigencheck", total=n_batches)``.
-        seed: recorded in the protocol (how ``images`` were drawn); not used otherwise.
-        data: recorded in the protocol (what ``images`` are).
+        data: recorded in the protocol (what ``images`` are, e.g. a data set description).
         baseline_samples: Gaussian-baseline samples at the model's N and D (0 to skip).
 
     Returns:
         JSON-ready dict: ``protocol``, ``per_layer_head`` (``left``/``right`` stats: mean,
-        median, min, 5th percentile), ``per_layer``, ``overall``, ``gaussian_baseline``.
+        median, min, 5th percentile over defined cosines, the count of undefined ones by
+        reason, and the mean with undefined cosines counted as 0), ``per_layer``, ``overall``,
+        ``gaussian_baseline``.
 
     Raises:
         ValueError: on empty images, bad ``layers`` or ``batch_size``.
@@ -133,8 +170,7 @@ def eigencheck(
         raise ValueError(f"batch_size={batch_size!r} must be a positive integer")
     if layers is not None and len(layers) == 0:
         raise ValueError("layers is empty; pass None for all layers or at least one index")
-    left: dict[int, list[Tensor]] = {}
-    right: dict[int, list[Tensor]] = {}
+    found: dict[int, dict[str, list[Tensor]]] = {}
     variants: dict[int, str] = {}
     max_residual = 0.0
     shape: tuple[int, int, int] = (0, 0, 0)
@@ -148,24 +184,25 @@ def eigencheck(
                 raise ValueError(f"layers contains {layer!r}; expected indices in [0, {len(records)})")
             record = records[layer]
             cos = perron_cosines(record.q, record.k, eps=record.eps)  # each (B, H)
-            left.setdefault(layer, []).append(cos["left"])
-            right.setdefault(layer, []).append(cos["right"])
+            for key in ("left", "right", "undefined"):
+                found.setdefault(layer, {}).setdefault(key, []).append(cos[key])
             variants[layer] = record.variant
             max_residual = max(max_residual, float(cos["residual"].max()))
             shape = tuple(record.q.shape[1:])  # type: ignore[assignment]  # (H, N, D)
     num_heads, num_tokens, head_dim = shape
     per_layer_head, per_layer = [], []
-    all_left, all_right = [], []
-    for layer in sorted(left):
-        lv = torch.cat(left[layer]).numpy()  # (n_images, H)
-        rv = torch.cat(right[layer]).numpy()
-        all_left.append(lv.ravel())
-        all_right.append(rv.ravel())
-        per_layer.append({"layer": layer, "variant": variants[layer], "left": _stats(lv.ravel()),
-                          "right": _stats(rv.ravel())})
+    everything: dict[str, list[np.ndarray]] = {"left": [], "right": [], "undefined": []}
+    for layer in sorted(found):
+        arrays = {key: torch.cat(parts).numpy() for key, parts in found[layer].items()}  # each (n_images, H)
+        for key, array in arrays.items():
+            everything[key].append(array.ravel())
+        why = arrays["undefined"]
+        per_layer.append({"layer": layer, "variant": variants[layer],
+                          **{side: _stats(arrays[side].ravel(), why.ravel()) for side in ("left", "right")}})
         for head in range(num_heads):
             per_layer_head.append({"layer": layer, "head": head, "variant": variants[layer],
-                                   "left": _stats(lv[:, head]), "right": _stats(rv[:, head])})
+                                   **{side: _stats(arrays[side][:, head], why[:, head]) for side in ("left", "right")}})
+    merged = {key: np.concatenate(parts) for key, parts in everything.items()}
     protocol = {
         "quantity": "cosine(a, Perron vector of A_hat) per image, layer and head",
         "estimate": "a = linear_infsa_weights(q, k)[2] from the layer's own q, k",
@@ -178,17 +215,19 @@ def eigencheck(
         "solver": SOLVER,
         "tolerance": "direct solver (no iteration tolerance); max relative eigen-residual reported",
         "max_residual": max_residual,
+        "undefined": "a cosine is undefined (nan) when a vector has no direction; each case is counted under "
+                     "its reason: " + "; ".join(f"{name}: {text}" for name, text in REASON_TEXT.items()),
+        "aggregate": "mean/median/min/p5 over defined cosines; mean_undefined_as_zero counts undefined as 0",
         "n_images": int(images.shape[0]),
-        "seed": seed,
         "data": data,
-        "layers": sorted(left),
+        "layers": sorted(found),
         "num_heads": num_heads,
         "num_tokens": num_tokens,
         "head_dim": head_dim,
     }
     result: dict[str, Any] = {
         "protocol": protocol,
-        "overall": {"left": _stats(np.concatenate(all_left)), "right": _stats(np.concatenate(all_right))},
+        "overall": {side: _stats(merged[side], merged["undefined"]) for side in ("left", "right")},
         "per_layer": per_layer,
         "per_layer_head": per_layer_head,
         "gaussian_baseline": gaussian_baseline(num_tokens, head_dim, samples=baseline_samples)

@@ -1,4 +1,4 @@
-"""Maps across layers: attention rollout and the Neumann-across-layers series.
+"""Across layers: the Neumann series ``sᵀ Σ_t (γ₁⋯γ_t) A⁽ᵗ⁾ ⋯ A⁽¹⁾`` with vector products only.
 
 Product order: layer ``1`` is the first block. ``Â⁽ᵗ⁾ ⋯ Â⁽¹⁾`` maps input tokens (columns) to
 the tokens after block ``t`` (rows), so the first layer stands rightmost, as in
@@ -9,84 +9,16 @@ input token contributes to that output token.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Sequence
+from typing import Any, Sequence
 
 import torch
 from torch import Tensor
 
-from ..capture import AttentionRecord
 from .markov import Start, _start_label, start_vector
 from .operators import SpectralOperator, as_operator
 from .radius import GammaLike, as_gamma
 
-__all__ = ["NeumannResult", "fuse_heads", "neumann_across_layers", "rollout"]
-
-HeadFusion = Literal["mean", "max", "min"]
-
-
-def fuse_heads(A: Tensor, how: HeadFusion = "mean") -> Tensor:
-    """Fuse heads of ``A (B, H, N, N)`` into ``(B, N, N)`` by mean, max or min."""
-    if how not in ("mean", "max", "min"):
-        raise ValueError(f"head_fusion={how!r} must be one of ['mean', 'max', 'min']")
-    if A.dim() != 4:
-        raise ValueError(f"attention has shape {tuple(A.shape)}; expected (B, H, N, N)")
-    if how == "mean":
-        return A.mean(dim=1)
-    return A.amax(dim=1) if how == "max" else A.amin(dim=1)
-
-
-def _layer_matrix(layer: AttentionRecord | Tensor, matrix: str) -> Tensor:
-    if isinstance(layer, AttentionRecord):
-        return layer.attention_matrix() if matrix == "native" else layer.infsa_matrix()
-    if isinstance(layer, Tensor):
-        return layer
-    raise TypeError(f"layers must hold AttentionRecord or (B, H, N, N) tensors, got {type(layer).__name__}")
-
-
-def rollout(
-    layers: Sequence[AttentionRecord | Tensor],
-    *,
-    head_fusion: HeadFusion = "mean",
-    add_residual: bool = True,
-    matrix: Literal["native", "infsa"] = "native",
-) -> Tensor:
-    """Attention rollout (Abnar & Zuidema, ACL 2020): ``R = Ã⁽ᴸ⁾ ⋯ Ã⁽¹⁾``.
-
-    Per layer: fuse heads, ``Ã = 0.5·A + 0.5·I`` (residual, when ``add_residual``), re-normalise
-    rows to sum 1 (all-zero rows stay zero), then multiply, later layers on the left.
-
-    Args:
-        layers: records (in layer order) or ``(B, H, N, N)`` tensors.
-        head_fusion: ``"mean"`` (default), ``"max"`` or ``"min"`` over heads.
-        add_residual: add the identity for the skip connection (default ``True``).
-        matrix: for records: ``"native"`` (softmax ``P``, pure ``Â``, Linear-InfSA ``1·aᵀ``) or
-            ``"infsa"`` (``Â`` from each layer's q, k).
-
-    Returns:
-        ``(B, N, N)``; row ``i`` is output token ``i``'s mix of input tokens (``R[:, 0]`` for CLS).
-
-    Example:
-        >>> rollout([torch.eye(2).expand(1, 1, 2, 2)]).shape
-        torch.Size([1, 2, 2])
-    """
-    if matrix not in ("native", "infsa"):
-        raise ValueError(f"matrix={matrix!r} must be 'native' or 'infsa'")
-    if len(layers) == 0:
-        raise ValueError("layers is empty; rollout needs at least one layer")
-    fused_layers = []
-    for layer in layers:
-        fused = fuse_heads(_layer_matrix(layer, matrix), head_fusion)  # (B, N, N)
-        fused = fused.double() if fused.dtype == torch.float64 else fused.float()
-        if add_residual:
-            eye = torch.eye(fused.shape[-1], dtype=fused.dtype, device=fused.device)
-            fused = 0.5 * fused + 0.5 * eye
-        fused_layers.append(fused / fused.sum(-1, keepdim=True).clamp_min(torch.finfo(fused.dtype).tiny))
-    result = fused_layers[0]
-    for fused in fused_layers[1:]:
-        if fused.shape != result.shape:
-            raise ValueError(f"layer shapes differ: {tuple(result.shape)} vs {tuple(fused.shape)}")
-        result = fused @ result.to(fused.dtype)  # (B, N, N), later layers on the left
-    return result
+__all__ = ["NeumannResult", "neumann_across_layers"]
 
 
 @dataclass

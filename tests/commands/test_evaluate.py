@@ -35,9 +35,9 @@ def test_report_has_rows_protocol_and_side_files(tmp_path, models):
     out = tmp_path / "r.json"
     assert main(["evaluate", "--models", ",".join(models[0]), *ARGS, "--out", str(out)]) == 0
     report = json.loads(out.read_text())
-    assert set(report) >= {"protocol", "dataset", "results", "command"}
-    assert report["protocol"]["settings"]["steps"] == 6
-    assert report["protocol"]["perturbation"]["baseline"] == "mean"
+    assert set(report) >= {"protocol", "dataset", "results"}
+    assert report["protocol"]["settings"]["steps"] == 6 and report["protocol"]["command"].startswith("infsa-viz evaluate")
+    assert report["dataset"]["name"] == "cluttered-digits" and report["dataset"]["n_images"] == 12
     rows = report["results"]
     assert [(r["variant"], r["method"]) for r in rows] == [
         ("softmax", "attention"), ("softmax", "random"), ("pure_infsa", "attention"), ("pure_infsa", "random")]
@@ -48,6 +48,11 @@ def test_report_has_rows_protocol_and_side_files(tmp_path, models):
         assert r["n_images"] == 12 and r["n_scored"] == 12
         assert 0.0 <= r["box_roc_auc"] <= 1.0 and 0.0 <= r["pointing_game"] <= 1.0
         assert len(r["curves"]["morf_mean"]) == 7 and r["curves"]["morf_mean"][0] == pytest.approx(1.0)
+        protocol = r["protocol"]  # each row carries the protocol it was computed with
+        assert protocol["perturbation"]["baseline"] == "mean" and protocol["perturbation"]["steps"] == 6
+        assert protocol["evaluation"]["target"] == "label" and "ground-truth" in protocol["evaluation"]["target_rule"]
+        assert protocol["map"]["method"] == r["method"] and "options" in protocol["map"]
+        assert {"box_auc", "pointing_game", "aggregation"} <= set(protocol)
     with open(out.with_suffix(".csv")) as f:
         assert len(list(csv.DictReader(f))) == 4
     html = out.with_suffix(".html").read_text()
@@ -90,8 +95,33 @@ def test_bad_input_exits_2(models, capsys, extra, message):
     assert message in err and "Traceback" not in err
 
 
-def test_models_of_different_sizes_are_refused(models, capsys):
-    assert main(["evaluate", "--models", f"{models[0][0]},{models[1]}", "--n-images", "4"]) == 2
-    assert "different inputs" in capsys.readouterr().err
-    assert main(["evaluate", "--models", models[1], "--n-images", "4"]) == 2
-    assert "cluttered digits are 1x48x48" in capsys.readouterr().err
+def test_models_of_different_sizes_each_read_the_images_through_their_own_preprocessing(tmp_path, models):
+    out = tmp_path / "r.json"
+    assert main(["evaluate", "--models", f"{models[0][0]},{models[1]}", *ARGS, "--out", str(out)]) == 0
+    rows = json.loads(out.read_text())["results"]
+    assert [r["protocol"]["perturbation"]["grid"] for r in rows] == [[6, 6], [6, 6], [4, 4], [4, 4]]  # 48 and 32 px
+
+
+def test_target_option_and_per_image_records(tmp_path, models):
+    """Gradient maps explain the label (default), the prediction or a fixed class; the choice is stored,
+    and --per-image writes every record (logits, explained class, scores, validity)."""
+    out = tmp_path / "r.json"
+    base = ["evaluate", "--models", models[0][0], "--methods", "saliency,visits", "--n-images", "6", "--chunk", "3",
+            "--steps", "3", "--per-image"]
+    for target in ("label", "predicted", "7"):
+        assert main([*base, "--target", target, "--out", str(out)]) == 0
+        rows = json.loads(out.read_text())["results"]
+        assert rows[0]["protocol"]["evaluation"]["target"] == (int(target) if target.isdigit() else target)
+        with open(out.with_suffix(".images.csv")) as f:
+            records = list(csv.DictReader(f))
+        assert len(records) == 12 and {r["method"] for r in records} == {"saliency", "visits"}
+        saliency = [r for r in records if r["method"] == "saliency"]
+        logits = [json.loads(r["logits"]) for r in saliency]
+        expected = {"label": [r["label"] for r in saliency], "7": ["7"] * 6,
+                    "predicted": [str(max(range(10), key=lambda c: z[c])) for z in logits]}[target]
+        assert [r["target"] for r in saliency] == expected
+        visits = [r for r in records if r["method"] == "visits"]
+        assert all(r["target"] == "" and r["validity"] in ("True", "False") for r in visits)
+    visits_row = next(r for r in rows if r["method"] == "visits")
+    assert 0.0 <= visits_row["chain_valid_rows"] <= 1.0 and visits_row["chain_valid_images"] is not None
+    assert main([*base, "--target", "first", "--out", str(out)]) == 2

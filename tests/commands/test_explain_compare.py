@@ -34,8 +34,10 @@ def test_compare_writes_grid_png_and_settings(tmp_path, model_dirs):
     assert grid is not None and grid.shape[0] > 2 * 96
     info = json.loads(out.with_suffix(".json").read_text())
     assert [m["method"] for m in info["maps"]] == ["attention", "attention", "visits", "visits"]
-    assert info["maps"][2]["metadata"]["gamma_source"] == "user"  # softmax visits state their gamma
+    assert "learns no rho" in info["maps"][2]["metadata"]["gamma_source"]  # softmax visits state their gamma
+    assert info["maps"][2]["validity"]["layers"] == [1] and info["maps"][0]["validity"] is None
     assert info["label"] is not None and info["scale"] == "shared"
+    assert info["colour_scale"]["mode"] == "shared" and len(info["colour_scale"]["divisors"]) == 4
 
 
 def test_explain_on_a_user_image(tmp_path, model_dirs):
@@ -44,12 +46,15 @@ def test_explain_on_a_user_image(tmp_path, model_dirs):
     out = tmp_path / "o.png"
     assert main(["explain", str(image), "--model", model_dirs[1], "--method", "perron", "--out", str(out)]) == 0
     assert cv2.imread(str(out)) is not None
+    assert main(["explain", str(image), "--model", model_dirs[1], "--method", "saliency", "--target", "label",
+                 "--out", str(out)]) == 2  # a file has no label to explain
 
 
 @pytest.mark.parametrize("argv,message", [
     (["--method", "gradcam"], "method='gradcam'"),
     (["--method", "rollout", "--layer", "1"], "--layer does not apply"),
-    (["--method", "attention", "--head", "x"], "--head='x'"),
+    (["--method", "attention", "--head", "x"], "head='x'"),
+    (["--method", "saliency", "--target", "first"], "--target='first'"),
     (["--method", "attention", "--layer", "9"], "layer=9"),
 ])
 def test_bad_options_exit_2(tmp_path, model_dirs, capsys, argv, message):

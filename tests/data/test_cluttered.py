@@ -4,20 +4,16 @@ import dataclasses
 
 import numpy as np
 import pytest
-import torch
 
 from infsa_viz.data import (
     PIXEL_MEAN,
     PIXEL_STD,
-    ClutteredDigits,
     ClutteredDigitsConfig,
     ClutteredSample,
     cluttered,
     cluttered_epoch,
-    denormalize,
     generate_cluttered,
     load_mnist_digits,
-    to_tensor,
 )
 
 NO_BACKGROUND = ClutteredDigitsConfig(background="none")
@@ -151,10 +147,24 @@ def test_same_seed_same_bytes_different_seed_different():
 
 def test_epochs_are_fresh_and_reproducible():
     e0, e0_again, e1 = (cluttered_epoch(e, n=32, seed=1) for e in (0, 0, 1))
-    assert isinstance(e0, ClutteredDigits) and len(e0) == 32
-    assert e0.sample.images.tobytes() == e0_again.sample.images.tobytes()
-    assert e0.sample.images.tobytes() != e1.sample.images.tobytes()
-    assert e0.sample.images.tobytes() != generate_cluttered(32, split="train", seed=1).images.tobytes()
+    assert isinstance(e0, ClutteredSample) and len(e0) == 32
+    assert e0.images.tobytes() == e0_again.images.tobytes()
+    assert e0.images.tobytes() != e1.images.tobytes()
+    assert e0.images.tobytes() != generate_cluttered(32, split="train", seed=1).images.tobytes()
+    np.testing.assert_array_equal(cluttered_epoch(0, n=8, seed=1).images, e0.images[:8])  # image i of an epoch
+
+
+@pytest.mark.parametrize("split", ["train", "test"])
+def test_image_i_does_not_depend_on_how_many_images_are_asked_for(split):
+    """Image i is a function of (split, seed, i) alone: every field, for n = 1, 7, 40 and windows."""
+    full = generate_cluttered(40, split=split, seed=9)
+    for n in (1, 7):
+        head = generate_cluttered(n, split=split, seed=9)
+        for name in ARRAY_FIELDS:
+            np.testing.assert_array_equal(getattr(head, name), getattr(full, name)[:n], err_msg=name)
+    window = generate_cluttered(5, split=split, seed=9, start=31)
+    for name in ARRAY_FIELDS:
+        np.testing.assert_array_equal(getattr(window, name), getattr(full, name)[31:36], err_msg=name)
 
 
 def test_test_split_only_reads_the_test_pool(monkeypatch):
@@ -181,32 +191,6 @@ def test_normalisation_constants_match_a_fresh_sample():
     x = generate_cluttered(4000, split="train", seed=2024).images / 255.0
     assert abs(x.mean() - PIXEL_MEAN) < 0.01
     assert abs(x.std() - PIXEL_STD) < 0.01
-
-
-def test_to_tensor_and_denormalize():
-    images = generate_cluttered(500, split="train", seed=8).images
-    t = to_tensor(images)
-    assert t.shape == (500, 1, 48, 48) and t.dtype == torch.float32
-    assert abs(float(t.mean())) < 0.06  # the dataset mean maps to 0
-    torch.testing.assert_close(denormalize(t)[:, 0], torch.from_numpy(images / 255.0).float())
-    assert float(denormalize(torch.full((1,), 100.0))) == 1.0
-    with pytest.raises(TypeError):
-        to_tensor(images.astype(np.float32))
-    with pytest.raises(ValueError, match="shape"):
-        to_tensor(images[0])
-    with pytest.raises(TypeError):
-        denormalize(images)
-
-
-def test_dataset_items_and_boxes():
-    ds = ClutteredDigits(8, split="test", seed=4)
-    image, label = ds[3]
-    assert image.shape == (1, 48, 48) and image.dtype == torch.float32 and isinstance(label, int)
-    torch.testing.assert_close(image, to_tensor(ds.sample.images[3:4])[0])
-    assert label == ds.sample.labels[3]
-    np.testing.assert_array_equal(ds.boxes(3), ds.sample.target_boxes[3:4])
-    batch, labels = next(iter(torch.utils.data.DataLoader(ds, batch_size=8)))
-    assert batch.shape == (8, 1, 48, 48) and labels.tolist() == ds.sample.labels.tolist()
 
 
 def test_config_hash_and_dict_round_trip():
@@ -241,7 +225,8 @@ def test_invalid_config_names_the_field(field, value):
 
 @pytest.mark.parametrize(
     ("kwargs", "name"),
-    [({"n": -1}, "n="), ({"seed": -2}, "seed="), ({"seed": True}, "seed="), ({"split": "val"}, "split=")],
+    [({"n": -1}, "n="), ({"seed": -2}, "seed="), ({"seed": True}, "seed="), ({"split": "val"}, "split="),
+     ({"start": -1}, "start=")],
 )
 def test_invalid_arguments(kwargs, name):
     args = {"n": 2, "split": "train", "seed": 0} | kwargs

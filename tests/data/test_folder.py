@@ -5,7 +5,6 @@ import time
 import cv2
 import numpy as np
 import pytest
-import torch
 
 from infsa_viz.data import FolderDataset, parse_voc_boxes
 
@@ -75,7 +74,7 @@ def tree(tmp_path):
 
 def test_class_discovery_and_labels(tree):
     root, _ = tree
-    ds = FolderDataset(root, image_size=16, channels=3)
+    ds = FolderDataset(root)
     assert ds.classes == ["cat", "dog", "élan"]
     assert [(p.name, label) for p, label in ds.samples] == [
         ("alpha.png", 0),
@@ -86,32 +85,24 @@ def test_class_discovery_and_labels(tree):
     assert len(ds) == 4 and [ds[i][1] for i in range(4)] == [0, 0, 1, 2]
 
 
-def test_resize_and_channel_handling(tree):
+def test_items_are_the_decoded_files_at_their_own_size(tree):
+    """No resizing or normalisation here: that is the model's preprocessing (tests/test_preprocess.py)."""
     root, _ = tree
-    rgb = FolderDataset(root, image_size=12, channels=3)
-    gray = FolderDataset(root, image_size=12, channels=1)
-    alpha, gray_img, red, green = (rgb[i][0] for i in range(4))
-    for image in (alpha, gray_img, red, green):
-        assert image.shape == (3, 12, 12) and image.dtype == torch.float32
-    torch.testing.assert_close(red[0], torch.ones(12, 12))  # channel 0 is R
-    assert float(red[1:].abs().max()) == 0.0
-    torch.testing.assert_close(gray_img, torch.full((3, 12, 12), 128 / 255))  # gray -> 3 equal channels
-    torch.testing.assert_close(alpha[2], torch.full((12, 12), 200 / 255))  # RGBA: alpha dropped
-    assert float(green[1].min()) > 0.9
-    red_gray = gray[2][0]
-    assert red_gray.shape == (1, 12, 12)
-    expected = cv2.cvtColor(np.array([[[0, 0, 255]]], np.uint8), cv2.COLOR_BGR2GRAY)[0, 0] / 255
-    torch.testing.assert_close(red_gray, torch.full((1, 12, 12), float(expected)))
+    alpha, gray, red, green = (FolderDataset(root)[i][0] for i in range(4))
+    assert alpha.shape == (30, 30, 3) and gray.shape == (20, 40) and red.shape == (20, 40, 3)
+    assert all(image.dtype == np.uint8 for image in (alpha, gray, red, green))
+    assert red[0, 0].tolist() == [255, 0, 0]  # RGB order
+    assert alpha[0, 0].tolist() == [0, 0, 200]  # RGBA: alpha dropped, not composited
+    assert (gray == 128).all()
 
 
-def test_mean_std_normalisation(tree):
-    root, _ = tree
-    ds = FolderDataset(root, image_size=8, channels=3, mean=(0.5, 0.5, 0.5), std=0.25)
-    torch.testing.assert_close(ds[2][0][0], torch.full((8, 8), 2.0))  # (1 - 0.5) / 0.25
-    with pytest.raises(ValueError, match="mean="):
-        FolderDataset(root, image_size=8, channels=3, mean=(0.5, 0.5))
-    with pytest.raises(ValueError, match="std="):
-        FolderDataset(root, image_size=8, channels=1, std=0.0)
+def test_labelled_set_keeps_images_labels_boxes_and_names(tree):
+    root, boxes = tree
+    data = FolderDataset(root, boxes_dir=boxes).labelled(3)
+    assert len(data) == 3 and data.labels.tolist() == [0, 0, 1]
+    assert data.names[2].endswith("red.png") and data.description["classes"] == ["cat", "dog", "élan"]
+    np.testing.assert_array_equal(data.boxes[2], [[10, 0, 20, 10], [0, 0, 40, 20]])  # source pixels
+    assert data.boxes[0].shape == (0, 4)
 
 
 def test_box_conversion_and_scaling(tree):
@@ -123,9 +114,9 @@ def test_box_conversion_and_scaling(tree):
     assert parse_voc_boxes(xml, image_size=20) == [("fox", (5, 0, 10, 10)), ("fox", (0, 0, 20, 20))]
     # Non-integer scales round outwards: 10*0.3=3, 20*0.3=6 exactly; y: 0..10 * 0.6 -> 0..6.
     assert parse_voc_boxes(xml, image_size=12)[0] == ("fox", (3, 0, 6, 6))
-    ds = FolderDataset(root, image_size=20, channels=1, boxes_dir=boxes)
+    ds = FolderDataset(root, boxes_dir=boxes)
     red_index = [p.name for p, _ in ds.samples].index("red.png")
-    np.testing.assert_array_equal(ds.boxes(red_index), [[5, 0, 10, 10], [0, 0, 20, 20]])
+    np.testing.assert_array_equal(ds.boxes(red_index), [[10, 0, 20, 10], [0, 0, 40, 20]])  # the file's pixels
     assert ds.boxes(red_index).dtype == np.int64
 
 
@@ -139,11 +130,11 @@ def test_zero_based_files(tmp_path):
 
 def test_missing_xml_means_no_boxes(tree):
     root, boxes = tree
-    ds = FolderDataset(root, image_size=16, channels=3, boxes_dir=boxes)
+    ds = FolderDataset(root, boxes_dir=boxes)
     gray_index = [p.name for p, _ in ds.samples].index("gray.png")
     assert ds.box_file(gray_index) is None
     assert ds.boxes(gray_index).shape == (0, 4)
-    assert FolderDataset(root, image_size=16, channels=3).boxes(0).shape == (0, 4)
+    assert FolderDataset(root).boxes(0).shape == (0, 4)
 
 
 @pytest.mark.parametrize(
@@ -196,7 +187,7 @@ def test_malformed_xml(tmp_path, text, match):
 def test_xml_size_must_match_image(tree):
     root, boxes = tree
     (boxes / "red.xml").write_text(voc_xml(50, 20, [("fox", (1, 1, 5, 5))]))
-    ds = FolderDataset(root, image_size=16, channels=3, boxes_dir=boxes)
+    ds = FolderDataset(root, boxes_dir=boxes)
     red_index = [p.name for p, _ in ds.samples].index("red.png")
     with pytest.raises(ValueError, match="differs"):
         ds.boxes(red_index)
@@ -205,32 +196,23 @@ def test_xml_size_must_match_image(tree):
 def test_sixteen_bit_and_corrupt_images(tmp_path):
     root = tmp_path / "r"
     write_image(root / "a" / "deep.png", np.full((8, 8), 65535, np.uint16))
-    ds = FolderDataset(root, image_size=4, channels=1)
-    torch.testing.assert_close(ds[0][0], torch.ones(1, 4, 4))
+    ds = FolderDataset(root)
+    assert ds[0][0].dtype == np.uint8 and (ds[0][0] == 255).all()
     (root / "a" / "zz_broken.png").write_bytes(b"not a png")
-    ds = FolderDataset(root, image_size=4, channels=1)
+    ds = FolderDataset(root)
     with pytest.raises(ValueError, match="zz_broken.png"):
         ds[1]
 
 
-@pytest.mark.parametrize(
-    ("kwargs", "match"),
-    [
-        ({"image_size": 0}, "image_size="),
-        ({"channels": 2}, "channels="),
-        ({"boxes_dir": "/nonexistent"}, "boxes_dir="),
-    ],
-)
-def test_invalid_options(tree, kwargs, match):
+def test_missing_boxes_dir_is_refused(tree):
     root, _ = tree
-    args = {"image_size": 8, "channels": 3} | kwargs
-    with pytest.raises(ValueError, match=match):
-        FolderDataset(root, **args)
+    with pytest.raises(ValueError, match="boxes_dir="):
+        FolderDataset(root, boxes_dir="/nonexistent")
 
 
 def test_empty_or_missing_root(tmp_path):
     with pytest.raises(ValueError, match="not a folder"):
-        FolderDataset(tmp_path / "missing", image_size=8, channels=1)
+        FolderDataset(tmp_path / "missing")
     (tmp_path / "empty" / "cls").mkdir(parents=True)
     with pytest.raises(ValueError, match="no .png"):
-        FolderDataset(tmp_path / "empty", image_size=8, channels=1)
+        FolderDataset(tmp_path / "empty")

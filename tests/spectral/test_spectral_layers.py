@@ -1,4 +1,4 @@
-"""Rollout and the Neumann series across layers: hand-computed and explicit dense sums."""
+"""The Neumann series across layers: explicit dense sums and matrix-free operators."""
 
 from __future__ import annotations
 
@@ -10,35 +10,10 @@ from infsa_viz.spectral import (
     DenseOperator,
     InfSAOperator,
     RankOneOperator,
-    fuse_heads,
     neumann_across_layers,
-    rollout,
 )
 
 F64 = torch.float64
-
-
-def _4d(rows: list[list[float]]) -> torch.Tensor:
-    return torch.tensor(rows, dtype=F64).view(1, 1, len(rows), len(rows))
-
-
-def test_rollout_of_two_layers_by_hand():
-    A1 = _4d([[1.0, 0.0], [0.5, 0.5]])
-    A2 = _4d([[0.0, 1.0], [1.0, 0.0]])
-    # Residual: A1' = [[1, 0], [.25, .75]], A2' = [[.5, .5], [.5, .5]]; R = A2' A1'.
-    assert_close(rollout([A1, A2]), torch.tensor([[[0.625, 0.375], [0.625, 0.375]]], dtype=F64))
-    # Without residual the rows are already stochastic: R = A2 A1.
-    assert_close(rollout([A1, A2], add_residual=False), torch.tensor([[[0.5, 0.5], [1.0, 0.0]]], dtype=F64))
-
-
-def test_rollout_fuses_heads_and_renormalises_rows():
-    head0, head1 = [[2.0, 0.0], [0.0, 0.0]], [[0.0, 4.0], [0.0, 0.0]]
-    heads = torch.tensor([[head0, head1]], dtype=F64)  # (B, H, N, N) = (1, 2, 2, 2)
-    assert_close(fuse_heads(heads, "max"), torch.tensor([[[2.0, 4.0], [0.0, 0.0]]], dtype=F64))
-    # Mean [[1, 2], [0, 0]] → rows renormalised; the all-zero row stays zero.
-    assert_close(rollout([heads], add_residual=False), torch.tensor([[[1 / 3, 2 / 3], [0.0, 0.0]]], dtype=F64))
-    with pytest.raises(ValueError, match="head_fusion"):
-        rollout([heads], head_fusion="median")
 
 
 def _dense_series(mats: list[torch.Tensor], gammas: list[float], s: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,39 @@
+"""Benchmarks of infsa-viz: speed and memory of the attention variants, map methods and metrics.
+
+Not part of the installed package (they may import test-only tools such as Quantus): run them
+from the repository root as ``python -m benchmarks COMMAND --out metrics/….json …``.
+
+Commands (:data:`BENCH_COMMANDS`; each is a module of :mod:`benchmarks.commands` with
+``add_arguments(parser)`` and ``run(args) -> int``, driven by :func:`infsa_viz.cli.main`):
+
+* ``throughput``: throughput, latency and peak memory vs resolution (:mod:`benchmarks.throughput`,
+  :mod:`benchmarks.report`); every case runs in its own process (:mod:`benchmarks.worker`) under
+  memory and time limits;
+* ``maps``: time and peak memory of each registered map method vs tokens (:mod:`benchmarks.maps`);
+* ``morf``: our batched MoRF engine against ``quantus.RegionPerturbation`` (:mod:`benchmarks.morf`);
+* ``profile``: ``torch.profiler`` over one forward per variant (:mod:`benchmarks.profile`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+
+__all__ = ["BENCH_COMMANDS", "PROG", "command_line"]
+
+#: How the benchmarks are started; recorded in every report's protocol.
+PROG = "python -m benchmarks"
+
+#: Command name → (module path, one-line help), the table :func:`infsa_viz.cli.main` reads.
+BENCH_COMMANDS: dict[str, tuple[str, str]] = {
+    "throughput": ("benchmarks.commands.throughput",
+                   "throughput, latency and peak memory vs resolution, one process per case"),
+    "maps": ("benchmarks.commands.maps", "time and peak memory of each map method vs tokens"),
+    "morf": ("benchmarks.commands.morf", "time our batched MoRF engine against quantus.RegionPerturbation"),
+    "profile": ("benchmarks.commands.profile", "where a forward spends its time (torch.profiler), per variant"),
+}
+
+
+def command_line(args: argparse.Namespace) -> str:
+    """The command line that produced ``args`` (``args.argv``, set by the CLI), for a report's protocol."""
+    return f"{PROG} {shlex.join(args.argv)}"

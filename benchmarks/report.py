@@ -1,0 +1,201 @@
+"""Benchmark summary (throughput ratios, largest size completed, log-log slopes) and HTML plots."""
+
+from __future__ import annotations
+
+import html
+import math
+import warnings
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from infsa_viz.attention import VARIANTS, LinearInfSAAttention, SoftmaxAttention
+from infsa_viz.io import atomic_write, write_json
+
+__all__ = ["GOALS", "check_goals", "loglog_slope", "summarize", "write_html", "write_report"]
+
+#: The scaling goals of the benchmark issue, checked on the ``shipped`` shape.
+GOALS = {
+    "throughput_ratio_at": 1024,
+    "throughput_ratio_min": 10.0,
+    "largest_resolution": 9216,
+    "peak_memory_max_bytes": 16 * 10**9,
+    "attention_slope_max": 1.1,
+}
+
+
+def loglog_slope(tokens: Sequence[float], times: Sequence[float]) -> float:
+    """Slope of the least-squares line through ``(log tokens, log times)`` (``numpy.polyfit``).
+
+    A slope of 1 means time ∝ N, 2 means time ∝ N².
+
+    Returns:
+        The slope as a Python ``float``; ``nan`` with a warning when fewer than two distinct
+        token counts are given.
+
+    Raises:
+        ValueError: if the sequences differ in length or hold a non-positive value.
+
+    Example:
+        >>> round(loglog_slope([1e3, 1e4, 1e5], [2e-3, 2e-2, 2e-1]), 6)
+        1.0
+    """
+    x = np.asarray(tokens, dtype=float)
+    y = np.asarray(times, dtype=float)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(f"tokens (shape {x.shape}) and times (shape {y.shape}) must be 1-D and equally "
+                         "long")
+    if np.any(~(x > 0)) or np.any(~(y > 0)):
+        raise ValueError("tokens and times must all be positive (they are fitted on a log scale)")
+    if len(np.unique(x)) < 2:
+        warnings.warn("a log-log slope needs at least two distinct token counts; returning nan",
+                      stacklevel=2)
+        return float("nan")
+    return float(np.polyfit(np.log(x), np.log(y), 1)[0])
+
+
+def _ok(cases: Iterable[dict[str, Any]], section: str) -> list[dict[str, Any]]:
+    return [c for c in cases if c["section"] == section and c["status"] == "ok"]
+
+
+def _slopes(cases: list[dict[str, Any]], section: str, key: str = "latency_s") -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for row in _ok(cases, section):
+        out.setdefault(row["shape"], {}).setdefault(row["variant"], []).append(row)
+    slopes: dict[str, dict[str, Any]] = {}
+    for shape, by_variant in out.items():
+        for variant, rows in by_variant.items():
+            tokens = [r["tokens"] for r in rows]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                slope = loglog_slope(tokens, [r[key] for r in rows])
+            slopes.setdefault(shape, {})[variant] = {
+                "slope": None if math.isnan(slope) else round(slope, 4),
+                "tokens_min": min(tokens), "tokens_max": max(tokens), "points": len(rows),
+            }
+    return slopes
+
+
+def summarize(cases: list[dict[str, Any]]) -> dict[str, Any]:
+    """Ratios to the baseline (``VARIANTS[0]``), largest sizes completed, slopes, goals.
+
+    Returns:
+        ``throughput_ratio[shape][resolution]["<variant>/<baseline>"]`` where both ran ``ok``;
+        ``largest_completed[shape][variant]`` (resolution, tokens, images/s, peak memory, or
+        ``None``); ``attention_slope`` / ``model_latency_slope`` ``[shape][variant]``: log-log
+        slope of median wall-clock time vs tokens over the sizes that completed, and
+        ``attention_cpu_slope`` the same for CPU time (steadier on a shared machine); ``goals``:
+        see :func:`check_goals`.
+    """
+    baseline = VARIANTS[0]
+    model = _ok(cases, "model")
+    by_key = {(r["shape"], r["resolution"], r["variant"]): r for r in model}
+    ratios: dict[str, dict[str, dict[str, float]]] = {}
+    for (shape, resolution, variant), row in sorted(by_key.items()):
+        base = by_key.get((shape, resolution, baseline))
+        if variant == baseline or base is None:
+            continue
+        ratio = row["images_per_s"] / base["images_per_s"]
+        by_size = ratios.setdefault(shape, {}).setdefault(str(resolution), {})
+        by_size[f"{variant}/{baseline}"] = round(ratio, 4)
+    largest: dict[str, dict[str, Any]] = {}
+    for row in (c for c in cases if c["section"] == "model"):
+        entry = largest.setdefault(row["shape"], {}).setdefault(row["variant"], None)
+        if row["status"] == "ok" and (entry is None or row["resolution"] > entry["resolution"]):
+            largest[row["shape"]][row["variant"]] = {
+                "resolution": row["resolution"], "tokens": row["tokens"],
+                "images_per_s": row["images_per_s"], "peak_memory_bytes": row["peak_memory_bytes"],
+            }
+    summary = {
+        "baseline": baseline,
+        "throughput_ratio": ratios,
+        "largest_completed": largest,
+        "attention_slope": _slopes(cases, "attention"),
+        "attention_cpu_slope": _slopes(cases, "attention", "cpu_s"),
+        "model_latency_slope": _slopes(cases, "model"),
+        "statuses": {s: sum(c["status"] == s for c in cases) for s in sorted({c["status"] for c in cases})},
+    }
+    summary["goals"] = check_goals(summary, cases)
+    return summary
+
+
+def check_goals(
+    summary: dict[str, Any], cases: list[dict[str, Any]], *, shape: str = "shipped"
+) -> list[dict[str, Any]]:
+    """The issue's scaling goals (:data:`GOALS`) on ``shape``: value measured and whether it is met.
+
+    ``met`` is ``None`` when the benchmark did not measure what a goal needs. The slope goal is
+    stated over 1k … 256k tokens; ``tokens`` gives the range the slope was actually fitted on.
+    """
+    linear, softmax = LinearInfSAAttention.variant, SoftmaxAttention.variant
+    at, side = GOALS["throughput_ratio_at"], GOALS["largest_resolution"]
+    ratio = summary["throughput_ratio"].get(shape, {}).get(str(at), {}).get(f"{linear}/{softmax}")
+    big = next((c for c in cases if c["section"] == "model" and c["shape"] == shape
+                and c["variant"] == linear and c["resolution"] == side), None)
+    big_ok = big is not None and big["status"] == "ok"
+    fit = summary["attention_slope"].get(shape, {}).get(linear, {})
+    slope = fit.get("slope")
+    memory_max = GOALS["peak_memory_max_bytes"]
+    return [
+        {"goal": f"{linear} images/s ≥ {GOALS['throughput_ratio_min']:g}× {softmax} at {at}² ({shape})",
+         "value": ratio, "met": None if ratio is None else ratio >= GOALS["throughput_ratio_min"]},
+        {"goal": f"{linear} completes {side}² ({shape}) with peak memory < {memory_max / 10**9:g} GB",
+         "value": big["peak_memory_bytes"] if big_ok else (big["status"] if big else None),
+         "met": None if big is None else big_ok and big["peak_memory_bytes"] < memory_max},
+        {"goal": f"{linear} attention time vs tokens: log-log slope ≤ {GOALS['attention_slope_max']:g} ({shape})",
+         "value": slope, "met": None if slope is None else slope <= GOALS["attention_slope_max"],
+         "tokens": [fit["tokens_min"], fit["tokens_max"]] if fit else None},
+    ]
+
+
+def _traces(cases: list[dict[str, Any]], section: str, y: str) -> list[tuple[str, list[int], list[float]]]:
+    series: dict[str, tuple[list[int], list[float]]] = {}
+    for row in _ok(cases, section):
+        xs, ys = series.setdefault(f"{row['variant']} · {row['shape']}", ([], []))
+        xs.append(row["tokens"])
+        ys.append(row[y])
+    return [(name, xs, ys) for name, (xs, ys) in series.items()]
+
+
+def write_html(report: dict[str, Any], path: str | Path) -> Path:
+    """One HTML page (loads plotly.min.js from its own folder, works offline): images/s, peak memory and
+    attention time vs tokens, log-log, one trace per variant × shape."""
+    import plotly.graph_objects as go
+
+    cases = report["cases"]
+    proto = report["protocol"]
+    panels = [
+        ("model", "images_per_s", "Model throughput (images/s)"),
+        ("model", "peak_memory_bytes", "Model peak memory (bytes)"),
+        ("attention", "latency_s", "One attention layer: median time (s)"),
+    ]
+    parts = []
+    for section, y, title in panels:
+        traces = _traces(cases, section, y)
+        if not traces:
+            continue
+        fig = go.Figure([go.Scatter(x=xs, y=ys, name=name, mode="lines+markers") for name, xs, ys in traces])
+        fig.update_layout(title=title, xaxis_title="tokens", yaxis_title=title, height=460,
+                          xaxis_type="log", yaxis_type="log", template="plotly_white")
+        # plotly.js is loaded from the report's folder (one shared copy, works offline)
+        parts.append(fig.to_html(full_html=False, include_plotlyjs="directory" if not parts else False))
+    if not parts:
+        parts.append("<p>No case completed; nothing to plot.</p>")
+    about = (f"{proto.get('cpu_model')}, {proto.get('cuda_device') or 'no GPU'}, torch {proto.get('torch')}, "
+             f"{proto.get('date')}; statuses {report['summary'].get('statuses')}")
+    title = "infsa-viz throughput benchmark"
+    header = f"<h1>{title} ({html.escape(str(proto.get('device')))})</h1><p>{html.escape(about)}</p>"
+    page = f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{title}</title></head>" \
+           f"<body>{header}{''.join(parts)}</body></html>\n"
+    return atomic_write(path, page)
+
+
+def write_report(report: dict[str, Any], path: str | Path) -> tuple[Path, Path]:
+    """Write the JSON report to ``path`` and its plots next to it (same stem, ``.html``)."""
+    from infsa_viz.evaluation.writer import write_plotly_js
+
+    path = Path(path)
+    write_json(path, report)
+    write_plotly_js(path.parent)
+    return path, write_html(report, path.with_suffix(".html"))

@@ -1,0 +1,368 @@
+"""Inference throughput, latency and peak memory vs resolution, one fresh process per case.
+
+Two sections share one runner:
+
+* ``model``: a whole :class:`~infsa_viz.vit.VisionTransformer` (random weights, fused softmax SDPA)
+  on random images of each resolution, position embeddings interpolated to the grid;
+* ``attention``: one attention layer on ``(1, N, C)`` random tokens, for the log-log slope of
+  time vs tokens (:func:`benchmarks.report.loglog_slope`).
+
+Each case runs in ``python -m benchmarks.worker`` under a memory cap (``RLIMIT_AS`` on CPU,
+a CUDA memory fraction on GPU) and a wall-time limit, so one blow-up ends only its own process:
+its status is ``oom`` or ``timeout`` and the variant's larger sizes in that shape are ``skipped``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import json
+import os
+import platform
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from infsa_viz.attention import VARIANTS, check_variant
+from infsa_viz.io import write_json
+from infsa_viz.progress import progress
+from infsa_viz.vit import ViTConfig, num_tokens
+
+from .worker import child_command, is_oom_message
+
+__all__ = [
+    "FAILED",
+    "SECTIONS",
+    "SHAPES",
+    "BenchSettings",
+    "plan_cases",
+    "protocol",
+    "run_benchmark",
+    "run_case",
+    "shape_config",
+]
+
+#: Model shapes. ``shipped`` is ``ViTConfig()``'s defaults, the architecture of the shipped
+#: models (48² images, 1 channel, patch 8, width 64, depth 4, 4 heads, MLP ratio 4, CLS token);
+#: ``tiny`` is ViT-Tiny-like (224² RGB, patch 16, width 192, 3 heads), cut to depth 4.
+SHAPES: dict[str, ViTConfig] = {
+    "shipped": ViTConfig(),
+    "tiny": ViTConfig(img_size=224, in_chans=3, patch_size=16, embed_dim=192, depth=4, num_heads=3),
+}
+SECTIONS = ("model", "attention")
+#: Statuses after which the variant's larger sizes (same section and shape) are skipped.
+FAILED = ("oom", "timeout")
+GB = 10**9
+
+
+def _positive(name: str, value: Any, kind: type = int) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float) if kind is float else int) or value <= 0:
+        raise ValueError(f"{name}={value!r} must be a positive {'number' if kind is float else 'integer'}")
+
+
+def _sizes(name: str, values: tuple[int, ...]) -> None:
+    if not values:
+        raise ValueError(f"{name} is empty; give at least one size")
+    for value in values:
+        _positive(name, value)
+    if len(set(values)) != len(values):
+        raise ValueError(f"{name}={list(values)} repeats a size")
+
+
+@dataclass(frozen=True)
+class BenchSettings:
+    """What to measure, and under which limits.
+
+    Args:
+        variants: attention variants (names in ``VARIANTS``); default all.
+        shapes: keys of :data:`SHAPES`; default both.
+        sections: ``"model"`` and/or ``"attention"``; default both.
+        resolutions: square image sides for the model section, each divisible by the patch size;
+            default 224 … 9216 (1.33 M tokens at patch 8).
+        attention_tokens: token counts for the attention section; default 2¹⁰ … 2¹⁸ (1k … 256k).
+        patch_size, embed_dim, depth, num_heads: override the shapes' values (``None``: keep).
+        batch: images per forward in the model section (the attention section uses 1); default 1.
+        repeats: timings per case (median reported); default 5.
+        warmup: untimed forwards before timing; default 1.
+        time_limit_s: wall-clock limit of each case's process (start-up included); default 600.
+        memory_limit_gb: cap per case process in GB (10⁹ bytes): its address space on CPU, its
+            CUDA allocations on GPU; default 16.
+        device: ``"cpu"`` or ``"cuda"``.
+        threads: torch CPU threads in each case process (``None``: torch's default).
+        min_timing_s: a timing loops over enough forwards to last about this long; default 0.05.
+        seed: seed for weights and inputs; default 0.
+    """
+
+    variants: tuple[str, ...] = VARIANTS
+    shapes: tuple[str, ...] = tuple(SHAPES)
+    sections: tuple[str, ...] = SECTIONS
+    resolutions: tuple[int, ...] = (224, 512, 1024, 2048, 4096, 9216)
+    attention_tokens: tuple[int, ...] = tuple(2**k for k in range(10, 19))
+    patch_size: int | None = None
+    embed_dim: int | None = None
+    depth: int | None = None
+    num_heads: int | None = None
+    batch: int = 1
+    repeats: int = 5
+    warmup: int = 1
+    time_limit_s: float = 600.0
+    memory_limit_gb: float = 16.0
+    device: str = "cpu"
+    threads: int | None = None
+    min_timing_s: float = 0.05
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        choices = (("variants", self.variants, VARIANTS), ("shapes", self.shapes, tuple(SHAPES)),
+                   ("sections", self.sections, SECTIONS))
+        for name, values, known in choices:
+            if not values:
+                raise ValueError(f"{name} is empty; expected some of {list(known)}")
+            for value in values:
+                if name == "variants":
+                    check_variant(value, name="variants")
+                elif value not in known:
+                    raise ValueError(f"{name}: {value!r} is not one of {list(known)}")
+            if len(set(values)) != len(values):
+                raise ValueError(f"{name}={list(values)} repeats a name")
+        _sizes("resolutions", self.resolutions)
+        _sizes("attention_tokens", self.attention_tokens)
+        for name in ("patch_size", "embed_dim", "depth", "num_heads", "threads"):
+            if getattr(self, name) is not None:
+                _positive(name, getattr(self, name))
+        for name in ("batch", "repeats"):
+            _positive(name, getattr(self, name))
+        if isinstance(self.warmup, bool) or not isinstance(self.warmup, int) or self.warmup < 0:
+            raise ValueError(f"warmup={self.warmup!r} must be a non-negative integer")
+        for name in ("time_limit_s", "memory_limit_gb", "min_timing_s"):
+            _positive(name, getattr(self, name), float)
+        if self.device not in ("cpu", "cuda"):
+            raise ValueError(f"device={self.device!r} must be 'cpu' or 'cuda'")
+        for shape in self.shapes:
+            config = shape_config(shape, self)
+            if "model" in self.sections:
+                bad = [r for r in self.resolutions if r % config.patch_size]
+                if bad:
+                    raise ValueError(f"resolutions {bad} are not divisible by the {shape} shape's "
+                                     f"patch size {config.patch_size}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
+
+
+def shape_config(shape: str, settings: BenchSettings, variant: str = VARIANTS[0]) -> ViTConfig:
+    """The :class:`ViTConfig` of ``shape`` with the settings' overrides and ``variant``.
+
+    A patch-size override keeps the shape's position-embedding grid (``img_size`` = grid × patch).
+
+    Raises:
+        ValueError: for an unknown shape or an invalid override (e.g. heads not dividing width).
+    """
+    if shape not in SHAPES:
+        raise ValueError(f"shape={shape!r} is not one of {list(SHAPES)}")
+    base = SHAPES[shape]
+    patch = settings.patch_size or base.patch_size
+    changes = {"patch_size": patch, "img_size": base.grid[0] * patch, "attention": variant}
+    for name in ("embed_dim", "depth", "num_heads"):
+        if getattr(settings, name) is not None:
+            changes[name] = getattr(settings, name)
+    try:
+        return base.replace(**changes)
+    except ValueError as err:
+        raise ValueError(f"shape {shape!r} with the given overrides: {err}") from None
+
+
+def plan_cases(settings: BenchSettings) -> list[dict[str, Any]]:
+    """All cases, in run order: section, shape, size ascending, variant (baseline first per size)."""
+    cases = []
+    for section in (s for s in SECTIONS if s in settings.sections):
+        for shape in settings.shapes:
+            config = shape_config(shape, settings)
+            sizes = settings.resolutions if section == "model" else settings.attention_tokens
+            for size in sorted(sizes):
+                for variant in settings.variants:
+                    case: dict[str, Any] = {"section": section, "shape": shape, "variant": variant}
+                    if section == "model":
+                        case.update(resolution=size, tokens=num_tokens(config, size), batch=settings.batch)
+                    else:
+                        case.update(resolution=None, tokens=size, batch=1)
+                    cases.append(case)
+    return cases
+
+
+def case_spec(case: dict[str, Any], settings: BenchSettings) -> dict[str, Any]:
+    """The JSON the worker process receives for ``case``."""
+    return {
+        **case,
+        "config": shape_config(case["shape"], settings, case["variant"]).to_dict(),
+        "warmup": settings.warmup,
+        "repeats": settings.repeats,
+        "min_timing_s": settings.min_timing_s,
+        "threads": settings.threads,
+        "device": settings.device,
+        "memory_limit_bytes": int(settings.memory_limit_gb * GB),
+        "seed": settings.seed,
+    }
+
+
+def _tail(text: str, lines: int = 3) -> str:
+    return " | ".join(line.strip() for line in text.strip().splitlines()[-lines:])[:500]
+
+
+def run_case(spec: dict[str, Any], *, time_limit_s: float) -> dict[str, Any]:
+    """Run one case in a fresh ``python -m benchmarks.worker`` process (:func:`~benchmarks.worker.child_command`).
+
+    Returns:
+        The worker's measurements (status ``ok``, ``oom`` or ``error``), or status ``timeout``
+        when the process ran past ``time_limit_s`` (it is killed), or ``oom`` when it was killed
+        by a signal (the kernel's out-of-memory killer sends SIGKILL); ``wall_s`` is the process's
+        wall time.
+    """
+    with tempfile.TemporaryDirectory(prefix="infsa-bench-") as tmp:
+        out = Path(tmp) / "result.json"
+        spec = {**spec, "deadline_unix": time.time() + time_limit_s}
+        command, env = child_command("benchmarks.worker", json.dumps(spec), str(out))
+        start = time.perf_counter()
+        try:
+            proc = subprocess.run(command, capture_output=True, text=True, timeout=time_limit_s, env=env)
+        except subprocess.TimeoutExpired:
+            return {"status": "timeout", "message": f"ran past the {time_limit_s:g} s time limit; killed",
+                    "wall_s": time.perf_counter() - start}
+        wall = time.perf_counter() - start
+        if out.is_file():
+            return {**json.loads(out.read_text(encoding="utf-8")), "wall_s": wall}
+    if proc.returncode == -signal.SIGALRM:  # the worker's own alarm, after the deadline
+        return {"status": "timeout", "message": f"ran past the {time_limit_s:g} s time limit; "
+                "ended by its own alarm", "wall_s": wall}
+    if proc.returncode < 0:
+        name = signal.Signals(-proc.returncode).name
+        return {"status": "oom", "message": f"killed by {name} (out-of-memory killer or failed allocation)",
+                "wall_s": wall}
+    stderr = proc.stderr or ""
+    oom = is_oom_message(stderr)
+    return {"status": "oom" if oom else "error",
+            "message": f"worker exited with code {proc.returncode}: {_tail(stderr)}", "wall_s": wall}
+
+
+def _cpu_model() -> str | None:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def protocol(settings: BenchSettings) -> dict[str, Any]:
+    """The resolved settings and the machine, stored with every benchmark result."""
+    import numpy
+    import torch
+
+    cuda = settings.device == "cuda"
+    return {
+        "settings": settings.to_dict(),
+        "shapes": {shape: {k: v for k, v in shape_config(shape, settings).to_dict().items()
+                           if k != "attention"} for shape in settings.shapes},
+        "device": settings.device,
+        "cuda_device": torch.cuda.get_device_name(0) if cuda else None,
+        "cpu_model": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "threads_requested": settings.threads,
+        "torch": torch.__version__,
+        "numpy": numpy.__version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "load_average_start": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        "load": "load_average_start/end and each case's load_1min (1-minute load average when it "
+                "started) show whether other work shared the machine",
+        "weights": "random (seeded) initialisation; speed and memory do not depend on trained values",
+        "inputs": "uniform random images in [0, 1) (model section); standard-normal tokens, batch 1 "
+                  "(attention section); float32",
+        "mode": "eval, torch.inference_mode, fused softmax SDPA; position embeddings interpolated "
+                "(bicubic) to each resolution's grid",
+        "timing": "per case: warmup untimed forwards, then `repeats` timings; a timing loops over "
+                  "`loops_per_timing` forwards (about min_timing_s or more) and reports wall-clock "
+                  "seconds per forward (times_s) and process CPU seconds per forward, all threads "
+                  "(cpu_times_s); latency_s and cpu_s are their medians, images_per_s = batch / "
+                  "latency_s; a timing is not started when it would overrun the time limit "
+                  "(repeats_done says how many ran); if not even one fits, the warmup forward is "
+                  "reported (latency_from_warmup)"
+                  + ("; torch.cuda.synchronize() around each timing" if cuda else ""),
+        "memory": ("peak_memory_bytes = torch.cuda.max_memory_allocated; peak_rss_bytes is the host's"
+                   if cuda else
+                   "peak_memory_bytes = peak_rss_bytes = VmHWM (peak resident set) of the case's own "
+                   "fresh process, nothing subtracted; rss_before_forward_bytes = VmRSS after imports, "
+                   "model and input, before the first forward; ru_maxrss_bytes is kept for reference "
+                   "but on Linux includes the launching process's peak"),
+        "isolation": "one fresh process per case (python -m benchmarks.worker); memory cap "
+                     + ("torch.cuda.set_per_process_memory_fraction" if cuda else
+                        "RLIMIT_AS (address space) set after imports")
+                     + "; wall-time limit via subprocess timeout; a failed allocation or a kill by "
+                       "signal is 'oom', running past the limit is 'timeout'",
+        "skip_rule": "after an 'oom' or 'timeout', the variant's larger sizes in the same section and "
+                     "shape are 'skipped'",
+    }
+
+
+def run_benchmark(
+    settings: BenchSettings,
+    *,
+    out: str | Path | None = None,
+    on_case: Callable[[dict[str, Any]], None] | None = None,
+    extra_protocol: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Run every case of ``settings``; returns ``{"protocol", "cases", "summary", "complete"}``.
+
+    Args:
+        settings: what to measure.
+        out: if given, the JSON report is rewritten atomically after every case
+            (``"complete": false`` until the last), so an interrupted run keeps its results.
+        on_case: called with each finished (or skipped) case row.
+        extra_protocol: merged into the protocol (e.g. the command line).
+
+    Raises:
+        ValueError: ``device="cuda"`` without an available CUDA device.
+    """
+    import torch
+
+    from .report import summarize
+
+    if settings.device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device='cuda' but torch.cuda.is_available() is False "
+                         f"(torch {torch.__version__}); use device='cpu'")
+    report: dict[str, Any] = {"protocol": {**protocol(settings), **(extra_protocol or {})},
+                              "cases": [], "summary": {}, "complete": False}
+    failed: dict[tuple[str, str, str], dict[str, Any]] = {}
+    cases = plan_cases(settings)
+    for case in progress(cases, desc="throughput", unit="case", total=len(cases)):
+        key = (case["section"], case["shape"], case["variant"])
+        if key in failed:
+            first = failed[key]
+            where = f"{first['resolution']}²" if first["resolution"] else f"{first['tokens']} tokens"
+            row = {**case, "status": "skipped",
+                   "message": f"{first['status']} at {where}; larger sizes are not run"}
+        else:
+            load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+            row = {**case, "load_1min": load,
+                   **run_case(case_spec(case, settings), time_limit_s=settings.time_limit_s)}
+            if row["status"] in FAILED:
+                failed[key] = row
+        report["cases"].append(row)
+        if on_case is not None:
+            on_case(row)
+        if out is not None:
+            report["summary"] = summarize(report["cases"])
+            write_json(out, report)
+    report["protocol"]["load_average_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
+    report["summary"] = summarize(report["cases"])
+    report["complete"] = True
+    if out is not None:
+        write_json(out, report)
+    return report

@@ -1,0 +1,131 @@
+"""Labelled image sets and the one cluttered-digits test split every entry point reads.
+
+:class:`LabelledImages` is what evaluation, the CLI and the app consume: decoded ``uint8``
+images in their source pixels (the model's preprocessing resizes and normalises them), labels,
+target boxes and optional negative boxes, and a name per image. :func:`test_split` makes the
+fixed test split of the cluttered-digits benchmark; image ``i`` of it is the same image whether
+1, 1,000 or 2,000 images are asked for (see :func:`~infsa_viz.data.cluttered.generate_cluttered`).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from .cluttered import ClutteredDigitsConfig, generate_cluttered
+
+__all__ = ["TEST_SEED", "TEST_SIZE", "LabelledImages", "test_split"]
+
+#: The cluttered-digits test split: seed and size, fixed for every model and training seed.
+TEST_SEED = 20_260_301
+TEST_SIZE = 2_000
+
+
+@dataclass(frozen=True, eq=False)
+class LabelledImages:
+    """Images with labels and boxes, in source pixels.
+
+    Attributes:
+        images: ``n`` uint8 images ``(H, W)`` or ``(H, W, 3)`` (RGB), or one uint8 batch array.
+        labels: ``(n,) int64`` class per image.
+        boxes: ``n`` arrays ``(K_i, 4)``: target boxes ``(x0, y0, x1, y1)``, x1/y1 exclusive
+            (``K_i = 0`` when an image has none).
+        negative_boxes: ``n`` arrays of boxes that are not the target (e.g. distractor digits),
+            or ``None``.
+        names: ``n`` names, e.g. ``"test:17"`` or a file path.
+        description: JSON-able record of where the images come from.
+    """
+
+    images: np.ndarray | Sequence[np.ndarray]
+    labels: np.ndarray
+    boxes: Sequence[np.ndarray]
+    negative_boxes: Sequence[np.ndarray] | None = None
+    names: Sequence[str] = ()
+    description: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        n = len(self.labels)
+        lengths = {"images": len(self.images), "boxes": len(self.boxes)}
+        if self.negative_boxes is not None:
+            lengths["negative_boxes"] = len(self.negative_boxes)
+        if self.names:
+            lengths["names"] = len(self.names)
+        bad = {k: v for k, v in lengths.items() if v != n}
+        if bad:
+            raise ValueError(f"labels has {n} entries but {bad}; expected one entry per image")
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def subset(self, indices: Sequence[int]) -> "LabelledImages":
+        """The images at ``indices`` (in that order), with their labels, boxes and names."""
+        picked = [int(i) for i in indices]
+        for i in picked:
+            if not 0 <= i < len(self):
+                raise ValueError(f"index {i} is out of range for {len(self)} images")
+        images = self.images[picked] if isinstance(self.images, np.ndarray) else [self.images[i] for i in picked]
+        return LabelledImages(
+            images=images,
+            labels=self.labels[picked],
+            boxes=[self.boxes[i] for i in picked],
+            negative_boxes=None if self.negative_boxes is None else [self.negative_boxes[i] for i in picked],
+            names=[self.names[i] for i in picked] if self.names else (),
+            description={**self.description, "indices": picked if len(picked) <= 16 else
+                         f"{len(picked)} indices from {picked[0]} to {picked[-1]}"},
+        )
+
+
+@functools.lru_cache(maxsize=1)
+def _full_test_split() -> LabelledImages:
+    config = ClutteredDigitsConfig()
+    sample = generate_cluttered(TEST_SIZE, split="test", seed=TEST_SEED, config=config)
+    for array in (sample.images, sample.labels, sample.target_boxes, sample.distractor_boxes):
+        array.setflags(write=False)
+    return LabelledImages(
+        images=sample.images,
+        labels=sample.labels,
+        boxes=[b[None] for b in sample.target_boxes],
+        negative_boxes=list(sample.distractor_boxes),
+        names=[f"test:{i}" for i in range(TEST_SIZE)],
+        description={
+            "name": "cluttered-digits",
+            "split": "test",
+            "seed": TEST_SEED,
+            "size": TEST_SIZE,
+            "settings": config.to_dict(),
+            "settings_hash": config.settings_hash(),
+            "images": f"generate_cluttered(split='test', seed={TEST_SEED}): image i depends only on "
+                      "(split, seed, i)",
+            "boxes": "target digit (positive); distractor digits are the negative boxes",
+        },
+    )
+
+
+def test_split(n: int | None = None) -> LabelledImages:
+    """The cluttered-digits test split, or its first ``n`` images (read-only arrays, cached).
+
+    Args:
+        n: how many images, from image 0 (default all :data:`TEST_SIZE`).
+
+    Raises:
+        ValueError: ``n`` outside ``[1, TEST_SIZE]``.
+
+    Example:
+        >>> test = test_split(100)
+        >>> test.images.shape, test.names[7]
+        ((100, 48, 48), 'test:7')
+    """
+    full = _full_test_split()
+    if n is None:
+        return full
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= TEST_SIZE:
+        raise ValueError(f"n={n!r} is invalid; the test split holds {TEST_SIZE} images, expected 1..{TEST_SIZE}")
+    part = full.subset(range(int(n)))
+    return LabelledImages(part.images, part.labels, part.boxes, part.negative_boxes, part.names,
+                          {**full.description, "n_images": int(n)})
+
+
+test_split.__test__ = False  # type: ignore[attr-defined]  # a data function, not a pytest test

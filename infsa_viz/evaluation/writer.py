@@ -1,0 +1,117 @@
+"""The one writer of evaluation results: the JSON record, the CSV table, the per-image CSV and
+a plotly HTML of the curves, each written atomically."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import logging
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..io import atomic_write, write_json
+from .engine import Evaluation
+from .records import ImageRecord
+
+__all__ = ["TABLE_COLUMNS", "records_csv", "report", "rows_csv", "write_evaluation", "write_plotly_js"]
+
+log = logging.getLogger(__name__)
+
+#: Columns of the evaluation table, in order (the JSON rows hold more: curves and protocol).
+TABLE_COLUMNS = ("model", "variant", "method", "n_images", "n_scored", "accuracy", "morf_aoc", "lerf_auc",
+                 "aopc", "box_roc_auc", "box_pr_auc", "pointing_game", "distractor_roc_auc", "box_undefined",
+                 "chain_valid_images", "chain_valid_rows")
+
+
+def report(evaluation: Evaluation, *, command: str | None = None) -> dict[str, Any]:
+    """The JSON record: run settings, data set, and one row per (model, method) with its protocol."""
+    return {"protocol": {**evaluation.protocol, "command": command}, "dataset": evaluation.dataset,
+            "results": evaluation.rows}
+
+
+def _csv(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: ("" if v is None else json.dumps(v) if isinstance(v, (list, dict)) else v)
+                         for k, v in row.items()})
+    return buf.getvalue()
+
+
+def rows_csv(rows: Sequence[dict[str, Any]]) -> str:
+    """The summary table (:data:`TABLE_COLUMNS`) as CSV text."""
+    return _csv(rows, TABLE_COLUMNS)
+
+
+def records_csv(records: Sequence[ImageRecord]) -> str:
+    """One CSV row per record: its scalars, logits as a JSON list (no curves); empty = undefined."""
+    rows = [r.scalars() for r in records]
+    columns = list(rows[0]) if rows else []
+    return _csv(rows, columns)
+
+
+def write_plotly_js(directory: str | Path) -> Path:
+    """Write ``plotly.min.js`` into ``directory`` once, for HTML files that reference it there.
+
+    The HTML reports load plotly.js from their own folder (works offline, and one 4.7 MB copy
+    serves every report in ``metrics/`` instead of one embedded copy per file).
+    """
+    from plotly.offline import get_plotlyjs
+
+    path = Path(directory) / "plotly.min.js"
+    if not path.is_file():
+        atomic_write(path, get_plotlyjs())
+    return path
+
+
+def evaluation_html(record: dict[str, Any]) -> str:
+    """Interactive HTML of a :func:`report`; loads ``plotly.min.js`` from its own folder."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=2, cols=2, subplot_titles=(
+        "MoRF: p(f)/p(0), most relevant patches removed first (lower = better map)",
+        "LeRF: p(f)/p(0), least relevant removed first (higher = better map)",
+        "Precision-recall of target-box pixels (mean interpolated precision)",
+        "Box PR-AUC by method"))
+    for row in record["results"]:
+        name = f"{row['variant']} · {row['method']}"
+        curves = row["curves"]
+        group = dict(legendgroup=name, name=name)
+        if curves.get("morf_mean"):
+            fig.add_trace(go.Scatter(x=curves["fractions"], y=curves["morf_mean"], mode="lines", **group), 1, 1)
+            fig.add_trace(go.Scatter(x=curves["fractions"], y=curves["lerf_mean"], mode="lines", showlegend=False,
+                                     **group), 1, 2)
+        if curves.get("precision_mean"):
+            fig.add_trace(go.Scatter(x=curves["recall"], y=curves["precision_mean"], mode="lines", showlegend=False,
+                                     **group), 2, 1)
+    for variant in sorted({r["variant"] for r in record["results"]}):
+        rows = [r for r in record["results"] if r["variant"] == variant]
+        fig.add_trace(go.Bar(x=[r["method"] for r in rows], y=[r["box_pr_auc"] for r in rows], name=variant), 2, 2)
+    fig.update_xaxes(title_text="fraction of patches removed", row=1)
+    fig.update_xaxes(title_text="recall", row=2, col=1)
+    fig.update_layout(height=900, title="infsa-viz evaluate: " + str(record.get("dataset", {}).get("name", "")))
+    return fig.to_html(include_plotlyjs="directory", full_html=True)
+
+
+def write_evaluation(evaluation: Evaluation, out: str | Path, *, command: str | None = None,
+                     per_image: bool = False) -> list[Path]:
+    """``out`` (.json) plus ``.csv`` (the table), ``.html`` (the curves; needs plotly, else
+    skipped with a warning) and, with ``per_image``, ``.images.csv`` next to it."""
+    out = Path(out)
+    if out.suffix != ".json":
+        raise ValueError(f"--out={str(out)!r} must end in .json (CSV and HTML are written next to it)")
+    record = report(evaluation, command=command)
+    paths = [write_json(out, record), atomic_write(out.with_suffix(".csv"), rows_csv(evaluation.rows))]
+    if per_image:
+        paths.append(atomic_write(out.with_suffix(".images.csv"), records_csv(evaluation.records)))
+    try:
+        import plotly  # noqa: F401
+    except ImportError:
+        log.warning("plotly is not installed: %s not written (pip install 'infsa-viz[app]')", out.with_suffix(".html"))
+        return paths
+    write_plotly_js(out.parent)
+    paths.append(atomic_write(out.with_suffix(".html"), evaluation_html(record)))
+    return paths

@@ -1,0 +1,149 @@
+"""Maps read from the attention matrices themselves: one layer's row, and attention rollout."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Sequence
+
+import torch
+from torch import Tensor, nn
+
+from ..capture import AttentionRecord, capture_attention
+from .base import MapMethod, register, select_layer, tokens_to_grid
+
+__all__ = ["AttentionMap", "Rollout", "fuse_heads", "rollout"]
+
+HeadFusion = Literal["mean", "max", "min"]
+FUSIONS: tuple[str, ...] = ("mean", "max", "min")
+
+
+def fuse_heads(A: Tensor, how: HeadFusion = "mean") -> Tensor:
+    """Fuse heads of ``A (B, H, ...)`` into ``(B, ...)`` by mean, max or min."""
+    if how not in FUSIONS:
+        raise ValueError(f"head={how!r} must be one of {list(FUSIONS)} or a head index")
+    if how == "mean":
+        return A.mean(dim=1)
+    return A.amax(dim=1) if how == "max" else A.amin(dim=1)
+
+
+def _pick_heads(values: Tensor, head: HeadFusion | int) -> Tensor:
+    """``(B, H, ...)`` → ``(B, ...)``: one head by index, or the heads fused."""
+    if isinstance(head, int) and not isinstance(head, bool):
+        if not -values.shape[1] <= head < values.shape[1]:
+            raise ValueError(f"head={head} is out of range for {values.shape[1]} heads")
+        return values[:, head]
+    return fuse_heads(values, head)
+
+
+@register
+class AttentionMap(MapMethod):
+    """Raw attention of one layer: a row of the matrix the layer applies, heads fused or one head.
+
+    softmax: ``softmax(q kᵀ/√D)``; pure InfSA: ``Â``; Linear-InfSA: ``1·aᵀ`` (every row is ``a``).
+    ``row="cls"`` reads what the CLS token attends to (needs a CLS token), ``"mean"`` the mean row.
+    """
+
+    name = "attention"
+    family = "attention"
+    description = "raw attention of one layer: CLS (or mean) row, heads fused"
+    reference = "the attention matrix itself (e.g. Dosovitskiy et al. 2021, Fig. 6)"
+    defaults = {"layer": -1, "head": "mean", "row": "cls"}
+    per_layer = True
+    cost = "1 forward; one N×N matrix per head of the chosen layer"
+
+    def _compute(self, model, images, target, options):
+        _, records = capture_attention(model, images)
+        record = select_layer(records, options["layer"])
+        row = options["row"]
+        if row not in ("cls", "mean"):
+            raise ValueError(f"row={row!r} must be 'cls' or 'mean'")
+        if row == "cls" and record.num_prefix_tokens == 0:
+            raise ValueError("row='cls' needs a model with a CLS token; this one mean-pools (use row='mean')")
+        A = record.attention_matrix()  # (B, H, N, N)
+        values = A[:, :, 0] if row == "cls" else A.mean(2)  # (B, H, N)
+        tokens = _pick_heads(values, options["head"])  # (B, N)
+        metadata = {"variant": record.variant, "layer": record.layer,
+                    "matrix": f"what layer {record.layer} applies ({record.variant}), without rho"}
+        return tokens_to_grid(tokens, record), metadata, None
+
+
+def _layer_matrix(layer: AttentionRecord | Tensor, matrix: str) -> Tensor:
+    if isinstance(layer, AttentionRecord):
+        return layer.attention_matrix() if matrix == "native" else layer.infsa_matrix()
+    if isinstance(layer, Tensor):
+        return layer
+    raise TypeError(f"layers must hold AttentionRecord or (B, H, N, N) tensors, got {type(layer).__name__}")
+
+
+def rollout(
+    layers: Sequence[AttentionRecord | Tensor],
+    *,
+    head_fusion: HeadFusion = "mean",
+    add_residual: bool = True,
+    matrix: Literal["native", "infsa"] = "native",
+) -> Tensor:
+    """Attention rollout (Abnar & Zuidema, ACL 2020): ``R = Ã⁽ᴸ⁾ ⋯ Ã⁽¹⁾``.
+
+    Per layer: fuse heads, ``Ã = 0.5·A + 0.5·I`` (residual, when ``add_residual``), re-normalise
+    rows to sum 1 (all-zero rows stay zero), then multiply, later layers on the left.
+
+    Args:
+        layers: records (in layer order) or ``(B, H, N, N)`` tensors.
+        head_fusion: ``"mean"`` (default), ``"max"`` or ``"min"`` over heads.
+        add_residual: add the identity for the skip connection (default ``True``).
+        matrix: for records: ``"native"`` (softmax ``P``, pure ``Â``, Linear-InfSA ``1·aᵀ``) or
+            ``"infsa"`` (``Â`` from each layer's q, k).
+
+    Returns:
+        ``(B, N, N)``; row ``i`` is output token ``i``'s mix of input tokens (``R[:, 0]`` for CLS).
+
+    Example:
+        >>> rollout([torch.eye(2).expand(1, 1, 2, 2)]).shape
+        torch.Size([1, 2, 2])
+    """
+    if matrix not in ("native", "infsa"):
+        raise ValueError(f"matrix={matrix!r} must be 'native' or 'infsa'")
+    if len(layers) == 0:
+        raise ValueError("layers is empty; rollout needs at least one layer")
+    result: Tensor | None = None
+    for layer in layers:
+        A = _layer_matrix(layer, matrix)
+        if A.dim() != 4:
+            raise ValueError(f"attention has shape {tuple(A.shape)}; expected (B, H, N, N)")
+        fused = fuse_heads(A, head_fusion)  # (B, N, N)
+        fused = fused.double() if fused.dtype == torch.float64 else fused.float()
+        if add_residual:
+            eye = torch.eye(fused.shape[-1], dtype=fused.dtype, device=fused.device)
+            fused = 0.5 * fused + 0.5 * eye
+        fused = fused / fused.sum(-1, keepdim=True).clamp_min(torch.finfo(fused.dtype).tiny)
+        if result is not None and fused.shape != result.shape:
+            raise ValueError(f"layer shapes differ: {tuple(result.shape)} vs {tuple(fused.shape)}")
+        result = fused if result is None else fused @ result.to(fused.dtype)  # later layers on the left
+    return result  # type: ignore[return-value]
+
+
+@register
+class Rollout(MapMethod):
+    """Attention rollout across all layers, read from the CLS row (or the mean row)."""
+
+    name = "rollout"
+    family = "attention"
+    description = "attention rollout across layers (Abnar & Zuidema 2020)"
+    reference = "Abnar & Zuidema, Quantifying Attention Flow in Transformers, ACL 2020"
+    defaults = {"head": "mean", "add_residual": True, "matrix": "native", "start": "auto"}
+    cost = "1 forward; one dense N×N product per layer"
+
+    def _compute(self, model: nn.Module, images: Tensor, target: Tensor | None,
+                 options: dict[str, Any]) -> tuple[Tensor, dict[str, Any], None]:
+        from .spectral import start_row
+
+        _, records = capture_attention(model, images)
+        start = start_row(options["start"], records[0])
+        head = options["head"]
+        if head not in FUSIONS:
+            raise ValueError(f"head={head!r} must be one of {list(FUSIONS)} for rollout (heads are fused per layer)")
+        joint = rollout(records, head_fusion=head, add_residual=options["add_residual"],
+                        matrix=options["matrix"])  # (B, N, N)
+        tokens = joint[:, 0] if start == "cls" else joint.mean(1)
+        metadata = {"variants": [r.variant for r in records], "start": start,
+                    "side": "row of R = A'(L)...A'(1)"}
+        return tokens_to_grid(tokens, records[0]), metadata, None

@@ -1,0 +1,270 @@
+"""The map pipeline's core: one base class, one result type, one registry, one verb.
+
+Every explanation method is a :class:`MapMethod` subclass registered in :data:`METHODS` by
+:func:`register`; the CLI, the app, evaluation and the benchmarks read that registry and call
+:func:`attribute` (or ``METHODS[name].attribute``), so a method name is written once, on its
+class. A map is a per-patch importance on the ViT grid ``(B, h, w)``, higher = more important.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+import torch
+from torch import Tensor, nn
+
+from ..capture import AttentionRecord
+
+__all__ = [
+    "FAMILIES",
+    "METHODS",
+    "MapMethod",
+    "MapResult",
+    "Validity",
+    "attribute",
+    "check_method",
+    "parse_head",
+    "register",
+    "selector_options",
+    "tokens_to_grid",
+]
+
+Family = Literal["attention", "spectral", "gradient", "baseline"]
+FAMILIES: tuple[str, ...] = ("attention", "spectral", "gradient", "baseline")
+
+
+@dataclass(frozen=True)
+class Validity:
+    """Where the absorbing-Markov-chain reading of a map's graph holds.
+
+    ``(I − γA)⁻¹`` counts expected visits of a walk that moves ``i → j`` with probability
+    ``γ·A_ij`` only where every row has ``γ·Σ_j A_ij ≤ 1`` (Kemeny & Snell 1960); elsewhere it is
+    still a well-defined series but not a visit count. Recorded per image and per layer the map
+    reads (the graph it used: the head mean or the chosen head).
+
+    Attributes:
+        layers: the layer indices, in the order of the columns below.
+        row_share: ``(B, L)`` share of rows (tokens) with ``γ·Σ_j A_ij ≤ 1``.
+        max_row_mass: ``(B, L)`` the largest ``γ·Σ_j A_ij``.
+        gamma: ``(B, L)`` the discount used.
+    """
+
+    layers: list[int]
+    row_share: Tensor
+    max_row_mass: Tensor
+    gamma: Tensor
+
+    @property
+    def holds(self) -> Tensor:
+        """``(B,) bool``: the reading holds on every row of every layer."""
+        return (self.row_share == 1).all(dim=-1)
+
+    def for_image(self, index: int) -> dict[str, Any]:
+        """JSON-able record of image ``index``."""
+        return {
+            "reading": "absorbing chain: gamma * sum_j A_ij <= 1 for every row",
+            "holds": bool(self.holds[index]),
+            "layers": list(self.layers),
+            "row_share": [round(float(v), 6) for v in self.row_share[index]],
+            "max_row_mass": [round(float(v), 6) for v in self.max_row_mass[index]],
+            "gamma": [round(float(v), 6) for v in self.gamma[index]],
+        }
+
+
+@dataclass(frozen=True, eq=False)
+class MapResult:
+    """Maps of one method for a batch of images, with what they are.
+
+    Attributes:
+        maps: ``(B, h, w)`` float32 per-patch importance.
+        method: the registry name.
+        options: the resolved options (defaults filled in).
+        target: ``(B,)`` class each map explains, for methods that explain a class; else ``None``.
+        validity: where the absorbing-chain reading holds, for maps that rely on it; else ``None``.
+        metadata: JSON-able description of what was computed (matrix, side, γ, solver, …).
+    """
+
+    maps: Tensor
+    method: str
+    options: dict[str, Any]
+    target: Tensor | None = None
+    validity: Validity | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+class MapMethod(ABC):
+    """An explanation method: class attributes describe it, :meth:`attribute` computes it.
+
+    Subclasses set the class attributes and implement :meth:`_compute`; :func:`register` adds
+    an instance to :data:`METHODS`.
+    """
+
+    #: Registry key.
+    name: ClassVar[str]
+    #: ``"attention"``, ``"spectral"``, ``"gradient"`` or ``"baseline"``.
+    family: ClassVar[Family]
+    #: One line for help texts and the app.
+    description: ClassVar[str]
+    #: Where the method comes from (paper, library).
+    reference: ClassVar[str] = ""
+    #: The options it accepts, with their defaults.
+    defaults: ClassVar[dict[str, Any]] = {}
+    #: Whether it reads one layer (the ``layer`` and ``head`` selectors apply).
+    per_layer: ClassVar[bool] = False
+    #: Whether it explains a class (``target`` applies).
+    explains_class: ClassVar[bool] = False
+    #: Whether its values can be negative (signed attributions).
+    signed: ClassVar[bool] = False
+    #: Whether the published evaluation runs it by default.
+    in_default_report: ClassVar[bool] = True
+    #: Work per batch of images, in words.
+    cost: ClassVar[str] = ""
+
+    def resolve(self, options: dict[str, Any]) -> dict[str, Any]:
+        """Defaults updated by ``options``; ``ValueError`` for an option the method does not take."""
+        unknown = sorted(set(options) - set(self.defaults))
+        if unknown:
+            raise ValueError(
+                f"options {unknown} do not apply to method {self.name!r}; it accepts {sorted(self.defaults)}"
+            )
+        return {**self.defaults, **options}
+
+    def attribute(self, model: nn.Module, images: Tensor, *, target: int | Tensor | None = None,
+                  **options: Any) -> MapResult:
+        """Maps ``(B, h, w)`` of this method for ``images`` ``(B, C, H, W)`` (model input).
+
+        Args:
+            model: a :class:`~infsa_viz.vit.VisionTransformer` (any variant).
+            images: ``(B, C, H, W)`` preprocessed images (:func:`infsa_viz.preprocess.preprocess`).
+            target: the class to explain for methods with ``explains_class``: ``None`` (default,
+                the model's prediction), one class index for every image, or ``(B,)`` indices.
+                Methods that do not explain a class refuse a target.
+            **options: see :attr:`defaults`; unknown options are refused.
+
+        Raises:
+            ValueError: unknown option, bad option value, or a target for a method without one.
+        """
+        resolved = self.resolve(options)
+        if target is not None and not self.explains_class:
+            raise ValueError(f"method {self.name!r} does not explain a class; target={target!r} does not apply")
+        model.eval()
+        classes = _resolve_target(model, images, target) if self.explains_class else None
+        maps, metadata, validity = self._compute(model, images, classes, resolved)
+        return MapResult(maps=maps.detach().float(), method=self.name, options=resolved, target=classes,
+                         validity=validity, metadata=metadata)
+
+    @abstractmethod
+    def _compute(self, model: nn.Module, images: Tensor, target: Tensor | None,
+                 options: dict[str, Any]) -> tuple[Tensor, dict[str, Any], Validity | None]:
+        """``(maps (B, h, w), metadata, validity)`` for resolved ``options``."""
+
+
+def _resolve_target(model: nn.Module, images: Tensor, target: int | Tensor | None) -> Tensor:
+    """The class per image ``(B,)``: the prediction, one index for all, or the given indices."""
+    B = images.shape[0]
+    if target is None:
+        with torch.no_grad():
+            return model(images).argmax(-1)
+    if isinstance(target, bool) or not isinstance(target, (int, Tensor)):
+        raise ValueError(f"target={target!r} must be None (the prediction), a class index or a (B,) tensor")
+    classes = torch.full((B,), target, dtype=torch.int64) if isinstance(target, int) else target.to(torch.int64)
+    num_classes = getattr(getattr(model, "config", None), "num_classes", None)
+    if classes.shape != (B,) or (classes < 0).any() or (num_classes is not None and (classes >= num_classes).any()):
+        raise ValueError(
+            f"target has shape {tuple(classes.shape)} and values {classes.tolist()[:8]}; expected ({B},) class "
+            f"indices in [0, {num_classes})"
+        )
+    return classes
+
+
+#: Method name → the method. Filled by :func:`register`; the one list of methods.
+METHODS: dict[str, MapMethod] = {}
+
+
+def register(cls: type[MapMethod]) -> type[MapMethod]:
+    """Class decorator: add an instance of ``cls`` to :data:`METHODS` under ``cls.name``."""
+    if cls.name in METHODS:
+        raise ValueError(f"map method {cls.name!r} is registered twice")
+    if cls.family not in FAMILIES:
+        raise ValueError(f"{cls.__name__}.family={cls.family!r} must be one of {list(FAMILIES)}")
+    METHODS[cls.name] = cls()
+    return cls
+
+
+def check_method(method: str) -> MapMethod:
+    """The registered method named ``method``; ``ValueError`` naming the choices otherwise."""
+    if method not in METHODS:
+        raise ValueError(f"method={method!r} is not a known map method; expected one of {list(METHODS)}")
+    return METHODS[method]
+
+
+def attribute(model: nn.Module, images: Tensor, method: str, *, target: int | Tensor | None = None,
+              **options: Any) -> MapResult:
+    """Maps of ``method`` for each image: ``METHODS[method].attribute(model, images, …)``.
+
+    Example:
+        >>> result = attribute(model, images, "visits")      # result.maps: (B, h, w)
+        >>> attribute(model, images, "attention", layer=0, head=1).maps
+    """
+    return check_method(method).attribute(model, images, target=target, **options)
+
+
+def parse_head(value: Any) -> str | int:
+    """A head selector: ``"mean"`` (or ``"max"``/``"min"`` where a method fuses heads) or an index."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    text = str(value).strip()
+    if text in ("mean", "max", "min"):
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"head={value!r} must be 'mean' (or 'max'/'min' where heads are fused) or an integer") from None
+
+
+def selector_options(method: str, *, layer: int | None = None, head: Any = None, gamma: float | None = None,
+                     strict: bool = True) -> dict[str, Any]:
+    """Options of ``method`` from the layer / head / γ selectors of the CLI and the app.
+
+    ``None`` means "not chosen" (the method's default). With ``strict`` (the CLI) a selector the
+    method does not take is an error; without it (the app, whose selectors serve several pages)
+    it is left out.
+    """
+    spec = check_method(method)
+    given = {"layer": layer, "head": None if head is None else parse_head(head), "gamma": gamma}
+    options = {}
+    for key, value in given.items():
+        if value is None:
+            continue
+        if key not in spec.defaults:
+            if strict:
+                raise ValueError(f"--{key} does not apply to method {method!r}; it accepts {sorted(spec.defaults)}")
+            continue
+        options[key] = value
+    return options
+
+
+def tokens_to_grid(values: Tensor, record: AttentionRecord) -> Tensor:
+    """Per-token values ``(B, N)`` → patch-grid map ``(B, h, w)`` (prefix tokens dropped).
+
+    Without a recorded grid (a model that does not expose ``patch_size``) the patches must form
+    a square.
+    """
+    patches = values[:, record.num_prefix_tokens:]  # (B, h·w)
+    grid = record.grid
+    if grid is None:
+        side = math.isqrt(patches.shape[-1])
+        if side * side != patches.shape[-1]:
+            raise ValueError(f"the model does not expose patch_size and {patches.shape[-1]} patches are not a square")
+        grid = (side, side)
+    return patches.reshape(values.shape[0], *grid)
+
+
+def select_layer(records: list[AttentionRecord], layer: int) -> AttentionRecord:
+    """``records[layer]`` (negatives count from the end); ``ValueError`` when out of range."""
+    if isinstance(layer, bool) or not isinstance(layer, int) or not -len(records) <= layer < len(records):
+        raise ValueError(f"layer={layer!r} must be an index in [0, {len(records)}) (negatives count from the end)")
+    return records[layer]

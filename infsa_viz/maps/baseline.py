@@ -1,0 +1,26 @@
+"""The chance baseline: a seeded random map."""
+
+from __future__ import annotations
+
+import torch
+
+from .base import MapMethod, register
+
+__all__ = ["RandomMap"]
+
+
+@register
+class RandomMap(MapMethod):
+    """Seeded uniform noise on the patch grid: the chance level of every metric."""
+
+    name = "random"
+    family = "baseline"
+    description = "seeded uniform noise: the chance baseline"
+    defaults = {"seed": 0}
+    cost = "none"
+
+    def _compute(self, model, images, target, options):
+        p = model.patch_size
+        generator = torch.Generator().manual_seed(options["seed"])
+        maps = torch.rand(images.shape[0], images.shape[-2] // p, images.shape[-1] // p, generator=generator)
+        return maps, {"distribution": "uniform [0, 1) per patch, torch.Generator seeded by seed"}, None

@@ -1,0 +1,132 @@
+"""Captum attributions on the same models, pooled to the patch grid.
+
+Captum does the attribution work (IntegratedGradients, Saliency, InputXGradient, FeatureAblation
+with a patch feature mask); these classes only pool pixel attributions to patches so they compare
+with the attention maps on equal terms. Captum is an optional dependency
+(``pip install 'infsa-viz[captum]'``), imported when one of these methods runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from .base import MapMethod, register
+
+__all__ = ["InputXGradient", "IntegratedGradients", "Occlusion", "Saliency", "patch_feature_mask",
+           "pool_to_patches"]
+
+
+def patch_feature_mask(image_shape: tuple[int, int, int], patch_size: int) -> Tensor:
+    """Captum feature mask ``(1, C, H, W)`` assigning every pixel its patch index (row-major)."""
+    C, H, W = image_shape
+    h, w = H // patch_size, W // patch_size
+    ids = torch.arange(h * w).reshape(h, w)
+    ids = ids.repeat_interleave(patch_size, 0).repeat_interleave(patch_size, 1)  # (H, W)
+    return ids.expand(1, C, H, W).contiguous()
+
+
+def pool_to_patches(attr: Tensor, patch_size: int, *, absolute: bool = False) -> Tensor:
+    """Sum pixel attributions ``(B, C, H, W)`` over channels and each patch → ``(B, h, w)``."""
+    B, C, H, W = attr.shape
+    a = attr.abs() if absolute else attr
+    p = patch_size
+    return a.sum(1).reshape(B, H // p, p, W // p, p).sum((2, 4))
+
+
+def _captum(class_name: str) -> Any:
+    try:
+        import captum.attr
+    except ImportError:
+        raise ValueError("gradient map methods need Captum: pip install 'infsa-viz[captum]'") from None
+    return getattr(captum.attr, class_name)
+
+
+class _CaptumMethod(MapMethod):
+    """Shared shell: Captum class name, target handling and pooling to patches."""
+
+    family = "gradient"
+    explains_class = True
+    signed = True
+    captum_class: str
+    reference = "Captum (Kokhlikyan et al. 2020)"
+
+    def _compute(self, model: nn.Module, images: Tensor, target: Tensor | None,
+                 options: dict[str, Any]) -> tuple[Tensor, dict[str, Any], None]:
+        explainer = _captum(self.captum_class)(model)
+        x = images.detach().clone().requires_grad_(True)
+        attr = self._attribute(explainer, x, target, model.patch_size, options)  # (B, C, H, W) or (B, h, w)
+        maps = attr if attr.dim() == 3 else pool_to_patches(attr.detach(), model.patch_size, absolute=not self.signed)
+        return maps.detach(), {"captum": self.captum_class, "pooling": "sum over channels and patch pixels"}, None
+
+    def _attribute(self, explainer: Any, x: Tensor, target: Tensor, patch_size: int,
+                   options: dict[str, Any]) -> Tensor:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+@register
+class IntegratedGradients(_CaptumMethod):
+    """Integrated gradients from a constant baseline (Sundararajan et al. 2017), summed per patch."""
+
+    name = "integrated_gradients"
+    description = "Captum IntegratedGradients, summed per patch"
+    reference = "Sundararajan et al., Axiomatic Attribution for Deep Networks, ICML 2017"
+    captum_class = "IntegratedGradients"
+    defaults = {"n_steps": 32, "baseline": 0.0, "internal_batch_size": 64}
+    cost = "n_steps forwards + backwards per image"
+
+    def _attribute(self, explainer, x, target, patch_size, options):
+        return explainer.attribute(x, baselines=options["baseline"], target=target, n_steps=options["n_steps"],
+                                   method="riemann_trapezoid", internal_batch_size=options["internal_batch_size"])
+
+
+@register
+class Saliency(_CaptumMethod):
+    """``|∂ logit / ∂ pixel|`` (Simonyan et al. 2014), summed per patch: non-negative."""
+
+    name = "saliency"
+    description = "Captum Saliency |d logit / d pixel|, summed per patch"
+    reference = "Simonyan et al., Deep Inside Convolutional Networks, ICLR workshop 2014"
+    captum_class = "Saliency"
+    signed = False
+    cost = "1 forward + 1 backward"
+
+    def _attribute(self, explainer, x, target, patch_size, options):
+        return explainer.attribute(x, target=target, abs=True)
+
+
+@register
+class InputXGradient(_CaptumMethod):
+    """Input × gradient (Shrikumar et al. 2016), summed per patch."""
+
+    name = "input_x_gradient"
+    description = "Captum InputXGradient, summed per patch"
+    reference = "Shrikumar et al., Not Just a Black Box, 2016"
+    captum_class = "InputXGradient"
+    in_default_report = False
+    cost = "1 forward + 1 backward"
+
+    def _attribute(self, explainer, x, target, patch_size, options):
+        return explainer.attribute(x, target=target)
+
+
+@register
+class Occlusion(_CaptumMethod):
+    """The drop of the target logit when one patch is replaced by ``baseline`` (FeatureAblation)."""
+
+    name = "occlusion"
+    description = "Captum FeatureAblation with a patch feature mask (logit drop)"
+    reference = "Zeiler & Fergus 2014 (occlusion), Captum FeatureAblation"
+    captum_class = "FeatureAblation"
+    defaults = {"baseline": 0.0}
+    cost = "1 + h·w forwards per image (16 perturbations per call)"
+
+    def _attribute(self, explainer, x, target, patch_size, options):
+        mask = patch_feature_mask(tuple(x.shape[1:]), patch_size)  # type: ignore[arg-type]
+        with torch.no_grad():
+            attr = explainer.attribute(x.detach(), baselines=options["baseline"], target=target, feature_mask=mask,
+                                       perturbations_per_eval=16)
+        B, C, H, W = attr.shape  # the patch's score is spread to each of its pixels: take one per patch
+        return attr[:, 0, ::patch_size, ::patch_size].reshape(B, H // patch_size, W // patch_size)

@@ -1,0 +1,170 @@
+"""Maps read from the token graph of each layer: expected visits, the Neumann series across
+layers, Perron vectors and Linear-InfSA's estimate (numerics in :mod:`infsa_viz.spectral`).
+
+Each method captures the model's attention once, builds the graph of one layer (or of every
+layer) with :func:`~infsa_viz.spectral.graph.layer_graph`, computes over all ``N`` tokens (CLS
+included) and only then drops the prefix tokens and reshapes the rest to the patch grid; maps
+are not renormalised after the drop. Visits and the Neumann series rely on the absorbing-chain
+reading of ``γ·A``, so their results carry a :class:`~infsa_viz.maps.base.Validity`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+from torch import Tensor, nn
+
+from ..capture import AttentionRecord, capture_attention
+from ..spectral.graph import UNLEARNED_GAMMA, check_head, layer_graph
+from ..spectral.layers import neumann_across_layers
+from ..spectral.markov import absorption_check, expected_visits
+from ..spectral.operators import SpectralOperator
+from ..spectral.perron import perron_vector
+from .base import MapMethod, Validity, register, select_layer, tokens_to_grid
+
+__all__ = ["UNLEARNED_GAMMA", "LinearEstimate", "Neumann", "Perron", "Visits", "start_row"]
+
+def start_row(start: str, record: AttentionRecord) -> str:
+    """Resolve ``"auto"`` to ``"cls"`` (model with a CLS token) or ``"uniform"``; check the others."""
+    if start not in ("auto", "cls", "uniform"):
+        raise ValueError(f"start={start!r} must be 'auto', 'cls' or 'uniform'")
+    if start == "auto":
+        return "cls" if record.num_prefix_tokens else "uniform"
+    if start == "cls" and not record.num_prefix_tokens:
+        raise ValueError("start='cls' needs a model with a CLS token (pool='cls'); use start='uniform'")
+    return start
+
+
+def _discount(learned: Tensor | None, given: float | Tensor | None) -> tuple[float | Tensor, str]:
+    if given is not None:
+        return given, "user"
+    if learned is not None:
+        return learned, "learned rho"
+    return UNLEARNED_GAMMA, f"{UNLEARNED_GAMMA} (the layer learns no rho)"
+
+
+def _validity(graphs: Sequence[tuple[int, SpectralOperator, float | Tensor]]) -> Validity:
+    """Row-wise absorbing-chain check of each ``(layer, graph, γ)`` the map used."""
+    checks = [absorption_check(op, gamma) for _, op, gamma in graphs]
+    mass = torch.stack([1.0 - c.absorption.amin(-1) for c in checks], -1)  # (B, L): max_i γ·Σ_j A_ij
+    return Validity(
+        layers=[layer for layer, _, _ in graphs],
+        row_share=torch.stack([c.valid_share for c in checks], -1).float(),
+        max_row_mass=mass.float(),
+        gamma=torch.stack([c.gamma for c in checks], -1).float(),
+    )
+
+
+def _gamma_value(gamma: Any) -> float | list[float]:
+    g = torch.as_tensor(gamma).detach().flatten()
+    return float(g[0]) if bool((g == g[0]).all()) else g.tolist()
+
+
+@register
+class Visits(MapMethod):
+    """Expected visits ``sᵀ(I − γA)⁻¹`` of one layer's graph, from the CLS token (or uniform).
+
+    ``γ`` defaults to the layer's learned ``ρ`` (:data:`UNLEARNED_GAMMA` for softmax layers).
+    """
+
+    name = "visits"
+    family = "spectral"
+    description = "expected visits s^T (I - gamma A)^-1 of one layer's graph"
+    reference = "Kemeny & Snell, Finite Markov Chains (1960); Roffo & Palmer, arXiv 2603.00175"
+    defaults = {"layer": -1, "head": "mean", "gamma": None, "start": "auto", "matrix": "native",
+                "include_start": True, "solver": "auto", "tol": 1e-10, "block_size": None}
+    per_layer = True
+    cost = "1 forward; a dense solve (N ≤ 2048) or GMRES on matrix-free products"
+
+    def _compute(self, model, images, target, options):
+        _, records = capture_attention(model, images)
+        record = select_layer(records, options["layer"])
+        op, learned = layer_graph(record, head=options["head"], matrix=options["matrix"],
+                                  block_size=options["block_size"])
+        gamma, source = _discount(learned, options["gamma"])
+        result = expected_visits(op, gamma, start_row(options["start"], record),
+                                 include_start=options["include_start"], solver=options["solver"], tol=options["tol"])
+        metadata = {**result.metadata(), "layer": record.layer, "variant": record.variant,
+                    "gamma": _gamma_value(result.gamma), "gamma_source": source}
+        validity = _validity([(record.layer, op, gamma)])
+        return tokens_to_grid(result.visits, record), metadata, validity
+
+
+@register
+class Neumann(MapMethod):
+    """Neumann series across layers ``sᵀ Σ_t (γ₁⋯γ_t) A⁽ᵗ⁾⋯A⁽¹⁾`` (Horner, vector products only)."""
+
+    name = "neumann"
+    family = "spectral"
+    description = "Neumann series across layers s^T sum_t gamma^t A(t)...A(1)"
+    reference = "Roffo & Palmer, arXiv 2603.00175 (the stacked-layer series)"
+    defaults = {"gamma": None, "head": "mean", "start": "auto", "matrix": "native", "include_start": False,
+                "block_size": None}
+    cost = "1 forward; L matrix-free row-vector products"
+
+    def _compute(self, model, images, target, options):
+        _, records = capture_attention(model, images)
+        start = start_row(options["start"], records[0])
+        graphs = [layer_graph(r, head=options["head"], matrix=options["matrix"], block_size=options["block_size"])
+                  for r in records]
+        given = options["gamma"]
+        discounts = [_discount(learned, given) for _, learned in graphs]
+        result = neumann_across_layers([op for op, _ in graphs], [g for g, _ in discounts], start,
+                                       include_start=options["include_start"])
+        metadata = {**result.metadata(), "variants": [r.variant for r in records],
+                    "gamma_source": sorted({source for _, source in discounts})}
+        validity = _validity([(r.layer, op, g) for r, (op, _), (g, _) in zip(records, graphs, discounts)])
+        return tokens_to_grid(result.vector, records[0]), metadata, validity
+
+
+@register
+class Perron(MapMethod):
+    """Perron vector of one layer's graph (left: the stationary distribution for softmax)."""
+
+    name = "perron"
+    family = "spectral"
+    description = "dense left Perron vector of one layer's graph"
+    reference = "Perron–Frobenius; Roffo & Palmer, arXiv 2603.00175"
+    defaults = {"layer": -1, "head": "mean", "side": "left", "matrix": "native", "normalize": "sum",
+                "solver": "auto"}
+    per_layer = True
+    cost = "1 forward; closed form (rank one), LAPACK eig (N ≤ 1024) or power iteration"
+
+    def _compute(self, model, images, target, options):
+        _, records = capture_attention(model, images)
+        record = select_layer(records, options["layer"])
+        op, _ = layer_graph(record, head=options["head"], matrix=options["matrix"])
+        result = perron_vector(op, side=options["side"], normalize=options["normalize"], method=options["solver"])
+        metadata = {**result.metadata(), "layer": record.layer, "variant": record.variant,
+                    "eigenvalue": result.eigenvalue.tolist()}
+        return tokens_to_grid(result.vector, record), metadata, None
+
+
+@register
+class LinearEstimate(MapMethod):
+    """Linear-InfSA's Perron estimate ``a`` from one layer's ``q``, ``k`` (any variant), O(N·D).
+
+    ``head="mean"`` averages the heads' ``a`` (each sums to 1, so the mean does too).
+    """
+
+    name = "linear_estimate"
+    family = "spectral"
+    description = "Linear-InfSA's Perron estimate a from one layer's q, k"
+    reference = "Roffo & Palmer, arXiv 2603.00175 (Linear-InfSA)"
+    defaults = {"layer": -1, "head": "mean"}
+    per_layer = True
+    cost = "1 forward; O(N·D)"
+
+    def _compute(self, model: nn.Module, images: Tensor, target: Tensor | None,
+                 options: dict[str, Any]) -> tuple[Tensor, dict[str, Any], None]:
+        _, records = capture_attention(model, images)
+        record = select_layer(records, options["layer"])
+        head = options["head"]
+        check_head(head, record.q.shape[1])
+        a = record.linear_estimate()  # (B, H, N)
+        tokens = a.mean(1) if head == "mean" else a[:, head]
+        metadata = {"layer": record.layer, "variant": record.variant,
+                    "matrix": "Linear-InfSA a = ReLU(q_bar k^T)/sum, from the layer's q, k",
+                    "side": "left (estimate of the left Perron vector of A_hat)", "normalize": "sum"}
+        return tokens_to_grid(tokens, record), metadata, None

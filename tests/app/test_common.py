@@ -1,0 +1,116 @@
+"""The app's own pure helpers in ``app/common.py`` (model discovery, image choices, the text
+lines it shows); the library parts it calls are tested with the library."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from infsa_viz import VARIANTS, VisionTransformer, save_model
+from infsa_viz.data import test_split
+from infsa_viz.overlay import colour_scale
+
+COMMON = Path(__file__).resolve().parents[2] / "app" / "common.py"
+
+
+@pytest.fixture(scope="module")
+def common():
+    """``app/common.py`` loaded from its file (the app imports it as a sibling module); it sets
+    one intra-op thread for the process, so the other tests get theirs back afterwards."""
+    import torch
+
+    threads = torch.get_num_threads()
+    spec = importlib.util.spec_from_file_location("infsa_app_common", COMMON)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.modules.pop(spec.name, None)
+        torch.set_num_threads(threads)
+
+
+def _png(image: np.ndarray) -> bytes:
+    ok, buf = cv2.imencode(".png", image)
+    assert ok
+    return buf.tobytes()
+
+
+def test_discover_models_orders_by_variant_and_skips_incomplete(common, tmp_path, make_config):
+    for variant in reversed(VARIANTS):
+        save_model(VisionTransformer(make_config(variant)), tmp_path / f"m-{variant}")
+    (tmp_path / "training").mkdir()
+    (tmp_path / "training" / "config.json").write_text("{}")  # weights not written yet
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "notes.txt").write_text("not a model")
+    found = common.discover_models(tmp_path)
+    assert [e.variant for e in found] == list(VARIANTS)
+    assert [e.name for e in found] == [f"m-{v}" for v in VARIANTS]
+    assert all(e.label == f"{e.variant} · {e.name}" and Path(e.path).is_absolute() for e in found)
+    weights = Path(found[0].path) / "model.safetensors"
+    assert found[0].version == weights.stat().st_mtime_ns  # a retrained model is a new cache key
+    assert common.discover_models(tmp_path / "missing") == []
+    with pytest.raises(ValueError, match="not a model directory"):
+        common.model_entry(tmp_path / "training")
+    with pytest.raises(ValueError, match="does not exist"):
+        common.model_entry(tmp_path / "nope")
+
+
+def test_test_image_is_the_split_image_with_its_boxes(common):
+    choice, split = common.test_image(17), test_split()
+    np.testing.assert_array_equal(choice.data.images[0], split.images[17])
+    np.testing.assert_array_equal(choice.data.boxes[0], split.boxes[17])
+    np.testing.assert_array_equal(choice.data.negative_boxes[0], split.negative_boxes[17])
+    assert (choice.key, choice.index, choice.label) == ("test:17", 17, int(split.labels[17]))
+    assert choice.source == "test image #17"
+
+
+@pytest.mark.parametrize("shape", [(37, 81), (37, 81, 3), (37, 81, 4)])
+def test_upload_image_has_no_label_and_a_content_key(common, shape):
+    image = np.random.default_rng(0).integers(0, 255, shape, dtype=np.uint8)
+    choice = common.upload_image(_png(image), "x.png")
+    assert choice.label is None and choice.index is None
+    assert choice.data.images[0].shape[:2] == (37, 81)
+    assert choice.data.boxes[0].shape == (0, 4)
+    assert choice.key == common.upload_image(_png(image), "other.png").key  # identity is the content
+    with pytest.raises(ValueError, match="bad.png: not a readable image"):
+        common.upload_image(b"GIF89a not really", "bad.png")
+
+
+def _validity(share: list[float], mass: list[float]) -> dict:
+    return {"reading": "absorbing chain", "holds": all(s == 1 for s in share), "layers": list(range(len(share))),
+            "row_share": share, "max_row_mass": mass, "gamma": [0.5] * len(share)}
+
+
+def test_validity_line_states_the_share_and_never_rounds_a_failure_up(common):
+    assert common.validity_line(None) is None
+    held = common.validity_line(_validity([1.0], [0.72]))
+    assert held == ":green[absorbing-chain reading holds on 100 % of rows (layer 0; max γ·Σ_j A_ij = 0.72)]"
+    failed = common.validity_line(_validity([1.0, 0.9996], [0.9, 1.2]))
+    assert failed.startswith(":orange[") and "99.9 % of rows (2 layers; max γ·Σ_j A_ij = 1.20)" in failed
+
+
+def test_badges_show_undefined_figures_as_na(common):
+    class Record:
+        morf_aoc, lerf_auc, aopc, pointing_hit = 12.34, 56.78, 0.1, math.nan
+        box_roc_auc, box_pr_auc, distractor_roc_auc = math.nan, math.nan, math.nan
+
+    line = common.badges(Record())
+    assert line.startswith("MoRF-AOC **12.3** · LeRF-AUC 56.8 · pointing n/a")
+    assert "box ROC-AUC **n/a**" in line
+    Record.pointing_hit, Record.box_roc_auc = 1.0, 0.91234
+    assert "pointing :green[hit]" in common.badges(Record()) and "**0.912**" in common.badges(Record())
+
+
+def test_scale_caption_names_the_shared_limits(common):
+    maps = [np.array([[0.0, 1.0], [1.0, 2.0]]), np.array([[1.0, 1.0], [1.0, 1.0]])]
+    shared = common.scale_caption(colour_scale(maps, "shared"))
+    assert shared == "One colour scale for all maps (share of the map's absolute mass): 0 (dark) to 0.5 (bright)."
+    assert "own range" in common.scale_caption(colour_scale(maps, "per-map"))

@@ -1,0 +1,91 @@
+"""``python -m benchmarks throughput`` end to end: one process per case, statuses ok / oom / timeout / skipped."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from infsa_viz import VARIANTS
+
+# A small model: width 16, 2 heads, 1 block, patch 4 (6×6 position grid).
+SMALL = ["--shape", "shipped", "--patch", "4", "--width", "16", "--heads", "2", "--depth", "1", "--threads", "1"]
+
+
+@pytest.fixture
+def bench(bench_main, tmp_path):
+    """``bench(*args)`` → (exit code, report or None)."""
+    out = tmp_path / "bench-cpu.json"
+
+    def call(*args: str):
+        code = bench_main("throughput", "--out", str(out), *SMALL, *args)
+        return code, (json.loads(out.read_text(encoding="utf-8")) if out.is_file() else None)
+
+    return call
+
+
+def test_tiny_grid_writes_json_and_html_with_every_variant_ok(bench, tmp_path, capsys):
+    # One process per case (about 2 s each, mostly importing torch): 2 resolutions + 1 token count.
+    code, report = bench("--resolutions", "16,32", "--attention-tokens", "64", "--repeats", "2")
+    assert code == 0
+    html = (tmp_path / "bench-cpu.html").read_text()
+    assert 'src="plotly.min.js"' in html and (tmp_path / "plotly.min.js").is_file()  # offline, one shared copy
+    cases = report["cases"]
+    assert len(cases) == 3 * len(VARIANTS) and report["complete"] is True
+    assert {c["status"] for c in cases} == {"ok"}
+    for section in ("model", "attention"):
+        assert {c["variant"] for c in cases if c["section"] == section} == set(VARIANTS)
+    for case in cases:
+        assert 1 <= case["repeats_done"] == len(case["times_s"]) <= 2 and case["threads"] == 1
+        assert case["peak_rss_bytes"] >= case["rss_before_forward_bytes"] > 0
+    assert [c["tokens"] for c in cases if c["section"] == "model"][:: len(VARIANTS)] == [17, 65]
+    protocol = report["protocol"]
+    assert protocol["torch"] == torch.__version__ and protocol["device"] == "cpu"
+    assert protocol["command"].startswith("python -m benchmarks throughput --out")
+    assert protocol["settings"]["repeats"] == 2
+    slopes = report["summary"]["model_latency_slope"]["shipped"]
+    assert {v: s["points"] for v, s in slopes.items()} == dict.fromkeys(VARIANTS, 2)
+    assert {v: s["slope"] for v, s in report["summary"]["attention_slope"]["shipped"].items()} == dict.fromkeys(
+        VARIANTS)  # one token count: no slope
+    assert set(report["summary"]["throughput_ratio"]["shipped"]) == {"16", "32"}
+    err = capsys.readouterr().err
+    assert err.count("throughput: ") == len(cases) and "Traceback" not in err
+
+
+def test_memory_cap_gives_oom_and_skips_larger_sizes(bench):
+    # Pure InfSA at 512² and patch 4: N = 16,385 tokens, a (1, 2, N, N) float32 tensor is 2.1 GB,
+    # over the 2 GB address-space cap; 16² (17 tokens) fits.
+    code, report = bench("--sections", "model", "--variants", "pure_infsa", "--resolutions", "16,512,1024",
+                         "--repeats", "1", "--warmup", "0", "--memory-limit", "2")
+    assert code == 0
+    assert [c["status"] for c in report["cases"]] == ["ok", "oom", "skipped"]
+    assert "allocate" in report["cases"][1]["message"]
+    assert report["cases"][2]["message"].startswith("oom at 512²")
+    assert report["summary"]["largest_completed"]["shipped"]["pure_infsa"]["resolution"] == 16
+
+
+def test_time_limit_gives_timeout_and_skips_larger_sizes(bench):
+    code, report = bench("--sections", "attention", "--variants", "softmax", "--attention-tokens", "1048576,2097152",
+                         "--time-limit", "1")
+    assert code == 0
+    assert [c["status"] for c in report["cases"]] == ["timeout", "skipped"]
+    assert report["cases"][0]["message"] == "ran past the 1 s time limit; killed"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error raised without CUDA")
+def test_cuda_without_cuda_exits_2(bench, capsys):
+    code, report = bench("--device", "cuda")
+    assert code == 2 and report is None
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cuda" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("args, match", [
+    (["--resolutions", "30"], "not divisible"),
+    (["--variants", "softmax,bogus"], "bogus"),
+    (["--heads", "3"], "num_heads=3 must divide embed_dim=16"),
+])
+def test_bad_settings_exit_2_before_running(bench, capsys, args, match):
+    code, report = bench(*args)
+    assert code == 2 and report is None and match in capsys.readouterr().err

@@ -1,0 +1,32 @@
+"""Profiling engine: pick the cases from a throughput report, rank one forward's operators (times not asserted)."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.profile import largest_completed, profile_forward
+
+
+def _case(variant, resolution, status, shape="shipped", section="model"):
+    return {"section": section, "shape": shape, "variant": variant, "resolution": resolution, "status": status}
+
+
+def test_largest_completed_picks_the_largest_ok_model_case_per_variant():
+    report = {"cases": [
+        _case("softmax", 224, "ok"), _case("softmax", 1024, "ok"), _case("softmax", 2048, "timeout"),
+        _case("linear_infsa", 9216, "ok"), _case("linear_infsa", 9999, "ok", shape="tiny"),
+        _case("pure_infsa", 4096, "ok", section="attention"), _case("pure_infsa", 512, "ok"),
+    ]}
+    assert largest_completed(report, shape="shipped") == {"softmax": 1024, "linear_infsa": 9216, "pure_infsa": 512}
+    with pytest.raises(ValueError, match="shape='other'"):
+        largest_completed(report, shape="other")
+
+
+def test_profile_forward_ranks_operators_by_self_time():
+    row = profile_forward("pure_infsa", 64, top=5)
+    assert row["tokens"] == 65 and len(row["top_ops"]) == 5
+    shares = [op["percent"] for op in row["top_ops"]]
+    assert shares == sorted(shares, reverse=True) and 0 < sum(shares) <= 100.05
+    assert any("bmm" in op["name"] or "matmul" in op["name"] or "addmm" in op["name"] for op in row["top_ops"])
+    with pytest.raises(ValueError, match="resolution=60"):
+        profile_forward("softmax", 60)

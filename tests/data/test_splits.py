@@ -1,0 +1,56 @@
+"""The one test split and labelled image sets (infsa_viz/data/splits.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from infsa_viz import data
+from infsa_viz.data import TEST_SEED, TEST_SIZE, LabelledImages, generate_cluttered
+
+
+def test_image_i_of_the_test_split_is_the_same_whatever_n():
+    full = data.test_split()
+    assert len(full) == TEST_SIZE and full.description["seed"] == TEST_SEED
+    for n in (1, 5, 1000):
+        part = data.test_split(n)
+        assert len(part) == n and part.names[-1] == f"test:{n - 1}"
+        np.testing.assert_array_equal(part.images, full.images[:n])
+        np.testing.assert_array_equal(part.labels, full.labels[:n])
+        for i in range(n):
+            np.testing.assert_array_equal(part.boxes[i], full.boxes[i])
+            np.testing.assert_array_equal(part.negative_boxes[i], full.negative_boxes[i])
+    # ... and it is the generator's image i, asked for on its own.
+    one = generate_cluttered(1, split="test", seed=TEST_SEED, start=1234)
+    np.testing.assert_array_equal(one.images[0], full.images[1234])
+    np.testing.assert_array_equal(one.target_boxes, full.boxes[1234])
+
+
+def test_the_test_split_is_read_only_and_cached():
+    full = data.test_split()
+    assert data.test_split() is full
+    with pytest.raises(ValueError):
+        full.images[0, 0, 0] = 1
+
+
+@pytest.mark.parametrize("n", [0, -1, TEST_SIZE + 1, 2.5, True])
+def test_bad_sizes_are_refused(n):
+    with pytest.raises(ValueError, match="n="):
+        data.test_split(n)
+
+
+def test_subset_keeps_images_labels_boxes_and_names_together():
+    full = data.test_split(20)
+    part = full.subset([7, 3])
+    assert part.names == ["test:7", "test:3"]
+    np.testing.assert_array_equal(part.images, full.images[[7, 3]])
+    np.testing.assert_array_equal(part.boxes[1], full.boxes[3])
+    assert part.description["indices"] == [7, 3]
+    with pytest.raises(ValueError, match="out of range"):
+        full.subset([20])
+
+
+def test_labelled_images_checks_lengths():
+    image = np.zeros((4, 4), np.uint8)
+    with pytest.raises(ValueError, match="one entry per image"):
+        LabelledImages(images=[image, image], labels=np.array([0]), boxes=[np.zeros((0, 4))])
