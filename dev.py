@@ -34,7 +34,7 @@ def _run(*cmd: str | Path) -> None:
 
 
 def ensure_env() -> None:
-    """Create ``.venv`` and install the project with its test extras, once per pyproject change."""
+    """Create ``.venv`` and install the project with every extra (app, captum, test), once per pyproject change."""
     if not PYTHON.exists():
         print(f"dev.py: creating {VENV}", file=sys.stderr)
         venv.EnvBuilder(with_pip=True).create(VENV)
@@ -44,7 +44,7 @@ def ensure_env() -> None:
     pip = (PYTHON, "-m", "pip", "install", "--disable-pip-version-check", "-q")
     if TORCH != "keep":
         _run(*pip, TORCH)
-    _run(*pip, "-e", ".[test]")
+    _run(*pip, "-e", ".[app,captum,test]")
     # Test-only cross-check; --no-deps keeps opencv-python-headless (see pyproject's test extra).
     _run(*pip, "--no-deps", QUANTUS)
     STAMP.write_text(want + "\n")

@@ -18,6 +18,7 @@ import sys
 import time
 from typing import Any
 
+from infsa_viz.attention import VARIANTS
 from infsa_viz.progress import progress
 
 from .throughput import SHAPES
@@ -97,7 +98,7 @@ def _run_child(spec: dict[str, Any], time_limit_s: float) -> dict[str, Any]:
     return {"status": "oom" if memory else "error", "message": tail}
 
 
-def run_map_benchmark(*, variants: tuple[str, ...] = ("linear_infsa",),
+def run_map_benchmark(*, variants: tuple[str, ...] = VARIANTS,
                       sides: tuple[int, ...] = (256, 512, 1024, 2048), threads: int = 2,
                       time_limit_s: float = 120.0, memory_gb: float = 16.0, on_case=None) -> list[dict[str, Any]]:
     """Every variant × :func:`map_cases` entry at every side; a case that fails is skipped at larger sides.

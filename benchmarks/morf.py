@@ -17,12 +17,14 @@ from typing import Any
 import numpy as np
 import torch
 
+from infsa_viz.maps.attention import AttentionMap
+
 __all__ = ["morf_benchmark"]
 
 OUR_BATCH = 256  # perturbed copies per forward in our engine (perturbation_curves' default; 512 ran slower here)
 
 
-def morf_benchmark(model_dir: str, *, n_images: int = 64, method: str = "attention",
+def morf_benchmark(model_dir: str, *, n_images: int = 64, method: str = AttentionMap.name,
                    repeats: int = 3) -> dict[str, Any]:
     """Time both engines side by side (alternating, median of ``repeats``) and compare curves.
 
@@ -31,7 +33,7 @@ def morf_benchmark(model_dir: str, *, n_images: int = 64, method: str = "attenti
         n_images: the first ``n_images`` of the cluttered-digits test split
             (:func:`~infsa_viz.data.test_split`); default 64.
         method: the registered map method (:data:`~infsa_viz.maps.METHODS`) whose order removes
-            patches, with its default options; default ``"attention"``.
+            patches, with its default options; default the raw attention map.
         repeats: timed runs of each engine; default 3.
 
     Returns:

@@ -31,6 +31,7 @@ from torch import Tensor, nn
 
 __all__ = [
     "ATTENTION_REGISTRY",
+    "DEFAULT_VARIANT",
     "VARIANTS",
     "Attention",
     "LinearInfSAAttention",
@@ -290,6 +291,8 @@ ATTENTION_REGISTRY: dict[str, type[Attention]] = {
 }
 #: The variant names, in a fixed order (softmax first, the baseline).
 VARIANTS: tuple[str, ...] = tuple(ATTENTION_REGISTRY)
+#: The variant a model gets when none is named: the softmax baseline.
+DEFAULT_VARIANT: str = SoftmaxAttention.variant
 
 
 def check_variant(variant: str, *, name: str = "variant") -> str:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-__all__ = ["atomic_write", "read_json", "write_json"]
+T = TypeVar("T")
+
+__all__ = ["atomic_write", "dataclass_from_json", "read_json", "write_json"]
 
 
 def atomic_write(path: str | Path, data: bytes | str) -> Path:
@@ -49,3 +52,25 @@ def read_json(path: str | Path) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise ValueError(f"{path}: not valid JSON ({err})") from None
+
+
+def dataclass_from_json(cls: type[T], data: Any, *, source: str, **converted: Any) -> T:
+    """Build the dataclass ``cls`` from a JSON object; errors name the source, the key and the problem.
+
+    Args:
+        cls: a dataclass whose ``__post_init__`` validates its fields (raising ``ValueError``).
+        data: the parsed JSON value.
+        source: where it came from (a file, a key), for the messages.
+        **converted: fields already converted by the caller (e.g. a nested dataclass), used in
+            place of ``data``'s entries.
+    """
+    if not isinstance(data, dict):
+        raise ValueError(f"{source}: expected a JSON object, got {type(data).__name__}")
+    known = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ValueError(f"{source}: unknown keys {unknown}; expected keys among {sorted(known)}")
+    try:
+        return cls(**{**data, **converted})
+    except ValueError as err:
+        raise ValueError(f"{source}: {err}") from None

@@ -100,16 +100,9 @@ class Preprocessing:
     @classmethod
     def from_dict(cls, data: Any, *, source: str = "preprocessing") -> "Preprocessing":
         """Validate a JSON object; errors name the source, the key and the problem."""
-        if not isinstance(data, dict):
-            raise ValueError(f"{source}: expected a JSON object, got {type(data).__name__}")
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"{source}: unknown keys {unknown}; expected keys among {sorted(known)}")
-        try:
-            return cls(**data)
-        except ValueError as err:
-            raise ValueError(f"{source}: {err}") from None
+        from .io import dataclass_from_json
+
+        return dataclass_from_json(cls, data, source=source)
 
     def normalise(self, images: np.ndarray) -> Tensor:
         """``uint8 (n, S, S)`` or ``(n, S, S, C)`` already at the model's size → ``(n, C, S, S)`` float32."""

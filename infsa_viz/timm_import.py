@@ -15,6 +15,7 @@ from typing import Mapping
 
 from torch import Tensor
 
+from .attention import DEFAULT_VARIANT
 from .preprocess import Preprocessing
 from .vit import ViTConfig, VisionTransformer
 
@@ -30,7 +31,7 @@ def from_timm_state_dict(
     state: Mapping[str, Tensor],
     *,
     num_heads: int,
-    attention: str = "softmax",
+    attention: str = DEFAULT_VARIANT,
     num_classes: int | None = None,
     rho_init: float = 0.5,
     rho_per_head: bool = False,

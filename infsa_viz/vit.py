@@ -17,8 +17,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .attention import build_attention, check_variant
-from .io import atomic_write, read_json
+from .attention import DEFAULT_VARIANT, build_attention, check_variant
+from .io import atomic_write, dataclass_from_json, read_json
 from .preprocess import CLUTTERED_DIGITS, Preprocessing
 
 __all__ = [
@@ -68,7 +68,7 @@ class ViTConfig:
     num_heads: int = 4
     mlp_ratio: float = 4.0
     pool: str = "cls"
-    attention: str = "softmax"
+    attention: str = DEFAULT_VARIANT
     rho_init: float = 0.5
     rho_per_head: bool = False
     num_classes: int = 10
@@ -109,19 +109,10 @@ class ViTConfig:
     @classmethod
     def from_dict(cls, data: Any, *, source: str = "config") -> "ViTConfig":
         """Validate a JSON-like mapping; errors name the source, the key and the problem."""
-        if not isinstance(data, dict):
-            raise ValueError(f"{source}: expected a JSON object, got {type(data).__name__}")
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"{source}: unknown keys {unknown}; expected keys among {sorted(known)}")
-        data = dict(data)
-        if "preprocessing" in data:
-            data["preprocessing"] = Preprocessing.from_dict(data["preprocessing"], source=f"{source}: preprocessing")
-        try:
-            return cls(**data)
-        except ValueError as err:
-            raise ValueError(f"{source}: {err}") from None
+        converted = {}
+        if isinstance(data, dict) and "preprocessing" in data:
+            converted["preprocessing"] = Preprocessing.from_dict(data["preprocessing"], source=f"{source}: preprocessing")
+        return dataclass_from_json(cls, data, source=source, **converted)
 
     def replace(self, **changes: Any) -> "ViTConfig":
         return dataclasses.replace(self, **changes)

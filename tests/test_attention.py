@@ -153,6 +153,34 @@ def test_bfloat16_forward_is_finite(variant):
     assert out.dtype == torch.bfloat16 and torch.isfinite(out).all()
 
 
+def test_float64_inputs_stay_float64_accurate():
+    """infsa_affinity and linear_infsa_weights compute in the input's dtype: float64 in, float64-exact
+    out (they used to round through float32: 1.6e-8 from this reference)."""
+    torch.manual_seed(3)
+    q, k = torch.randn(2, 3, 17, 8, dtype=torch.float64), torch.randn(2, 3, 17, 8, dtype=torch.float64)
+    s = torch.clamp(torch.einsum("bhid,bhjd->bhij", q, k), min=0)
+    reference = s / (torch.sqrt((s**2).sum((-2, -1), keepdim=True)) + 1e-6)
+    a_hat = infsa_affinity(q, k)
+    assert a_hat.dtype == torch.float64
+    assert_close(a_hat, reference, atol=1e-12, rtol=1e-12)
+    norms = q.norm(dim=-1)
+    alpha = norms / (norms.sum(-1, keepdim=True) + 1e-6)
+    q_bar = (alpha.unsqueeze(-1) * q).sum(-2)
+    scores = torch.clamp((k * q_bar.unsqueeze(-2)).sum(-1), min=0)
+    for got, expected in zip(linear_infsa_weights(q, k), (alpha, q_bar, scores / (scores.sum(-1, keepdim=True) + 1e-6))):
+        assert got.dtype == torch.float64
+        assert_close(got, expected, atol=1e-12, rtol=1e-12)
+
+
+def test_half_precision_affinity_does_not_overflow_in_q_k():
+    """q·kᵀ of large float16 activations exceeds 65504; the product is taken in float32."""
+    q = torch.full((1, 4, 8), 40.0, dtype=torch.float16)  # q·k = 8 · 1600 = 12800 · ... per pair
+    k = torch.full((1, 4, 8), 300.0, dtype=torch.float16)  # 8 · 40 · 300 = 96,000 > float16 max
+    a_hat = infsa_affinity(q, k)
+    assert a_hat.dtype == torch.float16 and torch.isfinite(a_hat).all()
+    assert_close(a_hat.float(), torch.full((1, 4, 4), 0.25), atol=1e-3, rtol=0)
+
+
 def test_affinity_is_nonnegative_with_unit_frobenius_norm():
     q, k = torch.randn(2, 3, 10, 4), torch.randn(2, 3, 10, 4)
     a_hat = infsa_affinity(q, k)

@@ -8,6 +8,7 @@ import streamlit as st
 
 import common
 from infsa_viz.maps import selector_options
+from infsa_viz.maps.spectral import Visits
 from infsa_viz.spectral import MATRICES
 
 sel = common.selection()
@@ -23,7 +24,7 @@ st.caption(f"Layer {'last' if sel.layer == -1 else sel.layer}, head {sel.head} (
            "γ is the learned ρ for InfSA layers and a fixed γ for layers without one; the dashed circle is "
            "|λ| = 1/γ, where the Neumann series Σ γᵗAᵗ stops converging.")
 
-visits = common.explain_models(sel, "visits", selector_options("visits", layer=sel.layer, head=sel.head, strict=False))
+visits = common.explain_models(sel, Visits.name, selector_options(Visits.name, layer=sel.layer, head=sel.head, strict=False))
 tiles, scale = common.draw(sel, visits)
 rows = []
 for column, (entry, visit) in zip(st.columns(len(visits)), visits):

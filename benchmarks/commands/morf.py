@@ -10,7 +10,9 @@ from .. import command_line
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default="models/softmax-vit4", help="model directory")
-    parser.add_argument("--method", default="attention",
+    from infsa_viz.maps.attention import AttentionMap
+
+    parser.add_argument("--method", default=AttentionMap.name,
                         help="map method whose order is used (ties are broken differently by the two engines: "
                              "use a map without ties)")
     parser.add_argument("--n-images", type=int, default=64)

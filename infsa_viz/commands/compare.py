@@ -14,8 +14,10 @@ from ._lists import comma_names
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("image", metavar="IMAGE", help="image file, or test:INDEX for the cluttered-digits test split")
     add_model_list(parser, help="comma-separated model directories (columns)")
-    parser.add_argument("--methods", type=comma_names, default=("attention",), metavar="M[,M…]",
-                        help="comma-separated map methods (rows)")
+    from ..maps.attention import AttentionMap
+
+    parser.add_argument("--methods", type=comma_names, default=(AttentionMap.name,), metavar="M[,M…]",
+                        help=f"comma-separated map methods (rows; default {AttentionMap.name})")
     parser.add_argument("--out", required=True, help="output PNG (a JSON with the settings is written next to it)")
     add_map_options(parser)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..attention import VARIANTS
+from ..attention import DEFAULT_VARIANT, VARIANTS
 from ..preprocess import RESAMPLES, RESIZES
 from ._lists import comma_floats
 
@@ -13,7 +13,7 @@ from ._lists import comma_floats
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("weights", help="a timm ViT state dict saved as .safetensors (pickle files are refused)")
     parser.add_argument("--num-heads", type=int, required=True, help="heads per layer of the checkpoint")
-    parser.add_argument("--attention", default="softmax", choices=VARIANTS, help="attention of the new model")
+    parser.add_argument("--attention", default=DEFAULT_VARIANT, choices=VARIANTS, help="attention of the new model")
     parser.add_argument("--num-classes", type=int, default=None, help="start a fresh head with this many classes")
     parser.add_argument("--mean", type=comma_floats, default=(0.485, 0.456, 0.406), metavar="M[,M,M]",
                         help="input normalisation mean of pixel/255 per channel (default ImageNet's)")

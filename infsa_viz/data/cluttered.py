@@ -29,6 +29,7 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 
+from .._checks import check_int
 from ..preprocess import CLUTTERED_DIGITS
 from ._render import (
     CANDIDATES,
@@ -194,18 +195,6 @@ def _digit_pool(split: Split) -> _DigitPool:
     return _DigitPool(images, labels, ink)
 
 
-def _non_negative_int(name: str, value: object) -> int:
-    if isinstance(value, bool):
-        raise ValueError(f"{name}={value!r} is invalid; expected a non-negative integer")
-    try:
-        value = operator.index(value)
-    except TypeError:
-        raise ValueError(f"{name}={value!r} is invalid; expected a non-negative integer") from None
-    if value < 0:
-        raise ValueError(f"{name}={value} is invalid; expected a non-negative integer")
-    return value
-
-
 def _draw(rng: np.random.Generator, pool_size: int, cfg: ClutteredDigitsConfig) -> dict[str, np.ndarray]:
     """Every random choice of one image, from that image's own generator."""
     K = cfg.num_distractors
@@ -310,10 +299,10 @@ def generate_cluttered(
         >>> sample.images.shape, sample.target_boxes.shape
         ((4, 48, 48), (4, 4))
     """
-    n = _non_negative_int("n", n)
+    n = check_int("n", n, minimum=0)
     _check_split(split)
-    seed = _non_negative_int("seed", seed)
-    start = _non_negative_int("start", start)
+    seed = check_int("seed", seed, minimum=0)
+    start = check_int("start", start, minimum=0)
     return _generate(range(start, start + n), split, [seed, _STREAM_SAMPLE, _SPLIT_CODE[split]], config)
 
 
@@ -334,7 +323,7 @@ def cluttered_epoch(
     Returns:
         A :class:`ClutteredSample`.
     """
-    epoch = _non_negative_int("epoch", epoch)
-    n = _non_negative_int("n", n)
-    seed = _non_negative_int("seed", seed)
+    epoch = check_int("epoch", epoch, minimum=0)
+    n = check_int("n", n, minimum=0)
+    seed = check_int("seed", seed, minimum=0)
     return _generate(range(n), "train", [seed, _STREAM_EPOCH, _SPLIT_CODE["train"], epoch], config)

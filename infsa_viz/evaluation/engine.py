@@ -24,7 +24,7 @@ from ..distributed import Dist, shard_indices
 from ..maps import METHODS, MapResult, attribute, check_method
 from ..metrics import RECALL_GRID, UndefinedMetricWarning, box_auc, box_curves, perturbation_curves, pointing_game
 from ..metrics import aopc, lerf_auc, morf_aoc
-from ..metrics._checks import check_choice, check_int
+from .._checks import check_choice, check_int
 from ..metrics.protocol import BASELINES, SCORES, SELECTIONS
 from ..preprocess import prepare
 from ..progress import progress
@@ -122,7 +122,7 @@ def score_images(
     negatives = None if data.negative_boxes is None else [prepared.boxes(i, b) for i, b in enumerate(data.negative_boxes)]
     spec = check_method(method)
     extra = dict(options or {})
-    if method == "random" and "seed" not in extra:  # one random map per chunk, reproducible from the protocol
+    if spec.seeded and "seed" not in extra:  # one random map per chunk, reproducible from the protocol
         extra["seed"] = protocol.seed + (int(indices[0]) if indices is not None and len(indices) else 0)
     target: int | Tensor | None = None
     if spec.explains_class:

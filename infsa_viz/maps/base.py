@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, get_args
 
 import torch
 from torch import Tensor, nn
@@ -33,7 +33,7 @@ __all__ = [
 ]
 
 Family = Literal["attention", "spectral", "gradient", "baseline"]
-FAMILIES: tuple[str, ...] = ("attention", "spectral", "gradient", "baseline")
+FAMILIES: tuple[str, ...] = get_args(Family)
 
 
 @dataclass(frozen=True)
@@ -120,6 +120,9 @@ class MapMethod(ABC):
     signed: ClassVar[bool] = False
     #: Whether the published evaluation runs it by default.
     in_default_report: ClassVar[bool] = True
+    #: Whether its ``seed`` option draws the map (the evaluation then seeds each chunk of images
+    #: from its own seed and the chunk's first index, so reruns reproduce it).
+    seeded: ClassVar[bool] = False
     #: Work per batch of images, in words.
     cost: ClassVar[str] = ""
 

@@ -17,6 +17,7 @@ class RandomMap(MapMethod):
     family = "baseline"
     description = "seeded uniform noise: the chance baseline"
     defaults = {"seed": 0}
+    seeded = True
     cost = "none"
 
     def _compute(self, model, images, target, options):

@@ -61,9 +61,13 @@ class _CaptumMethod(MapMethod):
         maps = attr if attr.dim() == 3 else pool_to_patches(attr.detach(), model.patch_size, absolute=not self.signed)
         return maps.detach(), {"captum": self.captum_class, "pooling": "sum over channels and patch pixels"}, None
 
+    #: Keyword arguments of the plain call ``explainer.attribute(x, target=…, **call_options)``.
+    call_options: dict[str, Any] = {}
+
     def _attribute(self, explainer: Any, x: Tensor, target: Tensor, patch_size: int,
-                   options: dict[str, Any]) -> Tensor:  # pragma: no cover - abstract
-        raise NotImplementedError
+                   options: dict[str, Any]) -> Tensor:
+        """Pixel attributions ``(B, C, H, W)`` (or patch scores ``(B, h, w)``); the plain call by default."""
+        return explainer.attribute(x, target=target, **self.call_options)
 
 
 @register
@@ -90,11 +94,9 @@ class Saliency(_CaptumMethod):
     description = "Captum Saliency |d logit / d pixel|, summed per patch"
     reference = "Simonyan et al., Deep Inside Convolutional Networks, ICLR workshop 2014"
     captum_class = "Saliency"
+    call_options = {"abs": True}
     signed = False
     cost = "1 forward + 1 backward"
-
-    def _attribute(self, explainer, x, target, patch_size, options):
-        return explainer.attribute(x, target=target, abs=True)
 
 
 @register
@@ -107,9 +109,6 @@ class InputXGradient(_CaptumMethod):
     captum_class = "InputXGradient"
     in_default_report = False
     cost = "1 forward + 1 backward"
-
-    def _attribute(self, explainer, x, target, patch_size, options):
-        return explainer.attribute(x, target=target)
 
 
 @register

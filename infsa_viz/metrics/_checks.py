@@ -12,6 +12,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from .._checks import check_choice, check_float, check_int
+
 __all__ = [
     "UndefinedMetricWarning",
     "as_image_size",
@@ -31,37 +33,6 @@ class UndefinedMetricWarning(UserWarning):
 
 def warn_undefined(message: str) -> None:
     warnings.warn(message, UndefinedMetricWarning, stacklevel=3)
-
-
-def check_choice(name: str, value: Any, choices: Sequence[str]) -> str:
-    if not isinstance(value, str) or value not in choices:
-        raise ValueError(f"{name}={value!r} is invalid; expected one of {list(choices)}")
-    return value
-
-
-def check_int(name: str, value: Any, *, minimum: int) -> int:
-    if isinstance(value, bool):
-        raise ValueError(f"{name}={value!r} is invalid; expected an integer >= {minimum}")
-    try:
-        number = operator.index(value)
-    except TypeError:
-        raise ValueError(f"{name}={value!r} is invalid; expected an integer >= {minimum}") from None
-    if number < minimum:
-        raise ValueError(f"{name}={value!r} is invalid; expected an integer >= {minimum}")
-    return number
-
-
-def check_float(name: str, value: Any, *, minimum: float | None = None, positive: bool = False) -> float:
-    """A finite real number; ``positive`` demands ``> 0``, ``minimum`` demands ``>= minimum``."""
-    expectation = "a finite number" + (" > 0" if positive else "") + (
-        f" >= {minimum}" if minimum is not None else ""
-    )
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{name}={value!r} is invalid; expected {expectation}")
-    number = float(value)
-    if not np.isfinite(number) or (positive and number <= 0) or (minimum is not None and number < minimum):
-        raise ValueError(f"{name}={value!r} is invalid; expected {expectation}")
-    return number
 
 
 def as_image_size(value: Any, name: str = "image_size") -> tuple[int, int]:

@@ -121,10 +121,8 @@ def box_auc(
     from sklearn import config_context
     from sklearn.metrics import average_precision_score, roc_auc_score
 
-    height, width = as_image_size(image_size)
-    values = check_maps(maps)
+    (height, width), values, targets = _inputs(maps, boxes, image_size)
     B = values.shape[0]
-    targets = check_boxes(boxes, batch=B)
     negatives = None if negatives_boxes is None else check_boxes(negatives_boxes, batch=B, name="negatives_boxes")
     check_choice("level", level, LEVELS)
     check_choice("upsample", upsample, UPSAMPLES)
@@ -214,10 +212,8 @@ def pointing_game(
     Raises:
         ValueError: On a bad shape, box or option.
     """
-    height, width = as_image_size(image_size)
-    values = check_maps(maps)
+    (height, width), values, targets = _inputs(maps, boxes, image_size)
     B = values.shape[0]
-    targets = check_boxes(boxes, batch=B)
     if tolerance is None:
         tolerance = POINTING_REFERENCE_TOLERANCE * max(height, width) / POINTING_REFERENCE_SIZE
     tolerance = check_float("tolerance", tolerance, minimum=0.0)
@@ -287,9 +283,7 @@ def box_curves(maps: Any, boxes: Any, *, image_size: int | tuple[int, int],
     scores); ``None`` where the target union covers no pixel or every pixel."""
     from sklearn.metrics import precision_recall_curve, roc_curve
 
-    height, width = as_image_size(image_size)
-    values = check_maps(maps)
-    targets = check_boxes(boxes, batch=values.shape[0])
+    (height, width), values, targets = _inputs(maps, boxes, image_size)
     check_choice("upsample", upsample, UPSAMPLES)
     scores, _ = _scores_at_level(values, (height, width), "pixel", upsample)
     out: list[BoxCurve | None] = []
@@ -303,6 +297,13 @@ def box_curves(maps: Any, boxes: Any, *, image_size: int | tuple[int, int],
         out.append(BoxCurve(fpr=fpr, tpr=tpr, precision=precision, recall=recall,
                             positive_fraction=float(labels.mean())))
     return out
+
+
+def _inputs(maps: Any, boxes: Any, image_size: Any) -> tuple[tuple[int, int], np.ndarray, list[np.ndarray]]:
+    """The validated ``(H, W)``, maps ``(B, h, w)`` and per-image target boxes."""
+    size = as_image_size(image_size)
+    values = check_maps(maps)
+    return size, values, check_boxes(boxes, batch=values.shape[0])
 
 
 def _scores_at_level(

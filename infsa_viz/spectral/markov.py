@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .operators import SpectralOperator, as_operator
+from .operators import SpectralOperator, as_operator, convergence
 from .radius import GammaLike, as_gamma, check_gamma
 
 __all__ = [
@@ -149,9 +149,7 @@ class VisitResult:
             "start": self.start,
             "include_start": self.include_start,
             "solver": self.solver,
-            "iterations": self.iterations,
-            "max_residual": float(self.residual.max()) if self.residual.numel() else 0.0,
-            "tol": self.tol,
+            **convergence(self.iterations, self.residual, self.tol),
         }
 
     def describe(self) -> str:

@@ -19,6 +19,7 @@ tensors and in ``float32`` otherwise.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -27,6 +28,7 @@ from ..attention import EPS
 
 __all__ = [
     "DenseOperator",
+    "convergence",
     "InfSAOperator",
     "RankOneOperator",
     "SoftmaxOperator",
@@ -41,6 +43,11 @@ BLOCK_BYTES = 2**21
 #: ``"auto"`` solvers go dense only while the whole batch of matrices holds at most this many
 #: numbers (256 MiB in float64).
 DENSE_BUDGET = 2**25
+
+
+def convergence(iterations: int, residual: Tensor, tol: float | None) -> dict[str, Any]:
+    """How a solver ended, for a result's metadata: iterations, largest relative residual, tolerance."""
+    return {"iterations": iterations, "max_residual": float(residual.max()) if residual.numel() else 0.0, "tol": tol}
 
 
 def _compute_dtype(dtype: torch.dtype) -> torch.dtype:

@@ -18,7 +18,7 @@ import torch
 from torch import Tensor
 
 from ..attention import EPS, linear_infsa_weights
-from .operators import RankOneOperator, SpectralOperator, as_operator
+from .operators import RankOneOperator, SpectralOperator, as_operator, convergence
 
 __all__ = ["TOL_FLOOR_EPS", "PerronResult", "eigenvalue_spectrum", "linear_perron_estimate", "perron_vector"]
 
@@ -62,9 +62,7 @@ class PerronResult:
             "side": f"{self.side} ({'x^T A = lambda x^T' if self.side == 'left' else 'A x = lambda x'})",
             "normalize": self.normalize,
             "method": self.method,
-            "iterations": self.iterations,
-            "max_residual": float(self.residual.max()) if self.residual.numel() else 0.0,
-            "tol": self.tol,
+            **convergence(self.iterations, self.residual, self.tol),
         }
 
     def describe(self) -> str:

@@ -1,0 +1,109 @@
+"""The evaluation engine and its per-image record agree with the metric functions."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from sklearn.metrics import auc
+
+from infsa_viz.data import LabelledImages
+from infsa_viz.evaluation import EvalProtocol, default_methods, evaluate, score_images, summarise
+from infsa_viz.maps import METHODS, attribute
+from infsa_viz.metrics import aopc, box_auc, box_curves, lerf_auc, morf_aoc, perturbation_curves, pointing_game
+from infsa_viz.preprocess import Preprocessing, preprocess
+from infsa_viz.vit import VisionTransformer
+
+
+def _data(n: int = 4, *, labels=None) -> LabelledImages:
+    rng = np.random.default_rng(0)
+    return LabelledImages(
+        images=rng.integers(0, 256, (n, 16, 16), dtype=np.uint8),
+        labels=np.array(labels if labels is not None else rng.integers(0, 3, n)),
+        boxes=[np.array([[0, 0, 8, 8]])] * n,
+        negative_boxes=[np.array([[8, 8, 16, 16]])] * n,
+        names=[f"img{i}" for i in range(n)],
+    )
+
+
+@pytest.fixture
+def model(make_config):
+    return VisionTransformer(make_config("pure_infsa", preprocessing=Preprocessing(mean=0.4, std=0.3))).eval()
+
+
+def test_records_equal_the_metric_functions_on_the_same_maps(model):
+    data = _data()
+    protocol = EvalProtocol(steps=4, select="all")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # every figure is defined here: no undefined-metric warning
+        records, result, parts = score_images(model, data, "visits", protocol=protocol, name="m")
+    x = preprocess(model, data.images)
+    maps = attribute(model, x, "visits").maps
+    torch.testing.assert_close(result.maps, maps)
+    curves = perturbation_curves(model, x, maps, data.labels, patch_size=4, order="both", steps=4)
+    expect = {"morf_aoc": morf_aoc(curves["morf"], select="all").per_image,
+              "lerf_auc": lerf_auc(curves["lerf"], select="all").per_image,
+              "aopc": aopc(curves["morf"], select="all").per_image,
+              "box_roc_auc": box_auc(maps, data.boxes, image_size=16).roc_auc,
+              "box_pr_auc": box_auc(maps, data.boxes, image_size=16).pr_auc,
+              "pointing_hit": pointing_game(maps, data.boxes, image_size=16).hits}
+    for i, r in enumerate(records):
+        assert (r.model, r.method, r.index, r.name, r.label) == ("m", "visits", i, f"img{i}", int(data.labels[i]))
+        for key, values in expect.items():
+            assert getattr(r, key) == pytest.approx(values[i], abs=1e-12), key
+        np.testing.assert_allclose(r.morf, curves["morf"].probs[i])
+        with torch.no_grad():
+            np.testing.assert_allclose(r.logits, model(x[i:i + 1])[0].double().numpy(), atol=1e-6)
+        curve = box_curves(maps[i:i + 1], data.boxes[i:i + 1], image_size=16)[0]
+        assert auc(curve.fpr, curve.tpr) == pytest.approx(r.box_roc_auc)
+        assert r.validity["layers"] == [1] and r.target is None
+    fractions, removed = parts["steps"]
+    assert fractions.tolist() == [0, 0.25, 0.5, 0.75, 1.0] and removed.tolist() == [0, 4, 8, 12, 16]
+
+
+def test_unknown_labels_score_and_explain_the_prediction(model):
+    data = _data(labels=[-1, -1, 0, 1])
+    records, _, _ = score_images(model, data, "saliency", protocol=EvalProtocol(steps=2, target="label"))
+    with torch.no_grad():
+        predicted = model(preprocess(model, data.images)).argmax(-1).tolist()
+    assert [r.label for r in records] == [None, None, 0, 1]
+    assert [r.target for r in records] == predicted[:2] + [0, 1]
+    assert [r.scored for r in records] == predicted[:2] + [0, 1]
+    assert records[0].correct is None and records[2].scalars()["label"] == 0
+
+
+def test_images_without_boxes_have_undefined_box_figures(model):
+    data = LabelledImages(images=_data().images, labels=np.zeros(4, np.int64), boxes=[np.zeros((0, 4))] * 4)
+    records, _, _ = score_images(model, data, "attention", protocol=EvalProtocol(steps=2))
+    assert all(math.isnan(r.box_roc_auc) and math.isnan(r.pointing_hit) for r in records)
+    assert all(np.isnan(r.precision).all() for r in records)
+    row = summarise(records, select="all", steps=(np.array([0.0, 1.0]), np.array([0, 16])), protocol={})
+    assert row["box_roc_auc"] is None and row["box_undefined"] == 4 and row["n_scored"] == 4
+
+
+def test_evaluate_rows_aggregate_the_records_and_are_chunk_independent(model):
+    data = _data(6)
+    results = [evaluate([("m", model)], ["attention", "random"], data, protocol=EvalProtocol(steps=3, chunk=chunk,
+                                                                                                  select="all"))
+               for chunk in (2, 6)]
+    a, b = results
+    assert [r["method"] for r in a.rows] == ["attention", "random"] and len(a.records) == 12
+    figures = lambda row: {k: v for k, v in row.items() if k != "protocol"}  # noqa: E731  (chunk is in it)
+    assert figures(a.rows[0]) == figures(b.rows[0])  # attention maps do not depend on the chunking
+    first = a.rows[0]
+    mine = [r for r in a.records if r.method == "attention"]
+    assert first["morf_aoc"] == pytest.approx(np.mean([r.morf_aoc for r in mine]), abs=1e-3)
+    assert first["box_pr_auc"] == pytest.approx(np.mean([r.box_pr_auc for r in mine]), abs=1e-5)
+    assert first["protocol"]["evaluation"]["chunk"] == 2 and first["protocol"]["map"]["method"] == "attention"
+    assert a.dataset == data.description and a.protocol["world_size"] == 1
+
+
+def test_protocol_validation_and_default_methods():
+    assert set(default_methods()) == {n for n, m in METHODS.items() if m.in_default_report}
+    for bad in ({"target": "truth"}, {"target": -1}, {"select": "some"}, {"steps": 0}, {"baseline": "zero"}):
+        with pytest.raises(ValueError):
+            EvalProtocol(**bad)
+    assert EvalProtocol(target=3).to_dict()["target_rule"].endswith("class 3")

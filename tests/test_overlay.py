@@ -1,0 +1,107 @@
+"""Drawing maps: the colour of a value is the documented function, shared scales do not saturate."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+import torch
+
+from infsa_viz.overlay import (
+    COLORMAPS,
+    colour_scale,
+    draw_maps,
+    encode_png,
+    overlay,
+    overlay_grid,
+    save_png,
+    to_rgb,
+)
+
+
+def _lut(colormap: str) -> np.ndarray:
+    ramp = np.arange(256, dtype=np.uint8)[:, None]
+    return cv2.applyColorMap(ramp, getattr(cv2, f"COLORMAP_{colormap.upper()}"))[:, 0, ::-1]
+
+
+def _saturated_share(scale, maps) -> float:
+    top = np.concatenate([scale.normalised(i, m).ravel() for i, m in enumerate(maps)])
+    return float((top >= 1.0).mean())
+
+
+@pytest.mark.parametrize("colormap", ["inferno", "viridis"])
+def test_colour_of_a_cell_is_the_documented_function_of_its_value(colormap):
+    """u = clip((v / d − vmin) / (vmax − vmin), 0, 1); colour = colormap entry round(255·u)."""
+    rng = np.random.default_rng(0)
+    maps = [rng.random((6, 6)), 5 * rng.random((6, 6)) - 1]
+    scale = colour_scale(maps, "shared", colormap=colormap)
+    lut = _lut(colormap)
+    for i, m in enumerate(maps):
+        d = np.abs(m).sum()
+        assert scale.divisors[i] == pytest.approx(d)
+        lo, hi = scale.limits[i]
+        expected = lut[np.rint(np.clip((m / d - lo) / (hi - lo), 0, 1) * 255).astype(int)]
+        np.testing.assert_array_equal(scale.colorize(i, m), expected)
+    both = np.concatenate([maps[0].ravel() / scale.divisors[0], maps[1].ravel() / scale.divisors[1]])
+    assert scale.common_limits == (pytest.approx(both.min()), pytest.approx(both.max()))
+
+
+def test_random_maps_on_a_shared_scale_are_not_saturated():
+    """The app's old bug: limits from mass-normalised maps applied to raw maps saturated ~92 % of the
+    cells of a random map; limits and colours now come from one object, on the same values."""
+    rng = np.random.default_rng(1)
+    maps = [rng.random((6, 6)), rng.random((6, 6)) * 40.0, torch.rand(6, 6, generator=torch.Generator().manual_seed(2))]
+    for mode in ("shared", "raw", "per-map"):
+        scale = colour_scale(maps, mode)
+        assert _saturated_share(scale, maps) < 0.05, mode
+    raw_limits_on_normalised = colour_scale(maps, "shared").limits[0]  # what the old app did
+    old = np.mean([(m.ravel() if isinstance(m, np.ndarray) else m.numpy().ravel()) >= raw_limits_on_normalised[1]
+                   for m in maps])
+    assert old > 0.9  # the defect this test guards against, measured the old way
+
+
+def test_modes_raw_and_per_map():
+    a, b = np.array([[0.0, 1.0]]), np.array([[2.0, 4.0]])
+    raw = colour_scale([a, b], "raw")
+    assert raw.divisors == (1.0, 1.0) and raw.limits == ((0.0, 4.0), (0.0, 4.0))
+    np.testing.assert_allclose(raw.normalised(1, b), [[0.5, 1.0]])
+    per_map = colour_scale([a, b], "per-map")
+    assert per_map.limits == ((0.0, 1.0), (2.0, 4.0)) and per_map.common_limits is None
+    flat = colour_scale([np.ones((2, 2))], "per-map")
+    np.testing.assert_array_equal(flat.normalised(0, np.ones((2, 2))), 0.0)  # a constant map: low end
+
+
+def test_overlay_blends_the_colour_and_draws_boxes():
+    image = np.zeros((8, 8), np.uint8)
+    token = np.array([[0.0, 1.0], [0.0, 0.0]])
+    scale = colour_scale([token], "raw")
+    out = overlay(image, np.kron(token, np.ones((4, 4))), scale, alpha=1.0)  # already pixel-sized
+    np.testing.assert_array_equal(out[0, 7], _lut("inferno")[255])
+    np.testing.assert_array_equal(out[7, 0], _lut("inferno")[0])
+    boxed = overlay(image, token, scale, alpha=0.0, boxes=np.array([[0, 0, 4, 4]]), zoom=2)
+    assert boxed.shape == (16, 16, 3) and tuple(boxed[0, 0]) == (0, 255, 0)
+    with pytest.raises(ValueError, match="alpha="):
+        overlay(image, token, scale, alpha=2.0)
+
+
+def test_draw_maps_grid_and_png(tmp_path):
+    image = (np.random.default_rng(3).random((16, 16)) * 255).astype(np.uint8)
+    maps = [torch.rand(4, 4), torch.rand(4, 4)]
+    tiles, scale = draw_maps(image, maps, zoom=2)
+    assert len(tiles) == 2 and tiles[0].shape == (32, 32, 3) and scale.mode == "shared"
+    grid = overlay_grid(tiles, ["a", "b"], scale=scale)
+    assert grid.shape[1] == 2 * (32 + 6) + 90  # two tiles and a colour bar
+    assert overlay_grid(tiles, scale=colour_scale(maps, "per-map")).shape[1] == 2 * 38  # no shared bar
+    path = save_png(tmp_path / "g.png", grid)
+    np.testing.assert_array_equal(cv2.imread(str(path))[..., ::-1], grid)
+    assert encode_png(grid)[:4] == b"\x89PNG"
+    assert to_rgb(np.ones((1, 4, 4))).shape == (4, 4, 3)
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [({"mode": "log"}, "scale="), ({"colormap": "rainbow"}, "colormap=")])
+def test_bad_options_are_named(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        colour_scale([np.zeros((2, 2))], **kwargs)
+    with pytest.raises(ValueError, match="empty"):
+        colour_scale([])
+    assert "inferno" in COLORMAPS
