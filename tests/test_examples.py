@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).parents[1]
+pytestmark = pytest.mark.slow  # each example is a fresh Python process over the shipped models
 needs_models = pytest.mark.skipif(not (ROOT / "models" / "softmax-vit4" / "config.json").is_file(),
                                   reason="the shipped models are not in this checkout")
 

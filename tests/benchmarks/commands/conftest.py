@@ -16,3 +16,11 @@ def bench_main(monkeypatch):
         return main(list(argv), commands=BENCH_COMMANDS, prog=PROG)
 
     return call
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test here runs a benchmark end to end (one process per case): marked slow."""
+    here = __file__.rsplit("/", 1)[0]
+    for item in items:
+        if str(item.fspath).startswith(here):
+            item.add_marker(pytest.mark.slow)

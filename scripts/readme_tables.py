@@ -1,0 +1,140 @@
+r"""The README's tables, made from the committed reports in ``metrics/`` (maintainer script).
+
+    python scripts/readme_tables.py            # print every table (paste into README.md)
+    python scripts/readme_tables.py --check    # exit 1 if README.md lacks one of them verbatim
+
+``tests/scripts/test_readme_tables.py`` runs the check, so a README figure cannot drift from the
+file it comes from.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parents[1]
+METRICS = ROOT / "metrics"
+MODELS = ("softmax-vit4", "pure-infsa-vit4", "linear-infsa-vit4")
+#: The paper's figures (ImageNet-scale models, unpublished protocol): MoRF-AOC / ROC-AUC / PR-AUC %.
+PAPER = {"softmax": "42.6 / 53.8 / 56.2", "pure_infsa": "71.7 / 77.3 / 72.4", "linear_infsa": "76.0 / 75.9 / 76.1"}
+
+
+def _load(name: str) -> Any:
+    return json.loads((METRICS / name).read_text(encoding="utf-8"))
+
+
+def _pct(value: float | None, digits: int = 1) -> str:
+    return "–" if value is None else f"{100 * value:.{digits}f}"
+
+
+def training_table() -> str:
+    report = _load("training.json")
+    lines = ["| model | variant | test accuracy | parameters | epochs | train wall s | train CPU s | learned ρ per layer (init 0.5) |",
+             "|---|---|---:|---:|---:|---:|---:|---|"]
+    for row in report["results"]:
+        rho = ", ".join(f"{layer[0]:.3f}" for layer in row["rho_final"] if layer) or "–"
+        lines.append(f"| `{row['model']}` | {row['variant']} | {_pct(row['test_accuracy'], 2)} % | {row['parameters']:,} | "
+                     f"{row['epochs']} | {row['train_seconds']:.0f} | {row['train_cpu_seconds']:.0f} | {rho} |")
+    return "\n".join(lines)
+
+
+def eigencheck_table() -> str:
+    lines = ["| model | left cosine: mean (undefined) | mean, undefined as 0 | median | 5th pct | min | right cosine: mean | Gaussian q, k (left mean) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for name in MODELS:
+        report = _load(f"eigencheck-{name}.json")
+        left, right = report["overall"]["left"], report["overall"]["right"]
+        why = ", ".join(f"{count} {reason}" for reason, count in left["undefined"].items()) or "none"
+        lines.append(f"| `{name}` | {left['mean']:.3f} ({left['nan']} of {left['nan'] + left['count']}: {why}) | "
+                     f"{left['mean_undefined_as_zero']:.3f} | {left['median']:.3f} | {left['p5']:.3f} | {left['min']:.3f} | "
+                     f"{right['mean']:.3f} | {report['gaussian_baseline']['left']['mean']:.3f} |")
+    lines.append("| paper (Linear-InfViT) | 0.985 | | | | | | |")
+    return "\n".join(lines)
+
+
+def _quality() -> list[dict[str, Any]]:
+    return _load("attention-quality.json")["results"]
+
+
+def headline_table() -> str:
+    lines = ["| model | map | n_scored | MoRF-AOC % | LeRF-AUC % | box ROC-AUC % | box PR-AUC % | pointing % | paper MoRF-AOC / ROC-AUC / PR-AUC % |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    for r in _quality():
+        if r["method"] == "attention":
+            lines.append(f"| {r['variant']} | attention | {r['n_scored']} | {r['morf_aoc']:.1f} | {r['lerf_auc']:.1f} | "
+                         f"{_pct(r['box_roc_auc'])} | {_pct(r['box_pr_auc'])} | {_pct(r['pointing_game'])} | "
+                         f"{PAPER[r['variant']]} |")
+    return "\n".join(lines)
+
+
+def methods_table() -> str:
+    rows = _quality()
+    variants = list(dict.fromkeys(r["variant"] for r in rows))
+    lines = ["| method | " + " | ".join(variants) + " | absorbing chain holds (images / rows) |",
+             "|---|" + "---|" * len(variants) + "---|"]
+    for method in dict.fromkeys(r["method"] for r in rows):
+        cells, chain = [], []
+        for variant in variants:
+            r = next(x for x in rows if x["method"] == method and x["variant"] == variant)
+            cells.append(f"{r['morf_aoc']:.1f} / {_pct(r['box_pr_auc'])} / {_pct(r['pointing_game'])}")
+            if r.get("chain_valid_images") is not None:
+                chain.append(f"{_pct(r['chain_valid_images'], 0)} % / {_pct(r['chain_valid_rows'], 0)} %")
+        lines.append(f"| {method} | " + " | ".join(cells) + f" | {' · '.join(chain) or '–'} |")
+    return "\n".join(lines)
+
+
+def map_cost_table() -> str:
+    cases = _load("bench-maps-cpu.json")["cases"]
+    columns = [("linear_infsa", 16385), ("linear_infsa", 65537), ("softmax", 16385), ("pure_infsa", 16385)]
+    lines = ["| method (options) | " + " | ".join(f"{v} {t:,} tok" for v, t in columns) + " |",
+             "|---|" + "---:|" * len(columns)]
+    for key in dict.fromkeys((c["method"], json.dumps(c["options"], sort_keys=True)) for c in cases):
+        cells = []
+        for variant, tokens in columns:
+            case = next((c for c in cases if (c["method"], json.dumps(c["options"], sort_keys=True)) == key
+                         and c["variant"] == variant and c["tokens"] == tokens), None)
+            if case is None:
+                cells.append("–")
+            elif case["status"] == "ok":
+                cells.append(f"{case['seconds']:.3g} ({case['peak_rss_bytes'] / 1e9:.2f})")
+            else:
+                cells.append(case["status"])
+        options = "" if key[1] == "{}" else " " + key[1].replace('"', "")
+        lines.append(f"| {key[0]}{options} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+TABLES: dict[str, Callable[[], str]] = {
+    "training": training_table,
+    "eigencheck": eigencheck_table,
+    "attention quality: headline": headline_table,
+    "attention quality: every method": methods_table,
+    "map cost": map_cost_table,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--check", action="store_true", help="exit 1 if README.md lacks a table verbatim")
+    args = parser.parse_args(argv)
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    missing = []
+    for name, make in TABLES.items():
+        table = make()
+        if args.check:
+            if table not in readme:
+                missing.append(name)
+        else:
+            print(f"<!-- {name} -->\n{table}\n")
+    if missing:
+        print(f"README.md lacks the current tables: {', '.join(missing)} (run python scripts/readme_tables.py)",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
