@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -70,19 +71,24 @@ def headline_table() -> str:
     return "\n".join(lines)
 
 
+def _share(value: float) -> str:
+    """A share in %, never rounded up to 100 % when it is not 1."""
+    return "100 %" if value == 1 else f"{math.floor(value * 1000) / 10:.1f} %"
+
+
 def methods_table() -> str:
     rows = _quality()
     variants = list(dict.fromkeys(r["variant"] for r in rows))
-    lines = ["| method | " + " | ".join(variants) + " | absorbing chain holds (images / rows) |",
-             "|---|" + "---|" * len(variants) + "---|"]
+    lines = ["| method | " + " | ".join(variants) + " |", "|---|" + "---|" * len(variants)]
     for method in dict.fromkeys(r["method"] for r in rows):
-        cells, chain = [], []
+        cells = []
         for variant in variants:
             r = next(x for x in rows if x["method"] == method and x["variant"] == variant)
-            cells.append(f"{r['morf_aoc']:.1f} / {_pct(r['box_pr_auc'])} / {_pct(r['pointing_game'])}")
+            cell = f"{r['morf_aoc']:.1f} / {_pct(r['box_pr_auc'])} / {_pct(r['pointing_game'])}"
             if r.get("chain_valid_images") is not None:
-                chain.append(f"{_pct(r['chain_valid_images'], 0)} % / {_pct(r['chain_valid_rows'], 0)} %")
-        lines.append(f"| {method} | " + " | ".join(cells) + f" | {' · '.join(chain) or '–'} |")
+                cell += f" · chain holds: {_share(r['chain_valid_images'])} of images, {_share(r['chain_valid_rows'])} of rows"
+            cells.append(cell)
+        lines.append(f"| {method} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

@@ -1,7 +1,7 @@
 """The real MNIST digits shipped with infsa-viz (``mnist_subset.npz``, see ``DATA_LICENSES.md``).
 
 The file holds 8,000 digits from MNIST's training images (800 per class) and 2,000 from its test
-images (200 per class); ``extract_mnist.py`` rebuilds it byte for byte from a registry package.
+images (200 per class); ``scripts/extract_mnist.py`` rebuilds it byte for byte from a registry package.
 """
 
 from __future__ import annotations

@@ -183,12 +183,32 @@ class Evaluation:
     dataset: dict[str, Any]
 
 
-def _row_protocol(protocol: EvalProtocol, parts: dict[str, Any], result: MapResult) -> dict[str, Any]:
+def _agreed(values: list[Any]) -> Any:
+    """One value where every chunk agrees; otherwise the range (numbers) or a note."""
+    if all(v == values[0] for v in values):
+        return values[0]
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        return {"varies_by_chunk": True, "min": min(values), "max": max(values)}
+    return {"varies_by_chunk": True}
+
+
+def _merged(dicts: list[dict[str, Any]]) -> dict[str, Any]:
+    """JSON-able entries of per-chunk dicts, each key's values merged by :func:`_agreed`."""
+    keys = dict.fromkeys(k for d in dicts for k, v in d.items() if isinstance(v, (str, int, float, bool, list))
+                         or v is None)
+    return {k: _agreed([d.get(k) for d in dicts]) for k in keys}
+
+
+def _row_protocol(protocol: EvalProtocol, method: str, chunks: list[tuple[MapResult, dict[str, Any]]]) -> dict[str, Any]:
+    """The protocol of one (model, method) row: settings, the map's options and metadata over all
+    chunks (a value that differs between chunks, e.g. a solver's residual, is given as a range),
+    and the metric protocols."""
+    results = [result for result, _ in chunks]
     return {
         "evaluation": protocol.to_dict(),
-        "map": {"method": result.method, "options": result.options,
-                **{k: v for k, v in result.metadata.items() if isinstance(v, (str, int, float, bool, list))}},
-        **{k: v for k, v in parts.items() if k != "steps"},
+        "map": {"method": method, "options": _merged([r.options for r in results]),
+                **_merged([r.metadata for r in results])},
+        **{k: v for k, v in chunks[0][1].items() if k != "steps"},
         "aggregation": f"curve scores: mean over the '{protocol.select}' images whose score is defined "
                        "(n_scored); box and pointing scores: mean over images where they are defined "
                        "(box_undefined counts the others)",
@@ -226,16 +246,20 @@ def evaluate(
         for method in methods:
             desc = f"{getattr(model.config, 'attention', name)} {method}" if dist.is_main else None
             part: list[ImageRecord] = []
+            done: list[tuple[int, MapResult, dict[str, Any]]] = []
             for chunk in progress(chunks, desc=desc, unit="chunk"):
                 found, result, parts = score_images(model, data.subset(chunk), method, protocol=protocol,
                                                     name=name, indices=chunk)
                 part += found
-            gathered = dist.gather((part, _row_protocol(protocol, parts, result), parts["steps"]))
+                done.append((chunk[0], result, parts))
+            gathered = dist.gather((part, done))
             if dist.is_main:
-                merged = sorted((r for p, _, _ in gathered for r in p), key=lambda r: r.index)  # type: ignore[union-attr]
-                _, row_protocol, steps = gathered[0]  # type: ignore[index]
+                merged = sorted((r for p, _ in gathered for r in p), key=lambda r: r.index)  # type: ignore[union-attr]
+                ordered = sorted((c for _, d in gathered for c in d), key=lambda c: c[0])  # type: ignore[union-attr]
+                row_protocol = _row_protocol(protocol, method, [(r, parts) for _, r, parts in ordered])
                 records += merged
-                rows.append(summarise(merged, select=protocol.select, steps=steps, protocol=row_protocol))
+                rows.append(summarise(merged, select=protocol.select, steps=ordered[0][2]["steps"],
+                                      protocol=row_protocol))
                 log.info("%s %s: MoRF-AOC %s, PR-AUC %s", name, method, rows[-1]["morf_aoc"], rows[-1]["box_pr_auc"])
     if not dist.is_main:
         return None

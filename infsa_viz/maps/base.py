@@ -47,13 +47,17 @@ class Validity:
 
     Attributes:
         layers: the layer indices, in the order of the columns below.
-        row_share: ``(B, L)`` share of rows (tokens) with ``γ·Σ_j A_ij ≤ 1``.
-        max_row_mass: ``(B, L)`` the largest ``γ·Σ_j A_ij``.
+        row_share: ``(B, L)`` share of rows (tokens) of the graph the map used (the head mean,
+            or one head) with ``γ·Σ_j A_ij ≤ 1``.
+        head_row_share: ``(B, L)`` share of (head, row) pairs with ``γ_h·Σ_j A^h_ij ≤ 1``, each
+            head's own graph with its own ``γ`` (equal to ``row_share`` for a one-head map).
+        max_row_mass: ``(B, L)`` the largest ``γ·Σ_j A_ij`` of the graph the map used.
         gamma: ``(B, L)`` the discount used.
     """
 
     layers: list[int]
     row_share: Tensor
+    head_row_share: Tensor
     max_row_mass: Tensor
     gamma: Tensor
 
@@ -69,6 +73,7 @@ class Validity:
             "holds": bool(self.holds[index]),
             "layers": list(self.layers),
             "row_share": [round(float(v), 6) for v in self.row_share[index]],
+            "head_row_share": [round(float(v), 6) for v in self.head_row_share[index]],
             "max_row_mass": [round(float(v), 6) for v in self.max_row_mass[index]],
             "gamma": [round(float(v), 6) for v in self.gamma[index]],
         }

@@ -44,14 +44,27 @@ def _discount(learned: Tensor | None, given: float | Tensor | None) -> tuple[flo
     return UNLEARNED_GAMMA, f"{UNLEARNED_GAMMA} (the layer learns no rho)"
 
 
-def _validity(graphs: Sequence[tuple[int, SpectralOperator, float | Tensor]]) -> Validity:
-    """Row-wise absorbing-chain check of each ``(layer, graph, γ)`` the map used."""
-    checks = [absorption_check(op, gamma) for _, op, gamma in graphs]
-    mass = torch.stack([1.0 - c.absorption.amin(-1) for c in checks], -1)  # (B, L): max_i γ·Σ_j A_ij
+def _head_share(record: AttentionRecord, options: dict[str, Any]) -> Tensor:
+    """``(B,)`` share of (head, row) pairs with ``γ_h·Σ_j A^h_ij ≤ 1``, each head with its own γ."""
+    shares = []
+    for h in range(record.q.shape[1]):
+        op, learned = layer_graph(record, head=h, matrix=options["matrix"], block_size=options["block_size"])
+        shares.append(absorption_check(op, _discount(learned, options["gamma"])[0]).valid_share)
+    return torch.stack(shares, -1).float().mean(-1)
+
+
+def _validity(records: Sequence[AttentionRecord], graphs: Sequence[tuple[SpectralOperator, float | Tensor]],
+              options: dict[str, Any]) -> Validity:
+    """Row-wise absorbing-chain check of each layer's graph the map used (and, for the head mean,
+    of every head's own graph)."""
+    checks = [absorption_check(op, gamma) for op, gamma in graphs]
+    rows = torch.stack([c.valid_share for c in checks], -1).float()  # (B, L)
+    heads = rows if options["head"] != "mean" else torch.stack([_head_share(r, options) for r in records], -1)
     return Validity(
-        layers=[layer for layer, _, _ in graphs],
-        row_share=torch.stack([c.valid_share for c in checks], -1).float(),
-        max_row_mass=mass.float(),
+        layers=[r.layer for r in records],
+        row_share=rows,
+        head_row_share=heads,
+        max_row_mass=torch.stack([1.0 - c.absorption.amin(-1) for c in checks], -1).float(),  # max_i γ·Σ_j A_ij
         gamma=torch.stack([c.gamma for c in checks], -1).float(),
     )
 
@@ -87,7 +100,7 @@ class Visits(MapMethod):
                                  include_start=options["include_start"], solver=options["solver"], tol=options["tol"])
         metadata = {**result.metadata(), "layer": record.layer, "variant": record.variant,
                     "gamma": _gamma_value(result.gamma), "gamma_source": source}
-        validity = _validity([(record.layer, op, gamma)])
+        validity = _validity([record], [(op, gamma)], options)
         return tokens_to_grid(result.visits, record), metadata, validity
 
 
@@ -114,7 +127,7 @@ class Neumann(MapMethod):
                                        include_start=options["include_start"])
         metadata = {**result.metadata(), "variants": [r.variant for r in records],
                     "gamma_source": sorted({source for _, source in discounts})}
-        validity = _validity([(r.layer, op, g) for r, (op, _), (g, _) in zip(records, graphs, discounts)])
+        validity = _validity(records, [(op, g) for (op, _), (g, _) in zip(graphs, discounts)], options)
         return tokens_to_grid(result.vector, records[0]), metadata, validity
 
 

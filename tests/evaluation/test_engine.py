@@ -98,6 +98,9 @@ def test_evaluate_rows_aggregate_the_records_and_are_chunk_independent(model):
     assert first["morf_aoc"] == pytest.approx(np.mean([r.morf_aoc for r in mine]), abs=1e-3)
     assert first["box_pr_auc"] == pytest.approx(np.mean([r.box_pr_auc for r in mine]), abs=1e-5)
     assert first["protocol"]["evaluation"]["chunk"] == 2 and first["protocol"]["map"]["method"] == "attention"
+    # A row's protocol covers every chunk: the random map is seeded per chunk (seed + first index).
+    assert a.rows[1]["protocol"]["map"]["options"]["seed"] == {"varies_by_chunk": True, "min": 0, "max": 4}
+    assert b.rows[1]["protocol"]["map"]["options"]["seed"] == 0
     assert a.dataset == data.description and a.protocol["world_size"] == 1
 
 

@@ -59,6 +59,11 @@ def test_visits_carry_the_absorbing_chain_validity_of_their_graph(variant, image
         assert_close(validity.max_row_mass[:, 0].double(), mass.amax(-1), rtol=1e-5, atol=1e-6)
         assert_close(validity.row_share[:, 0].double(), (mass <= 1).double().mean(-1))
         assert validity.holds.tolist() == (mass <= 1).all(-1).tolist()
+        heads = record.attention_matrix().double().sum(-1)  # (B, H, N) row sums of each head's own graph
+        g_heads = torch.as_tensor(gamma if gamma is not None else (
+            record.rho.double() if record.rho is not None else UNLEARNED_GAMMA)).double()
+        head_mass = (g_heads.reshape(-1, 1) if g_heads.dim() else g_heads) * heads
+        assert_close(validity.head_row_share[:, 0].double(), (head_mass <= 1).double().mean((-2, -1)))
         assert validity.for_image(0)["holds"] == bool((mass[0] <= 1).all())
     if variant == "pure_infsa":  # Frobenius normalisation does not bound row sums: rows break at this γ
         assert not bool(validity.holds.all())
