@@ -1,26 +1,30 @@
-"""Comma-separated option values, as argparse ``type=`` converters (a bad value exits 2 with usage)."""
+"""Comma-separated option values: one argparse ``type=`` converter, made for each element type
+(a bad value exits 2 with the usage line)."""
 
 from __future__ import annotations
 
 import argparse
+from typing import Callable, TypeVar
+
+T = TypeVar("T")
+
+__all__ = ["comma_floats", "comma_ints", "comma_list", "comma_names"]
 
 
-def comma_ints(text: str) -> tuple[int, ...]:
-    """``"16,32"`` → ``(16, 32)``; empty parts are dropped."""
-    try:
-        return tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
+def comma_list(convert: Callable[[str], T], what: str) -> Callable[[str], tuple[T, ...]]:
+    """A converter ``"a, b,,c"`` → ``(convert("a"), convert("b"), convert("c"))``: parts stripped,
+    empty parts dropped; a part ``convert`` refuses makes one argparse error naming ``what``."""
+
+    def parse(text: str) -> tuple[T, ...]:
+        try:
+            return tuple(convert(part.strip()) for part in text.split(",") if part.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of {what}") from None
+
+    parse.__name__ = f"comma_{what}"
+    return parse
 
 
-def comma_names(text: str) -> tuple[str, ...]:
-    """``"a, b"`` → ``("a", "b")``; parts are stripped and empty parts dropped."""
-    return tuple(part.strip() for part in text.split(",") if part.strip())
-
-
-def comma_floats(text: str) -> tuple[float, ...]:
-    """``"0.5,0.5,0.5"`` → ``(0.5, 0.5, 0.5)``; empty parts are dropped."""
-    try:
-        return tuple(float(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of numbers") from None
+comma_ints = comma_list(int, "integers")
+comma_floats = comma_list(float, "numbers")
+comma_names = comma_list(str, "names")
