@@ -167,10 +167,11 @@ def _explain(path: str, version: int, image_key: str, method: str, options_json:
     protocol = EvalProtocol() if target is None else EvalProtocol(target=target)
     indices = None if _image.index is None else [_image.index]
     data = _image.data
+    prepared = prepare(model, data.images)  # once: for the scores and for the overlay
     with lock:
         records, result, protocols = score_images(model, data, method, protocol=protocol, name=Path(path).name,
-                                                  indices=indices, options=json.loads(options_json))
-    prepared = prepare(model, data.images)
+                                                  indices=indices, options=json.loads(options_json),
+                                                  prepared=prepared)
     boxes = prepared.boxes(0, data.boxes[0])
     negatives = None if data.negative_boxes is None else prepared.boxes(0, data.negative_boxes[0])
     curve = box_curves(result.maps, [boxes], image_size=int(prepared.tensor.shape[-1]))[0]

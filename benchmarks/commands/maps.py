@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from infsa_viz.attention import VARIANTS
-from infsa_viz.commands._lists import comma_ints, comma_names
+from infsa_viz.commands.lists import comma_ints, comma_names
 
 from .. import command_line
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ._lists import comma_names
+from .lists import comma_names
 
 
 def add_map_options(parser: argparse.ArgumentParser) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ._inputs import add_map_options, add_model_list, load_input, resolve_target
-from ._lists import comma_names
+from .lists import comma_names
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

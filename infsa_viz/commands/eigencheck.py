@@ -13,7 +13,7 @@ import logging
 import math
 from pathlib import Path
 
-from ._lists import comma_ints
+from .lists import comma_ints
 
 logger = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ import shlex
 from pathlib import Path
 
 from ._inputs import add_model_list
-from ._lists import comma_names
+from .lists import comma_names
 
 
 def _target(text: str) -> str | int:

@@ -7,7 +7,7 @@ import json
 
 from ..attention import DEFAULT_VARIANT, VARIANTS
 from ..preprocess import RESAMPLES, RESIZES
-from ._lists import comma_floats
+from .lists import comma_floats
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -26,7 +26,7 @@ from ..metrics import RECALL_GRID, UndefinedMetricWarning, box_auc, box_curves, 
 from ..metrics import aopc, lerf_auc, morf_aoc
 from .._checks import check_choice, check_int
 from ..metrics.protocol import BASELINES, SCORES, SELECTIONS
-from ..preprocess import prepare
+from ..preprocess import Prepared, prepare
 from ..progress import progress
 from .records import ImageRecord, summarise
 
@@ -90,6 +90,7 @@ class EvalProtocol:
 def score_images(
     model: nn.Module, data: LabelledImages, method: str, *, protocol: EvalProtocol = EvalProtocol(),
     name: str = "model", indices: Sequence[int] | None = None, options: dict[str, Any] | None = None,
+    prepared: Prepared | None = None,
 ) -> tuple[list[ImageRecord], MapResult, dict[str, Any]]:
     """Preprocess ``data`` for ``model``, compute ``method``'s maps and score every image.
 
@@ -103,6 +104,7 @@ def score_images(
         name: the model's name in the records.
         indices: the images' positions in the whole data set (default ``0..n-1``).
         options: map options (default the method's own).
+        prepared: ``prepare(model, data.images)`` when the caller already has it (default: made here).
 
     Returns:
         ``(records, map result, protocols)``: one :class:`ImageRecord` per image, the maps, and
@@ -110,7 +112,7 @@ def score_images(
         with ``steps``, the curves' ``(fractions, removed)``.
     """
     model.eval()
-    prepared = prepare(model, data.images)
+    prepared = prepare(model, data.images) if prepared is None else prepared
     x = prepared.tensor
     size = tuple(x.shape[-2:])
     with torch.no_grad():
