@@ -1,16 +1,67 @@
-"""Decode user images safely: size limits first, uint8 gray or RGB out (the one decoder)."""
+"""Decode user images safely: size limits first, uint8 gray or RGB out (the one decoder).
+
+The pixel limit is checked on the size read from the file's header (PNG ``IHDR``, JPEG ``SOFn``,
+BMP ``BITMAPINFOHEADER``) before anything is decoded, so a small file that would expand to
+gigabytes (a decompression bomb) is refused without allocating its pixels.
+"""
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["MAX_IMAGE_BYTES", "MAX_IMAGE_PIXELS", "decode_image", "read_image"]
+__all__ = ["MAX_IMAGE_BYTES", "MAX_IMAGE_PIXELS", "decode_image", "image_size", "read_image"]
 
 #: Refuse files above 20 MB and images above 50 megapixels (decompression bombs).
 MAX_IMAGE_BYTES = 20 * 1024 * 1024
 MAX_IMAGE_PIXELS = 50_000_000
+
+
+_PNG = b"\x89PNG\r\n\x1a\n"
+# JPEG start-of-frame markers (baseline, progressive, lossless…); C4, C8 and CC are not frames.
+_JPEG_FRAMES = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
+
+
+def _jpeg_size(data: bytes) -> tuple[int, int] | None:
+    i = 2
+    while i + 4 <= len(data):
+        if data[i] != 0xFF:
+            return None
+        marker = data[i + 1]
+        if marker == 0xFF:  # fill byte
+            i += 1
+            continue
+        if marker in (0x01, *range(0xD0, 0xD8)):  # markers without a length
+            i += 2
+            continue
+        (length,) = struct.unpack(">H", data[i + 2:i + 4])
+        if marker in _JPEG_FRAMES:
+            if i + 9 > len(data):
+                return None
+            height, width = struct.unpack(">HH", data[i + 5:i + 9])
+            return width, height
+        i += 2 + length
+    return None
+
+
+def image_size(data: bytes) -> tuple[int, int] | None:
+    """``(width, height)`` from a PNG, JPEG or BMP header without decoding; ``None`` if not one of those.
+
+    Example:
+        >>> import cv2, numpy as np
+        >>> image_size(cv2.imencode(".png", np.zeros((3, 5), np.uint8))[1].tobytes())
+        (5, 3)
+    """
+    if data.startswith(_PNG) and len(data) >= 24 and data[12:16] == b"IHDR":
+        return struct.unpack(">II", data[16:24])
+    if data.startswith(b"\xff\xd8"):
+        return _jpeg_size(data)
+    if data.startswith(b"BM") and len(data) >= 26:
+        width, height = struct.unpack("<ii", data[18:26])
+        return abs(width), abs(height)
+    return None
 
 
 def decode_image(data: bytes, *, name: str = "image", max_bytes: int = MAX_IMAGE_BYTES,
@@ -26,11 +77,15 @@ def decode_image(data: bytes, *, name: str = "image", max_bytes: int = MAX_IMAGE
         raise ValueError(f"{name}: the file is empty")
     if len(data) > max_bytes:
         raise ValueError(f"{name}: {len(data):,} bytes is over the limit of {max_bytes:,} bytes")
-    buf = np.frombuffer(data, dtype=np.uint8)
-    image = cv2.imdecode(buf, cv2.IMREAD_UNCHANGED)
-    if image is None:
+    size = image_size(data)
+    if size is None:
         raise ValueError(f"{name}: not a readable image (expected PNG, JPEG or BMP)")
-    if image.shape[0] * image.shape[1] > max_pixels:
+    if size[0] * size[1] > max_pixels:  # refused from the header, before any pixel is allocated
+        raise ValueError(f"{name}: {size[0]}x{size[1]} pixels is over the limit of {max_pixels:,}")
+    image = cv2.imdecode(np.frombuffer(data, dtype=np.uint8), cv2.IMREAD_UNCHANGED)
+    if image is None or image.size == 0:
+        raise ValueError(f"{name}: not a readable image (expected PNG, JPEG or BMP; damaged or truncated?)")
+    if image.shape[0] * image.shape[1] > max_pixels:  # a header that lied
         raise ValueError(f"{name}: {image.shape[1]}x{image.shape[0]} pixels is over the limit of {max_pixels:,}")
     if image.dtype != np.uint8:  # 16-bit PNG
         image = (image.astype(np.float32) / np.iinfo(image.dtype).max * 255 + 0.5).astype(np.uint8)
@@ -48,4 +103,10 @@ def read_image(path: str | Path) -> np.ndarray:
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"image {str(path)!r} does not exist")
-    return decode_image(path.read_bytes(), name=str(path))
+    try:
+        if path.stat().st_size > MAX_IMAGE_BYTES:  # refused before reading it into memory
+            raise ValueError(f"{path}: {path.stat().st_size:,} bytes is over the limit of {MAX_IMAGE_BYTES:,} bytes")
+        data = path.read_bytes()
+    except OSError as err:
+        raise ValueError(f"{path}: cannot be read ({err.strerror or err})") from None
+    return decode_image(data, name=str(path))
