@@ -25,7 +25,8 @@ from .distributed import Dist
 from .io import atomic_write, read_json, write_json
 from .preprocess import CLUTTERED_DIGITS, Preprocessing, preprocess
 from .progress import progress
-from .vit import ViTConfig, VisionTransformer, count_parameters, save_model
+from .vit import WEIGHTS_FILE, ViTConfig, VisionTransformer, count_parameters, save_model
+from .weights import file_sha256
 
 __all__ = [
     "CARD_FILE",
@@ -376,6 +377,7 @@ def train(
         "world_size": dist.world_size,
         "test_accuracy": round(final_acc, 5),
         "test_size": len(test_labels),
+        "weights_sha256": file_sha256(out / WEIGHTS_FILE) if dist.is_main else None,
         "rho_init": state["rho_init"],
         "rho_final": model.rho_values(),
         "history": state["history"],

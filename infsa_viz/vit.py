@@ -30,6 +30,7 @@ __all__ = [
     "load_model",
     "num_tokens",
     "save_model",
+    "state_shapes",
 ]
 
 CONFIG_FILE = "config.json"
@@ -275,41 +276,47 @@ def save_model(model: VisionTransformer, directory: str | Path) -> Path:
     return directory
 
 
+def state_shapes(config: ViTConfig) -> dict[str, tuple[int, ...]]:
+    """Tensor name → shape of a :class:`VisionTransformer` state dict, computed without allocating it."""
+    with torch.device("meta"):
+        return {name: tuple(t.shape) for name, t in VisionTransformer(config).state_dict().items()}
+
+
+def _check_depth(config: ViTConfig, shapes: dict[str, tuple[int, ...]], source: str) -> None:
+    """Compare the config's depth with the blocks the weights hold, before building anything."""
+    blocks = {name.split(".")[1] for name in shapes if name.startswith("blocks.")}
+    if len(blocks) != config.depth:
+        raise ValueError(f"{source}: {CONFIG_FILE} asks for depth={config.depth}, the weights hold {len(blocks)} "
+                         "blocks; the config does not describe these weights")
+
+
 def load_model(directory: str | Path, *, map_location: str | torch.device = "cpu") -> VisionTransformer:
     """Load a model saved by :func:`save_model` (no pickle), in eval mode.
 
+    The weights' header is checked against the config before the model is built (a config asking
+    for a huge model is refused without allocating it); every weight must be finite; if the
+    directory's ``card.json`` records ``weights_sha256``, the file must match it.
+
     Raises:
-        ValueError: if the directory, config or weights are missing or do not match; the
+        ValueError: if the directory, config or weights are missing, damaged or do not match; the
             message names the file and the problem.
     """
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
+    from .weights import header_shapes, load_weights
 
     directory = Path(directory)
     if not directory.is_dir():
         raise ValueError(f"model directory {str(directory)!r} does not exist or is not a directory")
     config = ViTConfig.from_dict(read_json(directory / CONFIG_FILE), source=str(directory / CONFIG_FILE))
     weights = directory / WEIGHTS_FILE
-    if not weights.is_file():
-        raise ValueError(f"{weights}: missing weights file")
-    try:
-        state = load_file(str(weights), device=str(map_location))
-    except (SafetensorError, OSError) as err:
-        raise ValueError(f"{weights}: not a readable safetensors file ({err})") from None
+    _check_depth(config, header_shapes(weights), str(weights))
+    card = directory / "card.json"
+    recorded = read_json(card) if card.is_file() else {}
+    sha256 = recorded.get("weights_sha256") if isinstance(recorded, dict) else None
+    if sha256 is not None and not isinstance(sha256, str):
+        raise ValueError(f"{card}: weights_sha256={sha256!r} must be a hex string")
+    state = load_weights(weights, state_shapes(config), against=CONFIG_FILE, sha256=sha256,
+                         map_location=map_location)
     model = VisionTransformer(config)
-    expected = model.state_dict()
-    missing = sorted(set(expected) - set(state))
-    unexpected = sorted(set(state) - set(expected))
-    if missing or unexpected:
-        raise ValueError(
-            f"{weights}: weights do not match {CONFIG_FILE}: missing {missing[:5]}, unexpected {unexpected[:5]}"
-        )
-    for name, tensor in state.items():
-        if tensor.shape != expected[name].shape:
-            raise ValueError(
-                f"{weights}: tensor {name!r} has shape {tuple(tensor.shape)}, "
-                f"config implies {tuple(expected[name].shape)}"
-            )
     model.load_state_dict(state)
     return model.eval()
 
