@@ -18,11 +18,17 @@ def atomic_write(path: str | Path, data: bytes | str) -> Path:
     """Write ``data`` to ``path`` via a temporary file in the same folder and ``os.replace``.
 
     A crash or interruption leaves either the old file or the new one, never a half-written one.
+
+    Raises:
+        ValueError: the folder cannot be created or written (the message names ``path``).
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     payload = data.encode("utf-8") if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as err:
+        raise ValueError(f"cannot write {str(path)!r}: {err.strerror or err} ({err.filename or path.parent})") from None
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)

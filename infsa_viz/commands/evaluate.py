@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import shlex
 from pathlib import Path
 
@@ -45,7 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--chunk", type=int, default=d.chunk, help="images per map call")
     parser.add_argument("--per-image", action="store_true",
                         help="also write every image's figures to OUT.images.csv")
-    parser.add_argument("--out", default=None, help="report .json (CSV and HTML written next to it)")
+    parser.add_argument("--out", default=None, help="report .json (CSV and HTML written next to it); a killed "
+                        "run resumes from OUT.journal/ when the same command is run again")
 
 
 def _data(args: argparse.Namespace):
@@ -64,12 +67,31 @@ def _data(args: argparse.Namespace):
     return FolderDataset(Path(args.data[len("folder:"):]), boxes_dir=args.boxes).labelled(args.n_images)
 
 
+def _fingerprint(models, methods, data, protocol, dist) -> dict:
+    """What must match for journalled chunks to be reused: weights, methods, data, settings."""
+    import hashlib
+
+    def weights(model) -> str:
+        digest = hashlib.sha256()
+        for name, tensor in model.state_dict().items():
+            digest.update(name.encode())
+            digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+        return digest.hexdigest()
+
+    return {"models": [[name, weights(model)] for name, model in models], "methods": list(methods),
+            "data": data.description, "names": list(data.names or []), "protocol": protocol.to_dict(),
+            "world_size": dist.world_size}
+
+
 def run(args: argparse.Namespace) -> int:
     from ..distributed import init_distributed
     from ..evaluation import TABLE_COLUMNS, EvalProtocol, evaluate, write_evaluation
+    from ..evaluation.journal import Journal, OutputLock
     from ..maps import check_method
     from ..vit import load_model
 
+    if not args.methods:
+        raise ValueError("--methods names no method")
     for method in args.methods:
         check_method(method)
     if not args.models:
@@ -81,14 +103,25 @@ def run(args: argparse.Namespace) -> int:
     models = [(d, load_model(d)) for d in args.models]
     data = _data(args)
     dist = init_distributed()
-    try:
-        result = evaluate(models, args.methods, data, protocol=protocol, dist=dist)
-    finally:
-        dist.close()
-    if result is None:  # not rank 0
-        return 0
-    if args.out:
-        write_evaluation(result, args.out, command="infsa-viz " + shlex.join(args.argv), per_image=args.per_image)
+    with contextlib.ExitStack() as stack:
+        journal = None
+        if args.out:
+            if dist.is_main:
+                stack.enter_context(OutputLock(args.out))
+            journal = Journal(args.out + ".journal", _fingerprint(models, args.methods, data, protocol, dist))
+        try:
+            result = evaluate(models, args.methods, data, protocol=protocol, dist=dist, journal=journal)
+        finally:
+            dist.close()
+        if journal is not None and journal.resumed:
+            logging.getLogger(__name__).warning("resumed: %d finished chunk(s) read back from %s",
+                                                journal.resumed, journal.directory)
+        if result is None:  # not rank 0
+            return 0
+        if args.out:
+            write_evaluation(result, args.out, command="infsa-viz " + shlex.join(args.argv),
+                             per_image=args.per_image)
+            journal.remove()
     header = TABLE_COLUMNS[1:12]
     print("  ".join(f"{h:>13}" for h in header))
     for row in result.rows:

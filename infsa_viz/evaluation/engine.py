@@ -28,6 +28,7 @@ from .._checks import check_choice, check_int
 from ..metrics.protocol import BASELINES, SCORES, SELECTIONS
 from ..preprocess import Prepared, prepare
 from ..progress import progress
+from .journal import Journal
 from .records import ImageRecord, summarise
 
 __all__ = ["TARGETS", "EvalProtocol", "Evaluation", "default_methods", "evaluate", "score_images"]
@@ -224,6 +225,7 @@ def evaluate(
     *,
     protocol: EvalProtocol = EvalProtocol(),
     dist: Dist = Dist(),
+    journal: Journal | None = None,
 ) -> Evaluation | None:
     """Score every ``(model, method)`` on ``data``; the :class:`Evaluation` on rank 0, ``None`` elsewhere.
 
@@ -233,7 +235,15 @@ def evaluate(
         data: images, labels and boxes in source pixels.
         protocol: the evaluation choices.
         dist: torchrun rank/world (default single process).
+        journal: where finished chunks are kept and read back (resuming a killed run); default none.
+
+    Raises:
+        ValueError: no model, no method, an unknown method, or more processes than chunks.
     """
+    if not models:
+        raise ValueError("models is empty; expected at least one (name, model) pair")
+    if not methods:
+        raise ValueError(f"methods is empty; expected at least one of {sorted(METHODS)}")
     for method in methods:
         check_method(method)
     n = len(data)
@@ -250,8 +260,13 @@ def evaluate(
             part: list[ImageRecord] = []
             done: list[tuple[int, MapResult, dict[str, Any]]] = []
             for chunk in progress(chunks, desc=desc, unit="chunk"):
-                found, result, parts = score_images(model, data.subset(chunk), method, protocol=protocol,
-                                                    name=name, indices=chunk)
+                entry = None if journal is None else journal.load(name, method, chunk)
+                if entry is None:
+                    entry = score_images(model, data.subset(chunk), method, protocol=protocol, name=name,
+                                         indices=chunk)
+                    if journal is not None:
+                        journal.save(name, method, chunk, *entry)
+                found, result, parts = entry
                 part += found
                 done.append((chunk[0], result, parts))
             gathered = dist.gather((part, done))

@@ -1,0 +1,129 @@
+"""Resumable evaluation: exact round trip of records, the output lock, and a real SIGKILL + resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from infsa_viz.data import test_split
+from infsa_viz.evaluation import EvalProtocol, evaluate, score_images
+from infsa_viz.evaluation.journal import Journal, OutputLock, _decode, _encode
+from infsa_viz.vit import ViTConfig, VisionTransformer, save_model
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_encode_decode_is_exact():
+    values = {"a": np.array([[0.1, np.nan], [np.inf, -1e-300]], np.float64), "b": np.float32(1 / 3),
+              "c": np.arange(3, dtype=np.float32) / 7, "d": (np.array([1, 2]), 0.1 + 0.2), "e": [None, True, "x"]}
+    back = _decode(json.loads(json.dumps(_encode(values))))
+    for key in ("a", "c"):
+        assert back[key].dtype == values[key].dtype
+        np.testing.assert_array_equal(back[key], values[key])
+    assert back["b"] == values["b"] and type(back["b"]) is np.float32
+    assert isinstance(back["d"], tuple) and back["d"][1] == 0.1 + 0.2
+    assert back["e"] == values["e"]
+
+
+def test_journal_returns_what_it_saved(tmp_path, make_config):
+    model = VisionTransformer(make_config("pure_infsa", num_classes=10)).eval()
+    data = test_split(4)
+    records, result, parts = score_images(model, data, "visits", indices=[0, 1, 2, 3])
+    journal = Journal(tmp_path / "j", {"run": 1})
+    assert journal.load("m", "visits", [0, 1, 2, 3]) is None
+    journal.save("m", "visits", [0, 1, 2, 3], records, result, parts)
+    got, summary, got_parts = Journal(tmp_path / "j", {"run": 1}).load("m", "visits", [0, 1, 2, 3])
+    for a, b in zip(records, got):
+        for field in a.__dataclass_fields__:
+            x, y = getattr(a, field), getattr(b, field)
+            if isinstance(x, np.ndarray):
+                assert x.dtype == y.dtype
+                np.testing.assert_array_equal(x, y)
+            elif isinstance(x, float) and np.isnan(x):
+                assert np.isnan(y)
+            else:
+                assert x == y, field
+    assert summary.options == {k: v for k, v in result.options.items() if not isinstance(v, (dict, tuple))}
+    np.testing.assert_array_equal(got_parts["steps"][0], parts["steps"][0])
+
+
+def test_journal_of_another_run_is_discarded(tmp_path, caplog):
+    Journal(tmp_path / "j", {"run": 1})
+    (tmp_path / "j" / "chunk.json").write_text("{}")
+    Journal(tmp_path / "j", {"run": 2})
+    assert not (tmp_path / "j" / "chunk.json").exists() and "another run" in caplog.text
+
+
+def test_evaluate_with_journal_equals_without(tmp_path, make_config):
+    models = [("m", VisionTransformer(make_config("softmax", num_classes=10)).eval())]
+    data, protocol = test_split(6), EvalProtocol(steps=4, chunk=2, select="all")
+    plain = evaluate(models, ["attention"], data, protocol=protocol)
+    journal = Journal(tmp_path / "j", {"run": 1})
+    evaluate(models, ["attention"], data, protocol=protocol, journal=journal)
+    again = Journal(tmp_path / "j", {"run": 1})
+    resumed = evaluate(models, ["attention"], data, protocol=protocol, journal=again)
+    assert again.resumed == 3
+    assert json.dumps(resumed.rows, default=str) == json.dumps(plain.rows, default=str)
+
+
+def test_output_lock_refuses_a_second_run(tmp_path):
+    with OutputLock(tmp_path / "r.json"):
+        with pytest.raises(ValueError, match="another evaluation is writing"):
+            with OutputLock(tmp_path / "r.json"):
+                pass
+    with OutputLock(tmp_path / "r.json"):  # released
+        pass
+
+
+def test_output_lock_under_a_file_is_one_clear_error(tmp_path):
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ValueError, match="cannot write next to"):
+        with OutputLock(tmp_path / "file" / "r.json"):
+            pass
+
+
+def _report(path: Path) -> dict:
+    report = json.loads(path.read_text())
+    report["protocol"].pop("command")
+    return report
+
+
+@pytest.mark.slow
+def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path):
+    torch.manual_seed(3)
+    save_model(VisionTransformer(ViTConfig(attention="pure_infsa", embed_dim=16, depth=2, num_heads=2)), tmp_path / "m")
+    args = [sys.executable, "-m", "infsa_viz", "evaluate", "--models", str(tmp_path / "m"), "--methods",
+            "attention,visits,random", "--n-images", "24", "--chunk", "2", "--steps", "5", "--per-image", "--out"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    whole = tmp_path / "whole" / "r.json"
+    subprocess.run([*args, str(whole)], check=True, env=env, capture_output=True)
+    killed = tmp_path / "killed" / "r.json"
+    journal = Path(str(killed) + ".journal")
+    at = random.Random(20261203).randint(3, 30)  # of 36 chunks
+    proc = subprocess.Popen([*args, str(killed)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and time.monotonic() < deadline:
+        if journal.is_dir() and len(list(journal.glob("*.json"))) > at:
+            proc.send_signal(signal.SIGKILL)
+            break
+        time.sleep(0.02)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+    assert not killed.exists() and journal.is_dir()
+    done = proc = subprocess.run([*args, str(killed)], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "resumed:" in done.stderr
+    assert _report(killed) == _report(whole)
+    for suffix in (".csv", ".images.csv"):
+        assert killed.with_suffix(suffix).read_text() == whole.with_suffix(suffix).read_text()
+    assert not journal.exists() and not Path(str(killed) + ".lock").exists()
