@@ -38,7 +38,7 @@ from .operators import (
     mean_over_heads,
 )
 from .perron import PerronResult, eigenvalue_spectrum, linear_perron_estimate, perron_vector
-from .radius import check_gamma, collatz_wielandt_bounds, spectral_radius
+from .radius import check_gamma, collatz_wielandt_bounds, gamma_margin, spectral_radius
 from .summary import LayerSpectrum, layer_spectra
 
 __all__ = [
@@ -57,6 +57,7 @@ __all__ = [
     "absorption_check",
     "as_operator",
     "check_gamma",
+    "gamma_margin",
     "collatz_wielandt_bounds",
     "cosine_similarity",
     "eigencheck",

@@ -76,15 +76,19 @@ def perron_cosines(q: Tensor, k: Tensor, *, eps: float = EPS) -> dict[str, Tenso
     """
     a = linear_perron_estimate(q, k, eps=eps)  # (..., N)
     A = InfSAOperator(q.double(), k.double(), eps=eps).dense()  # (..., N, N)
-    with warnings.catch_warnings():  # an all-zero Â is counted with its reason instead
+    zero = (A == 0).all(-1).all(-1)  # (...): no Perron vector; counted with its reason instead
+    solvable = torch.where(zero[..., None, None], torch.ones_like(A), A)
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        left = perron_vector(A, side="left", method="dense")
-        right = perron_vector(A, side="right", method="dense")
+        left = perron_vector(solvable, side="left", method="dense")
+        right = perron_vector(solvable, side="right", method="dense")
+    vectors = [v.vector.masked_fill(zero[..., None], float("nan")) for v in (left, right)]
+    residual = torch.maximum(left.residual, right.residual).masked_fill(zero, 0.0)
     return {
-        "left": cosine_similarity(a, left.vector),
-        "right": cosine_similarity(a, right.vector),
-        "residual": torch.nan_to_num(torch.maximum(left.residual, right.residual), nan=0.0),
-        "undefined": _undefined(a, A, [left.vector, right.vector]),
+        "left": cosine_similarity(a, vectors[0]),
+        "right": cosine_similarity(a, vectors[1]),
+        "residual": torch.nan_to_num(residual, nan=0.0),
+        "undefined": _undefined(a, A, vectors),
     }
 
 

@@ -99,6 +99,19 @@ def _apply(op: SpectralOperator, x: Tensor, side: str) -> Tensor:
     return op.rmatvec(x) if side == "left" else op.matvec(x)
 
 
+def _check_positive_radius(op: SpectralOperator, row_sums: Tensor) -> None:
+    """Refuse matrices whose largest row sum is 0 (all zero, so ρ(A) = 0): no Perron vector exists.
+
+    Every vector is then an eigenvector of eigenvalue 0 (dense ``eig`` would return an arbitrary
+    ``[1, 0, …]``, power iteration ``0/0``); we refuse rather than return either.
+    """
+    zero = row_sums.amax(-1) <= 0  # (...)
+    if bool(zero.any()):
+        where = [tuple(i) for i in zero.nonzero().tolist()][:3]
+        raise ValueError(f"A ({op.description}) is all zero at batch index {where} ({int(zero.sum())} of "
+                         f"{zero.numel()}): ρ(A) = 0 and no Perron vector exists")
+
+
 def perron_vector(
     A: SpectralOperator | Tensor,
     *,
@@ -133,7 +146,8 @@ def perron_vector(
         ``eigenvalue (*batch)``.
 
     Raises:
-        ValueError: on unknown options or a matrix with negative entries.
+        ValueError: on unknown options, an empty, non-finite or all-zero matrix (no Perron
+            vector exists), or a matrix with negative entries.
     """
     if side not in ("left", "right"):
         raise ValueError(f"side={side!r} must be 'left' or 'right'")
@@ -144,8 +158,14 @@ def perron_vector(
     if not tol > 0 or isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
         raise ValueError(f"tol={tol!r} must be > 0 and max_iter={max_iter!r} a positive integer")
     op = as_operator(A)
+    if op.num_tokens < 1:
+        raise ValueError(f"A ({op.description}) has no tokens (N = 0); expected N >= 1")
+    row_sums = op.matvec(op.ones())  # (..., N): A·1; for A ≥ 0, max row sum = ‖A‖_∞ ≥ ρ(A)
+    if not bool(torch.isfinite(row_sums).all()):
+        raise ValueError(f"A ({op.description}) holds NaN or Inf entries; expected finite values")
     if not op.nonnegative:
         raise ValueError(f"A ({op.description}) has negative entries; Perron vectors need A >= 0")
+    _check_positive_radius(op, row_sums)
     iterations, used_tol = 0, None
     if method == "auto":
         if isinstance(op, RankOneOperator):

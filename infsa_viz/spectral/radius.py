@@ -10,6 +10,11 @@ How ``ρ(A)`` is obtained, cheapest first (:func:`check_gamma` stops as soon as 
    ``min_i (Ax)_i/x_i ≤ ρ(A) ≤ max_i (Ax)_i/x_i`` (valid for every ``x > 0``), tightened by
    power iteration on ``A + I`` (aperiodic, same Perron vector) until ``γ·upper < 1`` (accept)
    or ``γ·lower ≥ 1`` (reject). If neither is reached, the check refuses (``ValueError``).
+
+Numerical margin: "``< 1``" means ``γ·ρ(A) ≤ 1 − margin`` with ``margin = √ε`` of the operator's
+dtype (float32: 3.5e-4, float64: 1.5e-8, see :func:`gamma_margin`). Inside it ``I − γA`` is
+singular to working precision (a matrix whose ``γ·ρ(A)`` is 1 up to float32 rounding gave visits
+around 10⁷): refused, since the series' sum is then set by rounding, not by the graph.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from torch import Tensor
 
 from .operators import SpectralOperator, as_operator
 
-__all__ = ["as_gamma", "check_gamma", "collatz_wielandt_bounds", "spectral_radius"]
+__all__ = ["as_gamma", "check_gamma", "collatz_wielandt_bounds", "gamma_margin", "spectral_radius"]
 
 GammaLike = float | Tensor
 
@@ -91,7 +96,8 @@ def collatz_wielandt_bounds(
         lower = torch.maximum(lower, ratio.amin(-1) - 1.0)
         upper = torch.minimum(upper, ratio.amax(-1) - 1.0)
         if gamma is not None:
-            if ((gamma * upper < 1) | (gamma * lower >= 1)).all():
+            limit = 1 - gamma_margin(op.dtype)
+            if ((gamma * upper <= limit) | (gamma * lower > limit)).all():
                 break
         elif ((upper - lower) <= tol * upper.abs().clamp_min(torch.finfo(op.dtype).tiny)).all():
             break
@@ -134,8 +140,14 @@ def spectral_radius(
     return (lower + upper) / 2
 
 
+def gamma_margin(dtype: torch.dtype) -> float:
+    """The least ``1 − γ·ρ(A)`` :func:`check_gamma` accepts in ``dtype``: ``√ε`` (float32: 3.5e-4)."""
+    return float(torch.finfo(dtype).eps) ** 0.5
+
+
 def check_gamma(A: SpectralOperator | Tensor, gamma: GammaLike, *, max_iter: int = 1000) -> Tensor:
-    """Check ``γ · ρ(A) < 1`` for every batch element (see the module docstring for how).
+    """Check ``γ · ρ(A) ≤ 1 − margin`` for every batch element (see the module docstring for how
+    and for the margin, :func:`gamma_margin`).
 
     Args:
         A: tensor ``(..., N, N)`` or operator.
@@ -151,18 +163,19 @@ def check_gamma(A: SpectralOperator | Tensor, gamma: GammaLike, *, max_iter: int
     """
     op = as_operator(A)
     g = as_gamma(gamma, op.batch_shape, dtype=op.dtype, device=op.device)
-    if (g * op.norm_bound() < 1).all():
+    limit = 1 - gamma_margin(op.dtype)
+    if (g * op.norm_bound() <= limit).all():
         return g
     radius = op.exact_radius()
     if radius is not None:
-        bad = g * radius >= 1
+        bad = g * radius > limit
         if bad.any():
             worst = int(torch.argmax((g * radius).flatten()))
             raise ValueError(
                 f"gamma={float(g.flatten()[worst]):.6g} times spectral radius "
-                f"ρ(A)={float(radius.flatten()[worst]):.6g} is >= 1 for {int(bad.sum())} of "
+                f"ρ(A)={float(radius.flatten()[worst]):.6g} is over 1 - margin for {int(bad.sum())} of "
                 f"{bad.numel()} matrices of {op.description}; (I − γA)⁻¹ = Σ γᵗAᵗ needs "
-                "gamma·ρ(A) < 1"
+                f"gamma·ρ(A) <= 1 - {gamma_margin(op.dtype):.2g} (the margin of {op.dtype})"
             )
         return g
     if not op.nonnegative:
@@ -172,13 +185,13 @@ def check_gamma(A: SpectralOperator | Tensor, gamma: GammaLike, *, max_iter: int
             f"{float(1 / op.norm_bound().max()):.6g}"
         )
     lower, upper, iterations = collatz_wielandt_bounds(op, gamma=g, max_iter=max_iter)
-    if (g * lower >= 1).any():
+    if (g * lower > limit).any():
         raise ValueError(
             f"gamma={float(g.max()):.6g} times spectral radius ρ(A) >= "
-            f"{float(lower[g * lower >= 1].min()):.6g} is >= 1 for {op.description}; "
+            f"{float(lower[g * lower > limit].min()):.6g} is over 1 - {gamma_margin(op.dtype):.2g} for {op.description}; "
             "(I − γA)⁻¹ = Σ γᵗAᵗ needs gamma·ρ(A) < 1"
         )
-    if not (g * upper < 1).all():
+    if not (g * upper <= limit).all():
         raise ValueError(
             f"cannot certify gamma·ρ(A) < 1 for {op.description}: after {iterations} iterations "
             f"the spectral radius lies in [{float(lower.min()):.6g}, {float(upper.max()):.6g}] "

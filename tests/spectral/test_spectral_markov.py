@@ -16,6 +16,7 @@ from infsa_viz.spectral import (
     SoftmaxOperator,
     absorption_check,
     check_gamma,
+    gamma_margin,
     expected_visits,
     fundamental_matrix,
     mean_over_heads,
@@ -104,7 +105,7 @@ def test_collatz_wielandt_path_agrees_with_the_dense_spectral_radius():
     stochastic = torch.softmax(torch.randn(6, 6, dtype=F64), -1)
     big = DenseOperator(2 * stochastic, exact_limit=0)  # ρ = 2 exactly
     check_gamma(big, 0.45)
-    with pytest.raises(ValueError, match=">= 1"):
+    with pytest.raises(ValueError, match="is over 1 - "):
         check_gamma(big, 0.5)
 
 
@@ -203,3 +204,17 @@ def test_monte_carlo_refuses_a_matrix_that_is_not_sub_stochastic():
     A = torch.tensor([[0.5, 0.9], [0.1, 0.1]], dtype=F64)
     with pytest.raises(ValueError, match="sub-stochastic"):
         simulate_visits(A, 0.9)
+
+
+@pytest.mark.parametrize("dtype,accepted", [(torch.float32, False), (torch.float64, True)])
+def test_gamma_inside_the_numerical_margin_is_refused(dtype, accepted):
+    # γ·ρ(A) = 1 − 1e-5: far enough from 1 in float64 (margin 1.5e-8), singular to float32 rounding (3.5e-4).
+    A = torch.full((6, 6), 1 / 6, dtype=dtype)  # row-stochastic, ρ = 1
+    gamma = 1 - 1e-5
+    if accepted:
+        visits = expected_visits(A, gamma).visits
+        assert torch.isfinite(visits).all() and float(visits.sum()) == pytest.approx(1 / (1 - gamma), rel=1e-6)
+    else:
+        with pytest.raises(ValueError, match=r"needs gamma·ρ\(A\) <= 1 - 0.00035"):
+            expected_visits(A, gamma)
+    assert gamma_margin(dtype) == pytest.approx(torch.finfo(dtype).eps ** 0.5)

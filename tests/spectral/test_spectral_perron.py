@@ -155,3 +155,20 @@ def test_float32_power_iteration_stops_at_the_rounding_floor_instead_of_running_
     assert got.iterations < 50
     assert_close(got.vector.double(), expected, rtol=1e-4, atol=1e-7)
     assert perron_vector(A, method="power", tol=1e-12).tol == 1e-12  # float64 keeps the tolerance asked for
+
+
+@pytest.mark.parametrize("method", ["dense", "power", "auto"])
+def test_all_zero_matrix_has_no_perron_vector(method):
+    A = torch.rand(3, 5, 5)
+    A[1] = 0
+    with pytest.raises(ValueError, match=r"all zero at batch index \[\(1,\)\].*no Perron vector exists"):
+        perron_vector(A, method=method)
+
+
+def test_empty_and_non_finite_inputs_are_refused():
+    with pytest.raises(ValueError, match="no tokens"):
+        perron_vector(torch.zeros(2, 0, 0))
+    A = torch.rand(4, 4)
+    A[0, 0] = float("nan")
+    with pytest.raises(ValueError, match="NaN or Inf entries"):
+        perron_vector(A)
