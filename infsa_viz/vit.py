@@ -193,6 +193,9 @@ class VisionTransformer(nn.Module):
         self.head = nn.Linear(dim, config.num_classes)
         self._init_weights()
 
+    #: Where the model came from, for messages (``load_model`` sets the directory).
+    source: str = "model"
+
     def _init_weights(self) -> None:
         nn.init.trunc_normal_(self.pos_embed, std=0.02)
         if self.cls_token is not None:
@@ -214,19 +217,38 @@ class VisionTransformer(nn.Module):
             grid = grid.permute(0, 2, 3, 1).reshape(1, h * w, -1)
         return torch.cat([prefix, grid], dim=1)
 
-    def check_input(self, x: Tensor) -> None:
-        """Raise ``ValueError`` unless ``x`` is ``(B, in_chans, H, W)`` with patch-divisible sides."""
+    def check_input(self, x: Tensor) -> Tensor:
+        """``x`` in the model's dtype, after checking it is ``(B, in_chans, H, W)`` with
+        patch-divisible sides and finite values.
+
+        Floating-point inputs of another precision (float64, float16, bfloat16) are converted;
+        integer or boolean images are refused (they are not normalised).
+
+        Raises:
+            TypeError: ``x`` is not a floating-point tensor.
+            ValueError: wrong shape, or NaN/Inf values (the images are named).
+        """
         c, p = self.config.in_chans, self.patch_size
+        if not isinstance(x, Tensor) or not x.is_floating_point():
+            kind = x.dtype if isinstance(x, Tensor) else type(x).__name__
+            raise TypeError(f"images of type {kind} must be a floating-point tensor of normalised pixels "
+                            "(see infsa_viz.preprocess)")
         if x.dim() != 4 or x.shape[1] != c:
             raise ValueError(f"images of shape {tuple(x.shape)} must be (B, {c}, H, W)")
         if x.shape[-2] % p or x.shape[-1] % p or x.shape[-2] < p or x.shape[-1] < p:
             raise ValueError(
                 f"image size {tuple(x.shape[-2:])} must be positive multiples of patch_size={p}"
             )
+        finite = torch.isfinite(x.detach()).flatten(1).all(-1)  # (B,)
+        if not bool(finite.all()):
+            bad = (~finite).nonzero().flatten().tolist()
+            raise ValueError(f"images {bad[:8]} hold NaN or Inf pixels; expected finite, normalised pixels")
+        dtype = self.pos_embed.dtype
+        return x if x.dtype == dtype else x.to(dtype)
 
     def forward_features(self, x: Tensor) -> Tensor:
         """Images ``(B, C, H, W)`` → normalised tokens ``(B, prefix + h·w, C')``."""
-        self.check_input(x)
+        x = self.check_input(x)
         h, w = x.shape[-2] // self.patch_size, x.shape[-1] // self.patch_size
         tokens = self.patch_embed(x)  # (B, h·w, C')
         if self.cls_token is not None:
@@ -242,7 +264,20 @@ class VisionTransformer(nn.Module):
         return self.head(pooled)
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.forward_head(self.forward_features(x))
+        """Images ``(B, C, H, W)`` → logits ``(B, classes)``.
+
+        Raises:
+            ValueError: the logits are not finite (e.g. inputs of magnitude 1e30 overflow); the
+                message names the images and the model's :attr:`source`.
+        """
+        logits = self.forward_head(self.forward_features(x))
+        finite = torch.isfinite(logits.detach()).all(-1)  # (B,)
+        if not bool(finite.all()):
+            bad = (~finite).nonzero().flatten().tolist()
+            peak = float(x.detach().abs().amax())
+            raise ValueError(f"{self.source}: logits of images {bad[:8]} are NaN/Inf (largest |input| "
+                             f"{peak:.3g}; expected normalised pixels of order 1)")
+        return logits
 
     def set_fused_attention(self, fused: bool) -> None:
         """Switch softmax layers between the fused SDPA kernel and the explicit path.
@@ -318,6 +353,7 @@ def load_model(directory: str | Path, *, map_location: str | torch.device = "cpu
                          map_location=map_location)
     model = VisionTransformer(config)
     model.load_state_dict(state)
+    model.source = str(directory)
     return model.eval()
 
 

@@ -153,7 +153,8 @@ class MapMethod(ABC):
             **options: see :attr:`defaults`; unknown options are refused.
 
         Raises:
-            ValueError: unknown option, bad option value, or a target for a method without one.
+            ValueError: unknown option, bad option value, a target for a method without one, or
+                maps that are not finite (the images are named).
         """
         resolved = self.resolve(options)
         if target is not None and not self.explains_class:
@@ -161,6 +162,11 @@ class MapMethod(ABC):
         model.eval()
         classes = _resolve_target(model, images, target) if self.explains_class else None
         maps, metadata, validity = self._compute(model, images, classes, resolved)
+        finite = torch.isfinite(maps.detach()).flatten(1).all(-1)  # (B,)
+        if not bool(finite.all()):
+            bad = (~finite).nonzero().flatten().tolist()
+            raise ValueError(f"{getattr(model, 'source', 'model')}: method {self.name!r} gave NaN/Inf maps for "
+                             f"images {bad[:8]} (options {resolved}); the model or its inputs are out of range")
         return MapResult(maps=maps.detach().float(), method=self.name, options=resolved, target=classes,
                          validity=validity, metadata=metadata)
 
