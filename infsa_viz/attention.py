@@ -55,6 +55,16 @@ def _accumulation_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.promote_types(dtype, torch.float32)
 
 
+def check_qk(q: Tensor, k: Tensor) -> None:
+    """Raise ``ValueError`` unless ``q`` and ``k`` are floating ``(..., N, D)`` tensors of one shape."""
+    for name, t in (("q", q), ("k", k)):
+        if not isinstance(t, Tensor) or not t.is_floating_point() or t.dim() < 2:
+            kind = f"{t.dtype} tensor of shape {tuple(t.shape)}" if isinstance(t, Tensor) else type(t).__name__
+            raise ValueError(f"{name} is a {kind}; expected a floating-point (..., N, D) tensor")
+    if q.shape != k.shape:
+        raise ValueError(f"q has shape {tuple(q.shape)} and k {tuple(k.shape)}; expected the same (..., N, D)")
+
+
 def infsa_affinity(q: Tensor, k: Tensor, *, eps: float = EPS) -> Tensor:
     """Dense InfSA matrix ``Â = ReLU(q kᵀ) / (‖ReLU(q kᵀ)‖_F + ε)``, normalised per (B, H).
 
@@ -68,6 +78,7 @@ def infsa_affinity(q: Tensor, k: Tensor, *, eps: float = EPS) -> Tensor:
         the input's dtype for float32 and float64 (float64 stays float64-accurate); half types
         (bfloat16, float16) are computed in float32, products included, and rounded at the end.
     """
+    check_qk(q, k)
     acc = _accumulation_dtype(q.dtype)
     scores = F.relu(q.to(acc) @ k.to(acc).transpose(-2, -1))  # (..., N, N)
     norm = torch.linalg.vector_norm(scores, dim=(-2, -1), keepdim=True)  # (..., 1, 1)
@@ -76,6 +87,7 @@ def infsa_affinity(q: Tensor, k: Tensor, *, eps: float = EPS) -> Tensor:
 
 def softmax_matrix(q: Tensor, k: Tensor) -> Tensor:
     """Row-stochastic softmax attention ``softmax(q kᵀ / √D)`` of shape ``(..., N, N)``."""
+    check_qk(q, k)
     scale = q.shape[-1] ** -0.5
     return torch.softmax((q @ k.transpose(-2, -1)) * scale, dim=-1)
 
@@ -94,6 +106,7 @@ def linear_infsa_weights(q: Tensor, k: Tensor, *, eps: float = EPS) -> tuple[Ten
         ``ReLU(q̄·k_j) / (Σ ReLU(q̄·k_l) + ε)``: Linear-InfSA's estimate of the Perron vector.
         Computed in float64 for float64 inputs and in float32 otherwise; returned in ``q``'s dtype.
     """
+    check_qk(q, k)
     acc = _accumulation_dtype(q.dtype)
     qf, kf = q.to(acc), k.to(acc)
     q_norm = torch.linalg.vector_norm(qf, dim=-1)  # (..., N)

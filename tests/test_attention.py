@@ -15,6 +15,7 @@ from infsa_viz.attention import (
     build_attention,
     infsa_affinity,
     linear_infsa_weights,
+    softmax_matrix,
 )
 
 
@@ -227,3 +228,11 @@ def test_bad_head_count_and_rho_init_are_rejected():
         build_attention("softmax", 8, 3)
     with pytest.raises(ValueError, match="rho_init=1.0"):
         build_attention("pure_infsa", 8, 2, rho_init=1.0)
+
+
+@pytest.mark.parametrize("fn", [infsa_affinity, softmax_matrix, linear_infsa_weights])
+def test_mismatched_q_k_are_one_clear_error(fn):
+    with pytest.raises(ValueError, match=r"q has shape \(2, 5, 8\) and k \(2, 5, 4\)"):
+        fn(torch.randn(2, 5, 8), torch.randn(2, 5, 4))
+    with pytest.raises(ValueError, match="k is a torch.int64 tensor"):
+        fn(torch.randn(5, 4), torch.zeros(5, 4, dtype=torch.int64))
