@@ -205,8 +205,10 @@ def pointing_game(
         upsample: ``"bilinear"`` (default) or ``"nearest"``.
 
     Returns:
-        A :class:`PointingResult`. An image without a non-empty target box gets ``nan``, is left
-        out of the accuracy and counted, with one :class:`UndefinedMetricWarning`. (Quantus 0.6
+        A :class:`PointingResult`. An image whose target union covers no pixel of the image or
+        every pixel (the rule of :func:`box_auc`: a box outside the image, or one that a constant
+        map would always hit) gets ``nan``, is left out of the accuracy and counted, with one
+        :class:`UndefinedMetricWarning`. (Quantus 0.6
         scores an empty mask as a hit instead, see its issues #75 and #333; we do not.)
 
     Raises:
@@ -230,7 +232,8 @@ def pointing_game(
     for i in range(B):
         box = targets[i]
         box = box[(box[:, 2] > box[:, 0]) & (box[:, 3] > box[:, 1])]  # non-empty boxes (K, 4)
-        if not len(box):
+        covered = _labels(box, (height, width), grid, "pixel", 0.5)  # (H·W,) bool
+        if not 0 < covered.sum() < covered.size:  # the one rule of box metrics: see box_auc
             continue
         flat = pixels[i].ravel()
         if ties == "any":
@@ -243,7 +246,7 @@ def pointing_game(
     n_undefined = int(np.isnan(hits).sum())
     if n_undefined:
         warn_undefined(
-            f"pointing_game: {n_undefined} of {B} image(s) have no non-empty target box; "
+            f"pointing_game: {n_undefined} of {B} image(s) have target boxes covering no or every pixel; "
             "their hit is nan and left out of the accuracy"
         )
     return PointingResult(

@@ -113,8 +113,9 @@ def test_pointing_game_ties_any_or_first():
 
 def test_pointing_game_without_boxes_is_nan_not_a_hit():
     maps = np.random.default_rng(0).random((2, 4, 4))
-    with pytest.warns(UndefinedMetricWarning, match="no non-empty target box"):
-        result = pointing_game(maps, [np.zeros((0, 4)), np.array([[0, 0, 16, 16]])], image_size=16)
+    maps[1, 0, 0] = 2.0  # the maximum falls in the second image's box
+    with pytest.warns(UndefinedMetricWarning, match="target boxes covering no or every pixel"):
+        result = pointing_game(maps, [np.zeros((0, 4)), np.array([[0, 0, 8, 8]])], image_size=16)
     assert np.isnan(result.hits[0]) and result.hits[1] == 1.0
     assert result.n_undefined == 1 and result.accuracy == 1.0
 
@@ -143,3 +144,19 @@ def test_invalid_inputs_raise_value_error(call, match):
     boxes = [np.array([[0, 0, 8, 8]]), np.array([[4, 4, 12, 12]])]
     with pytest.raises(ValueError, match=match):
         call(maps, boxes)
+
+
+@pytest.mark.parametrize("box", [[10, 10, 10, 20], [0, 0, 48, 48], [60, 60, 70, 70], [-5, -5, 60, 60]])
+def test_degenerate_boxes_mean_the_same_to_every_box_metric(box):
+    """Empty, outside or whole-image target boxes: undefined (nan) for AUC, pointing and curves alike."""
+    import warnings
+
+    from infsa_viz.metrics import box_curves
+
+    maps = torch.rand(1, 6, 6)
+    boxes = [np.array([box], float)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert np.isnan(box_auc(maps, boxes, image_size=48).roc_auc[0])
+        assert np.isnan(pointing_game(maps, boxes, image_size=48).hits[0])
+        assert box_curves(maps, boxes, image_size=48)[0] is None
