@@ -410,10 +410,10 @@ def training_report(model_dirs: list[str | Path], *, batch_size: int = 256) -> d
     rows = []
     test_cache: dict[int, tuple[Tensor, Tensor]] = {}
     for directory in model_dirs:
+        model = load_model(directory)  # first: names a missing or damaged model before its card
         card = load_card(directory)
         if card.get("data", {}).get("name") != "cluttered-digits":
             raise ValueError(f"{directory}: training report supports cluttered-digits models only")
-        model = load_model(directory)
         size = int(card["test_size"])
         if size not in test_cache:
             test_cache[size] = cluttered_digits_data(size).test

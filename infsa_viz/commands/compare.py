@@ -61,6 +61,9 @@ def render(args: argparse.Namespace) -> int:
     image = load_input(args.image)
     label = int(image.labels[0])
     target = resolve_target(args.target, label)
+    for directory, model in models:
+        if isinstance(target, int) and not 0 <= target < model.config.num_classes:
+            raise ValueError(f"--target={target} is not a class of {directory} (classes 0..{model.config.num_classes - 1})")
     inputs = {d: prepare(m, image.images) for d, m in models}
     maps, titles, info, shown = [], [], [], []
     for method in args.methods:

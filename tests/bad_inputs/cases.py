@@ -1,0 +1,375 @@
+"""The bad-input matrix: every hostile input we know of, per surface, with the one line it must give.
+
+A case passes when the entry point refuses the input with the expected exception (library:
+``ValueError``/``TypeError``; CLI: exit code 2) and one line naming the input and what was
+expected, with no traceback and no new file in the output folder. Cases marked ``memory`` run in
+a subprocess under a 3 GiB address-space limit: the refusal must come before any big allocation.
+``tests/bad_inputs/test_matrix.py`` runs them in CI; ``python -m benchmarks reliability`` runs
+them again and records the counts in ``metrics/reliability.json``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+MEMORY_LIMIT = 3 << 30  # bytes of address space for `memory` cases
+ROOT = Path(__file__).resolve().parents[2]
+
+Paths = dict[str, Path]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One hostile input.
+
+    Attributes:
+        id: short unique name.
+        surface: ``"cli"``, ``"api"`` or ``"app"``.
+        match: regex the one-line message must contain.
+        argv: CLI arguments (``{name}`` is replaced by ``str(paths[name])``).
+        call: library call taking the fixture paths.
+        error: expected exception of a library call.
+        memory: run in a subprocess under :data:`MEMORY_LIMIT`.
+    """
+
+    id: str
+    surface: str
+    match: str
+    argv: tuple[str, ...] = ()
+    call: Callable[[Paths], Any] | None = None
+    error: tuple[type[BaseException], ...] = (ValueError,)
+    memory: bool = False
+    setup: Callable[[Paths], Any] | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    passed: bool
+    message: str
+    why: str = ""
+
+
+def _format(argv: tuple[str, ...], paths: Paths) -> list[str]:
+    return [re.sub(r"\{(\w+)\}", lambda m: str(paths[m.group(1)]), a) for a in argv]
+
+
+def _files(folder: Path) -> set[Path]:
+    return {p for p in folder.rglob("*")}
+
+
+def _check_message(case: Case, message: str, traceback_seen: bool) -> Outcome:
+    lines = [line for line in message.strip().splitlines() if line.strip()]
+    if traceback_seen or any("Traceback" in line for line in lines):
+        return Outcome(False, message, "traceback shown")
+    if len(lines) != 1:
+        return Outcome(False, message, f"{len(lines)} lines instead of one")
+    if not re.search(case.match, lines[0]):
+        return Outcome(False, message, f"message does not match {case.match!r}")
+    return Outcome(True, lines[0])
+
+
+def _run_cli(case: Case, paths: Paths) -> Outcome:
+    from infsa_viz.cli import main
+
+    argv = _format(case.argv, paths)
+    if case.memory:
+        code = ("import resource, sys; resource.setrlimit(resource.RLIMIT_AS, ({0}, {0})); "
+                "from infsa_viz.cli import main; sys.exit(main(sys.argv[1:]))").format(MEMORY_LIMIT)
+        proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=ROOT,
+                              timeout=300)
+        rc, err = proc.returncode, proc.stderr
+    else:
+        buf = io.StringIO()
+        with contextlib.redirect_stderr(buf), contextlib.redirect_stdout(io.StringIO()):
+            rc = main(argv)
+        err = buf.getvalue()
+    # warnings logged before the error are not the error line
+    err = "\n".join(line for line in err.splitlines() if not line.startswith("infsa-viz: ") or "error:" in line)
+    if rc != 2:
+        return Outcome(False, err, f"exit code {rc}, expected 2")
+    return _check_message(case, err, False)
+
+
+def _run_api(case: Case, paths: Paths) -> Outcome:
+    if case.memory:
+        raise NotImplementedError("memory-limited library cases are run through the CLI")
+    try:
+        case.call(paths)
+    except case.error as err:
+        return _check_message(case, str(err), False)
+    except Exception as err:  # noqa: BLE001 - the wrong exception is the finding
+        return Outcome(False, f"{type(err).__name__}: {err}", f"raised {type(err).__name__}, expected "
+                       f"{'/'.join(e.__name__ for e in case.error)}")
+    return Outcome(False, "", "accepted the input")
+
+
+def run_case(case: Case, paths: Paths) -> Outcome:
+    """Run one case; its :class:`Outcome` (also fails if a file appeared in the output folder)."""
+    before = _files(paths["out"])
+    context = case.setup(paths) if case.setup else contextlib.nullcontext()
+    with context:
+        outcome = _run_cli(case, paths) if case.surface == "cli" else _run_api(case, paths)
+    created = _files(paths["out"]) - before
+    if outcome.passed and created:
+        return Outcome(False, outcome.message, f"left files behind: {sorted(str(p.name) for p in created)[:3]}")
+    return outcome
+
+
+def _hold_lock(paths: Paths):
+    from infsa_viz.evaluation.journal import OutputLock
+
+    return OutputLock(paths["out"] / "locked.json")
+
+
+# ----------------------------------------------------------------------------------------------
+# The library API
+# ----------------------------------------------------------------------------------------------
+
+def _model(paths: Paths, name: str = "model"):
+    from infsa_viz import load_model
+
+    return load_model(paths[name])
+
+
+def _load(name: str) -> Callable[[Paths], Any]:
+    return lambda p: _model(p, name)
+
+
+def _decode(name: str) -> Callable[[Paths], Any]:
+    from infsa_viz.images import read_image
+
+    return lambda p: read_image(p[name])
+
+
+def _attribute(method: str, **options) -> Callable[[Paths], Any]:
+    from infsa_viz.maps import attribute
+
+    return lambda p: attribute(_model(p), torch.zeros(1, 1, 48, 48), method, **options)
+
+
+def _forward(x: Callable[[], torch.Tensor]) -> Callable[[Paths], Any]:
+    return lambda p: _model(p)(x())
+
+
+def _spectral(fn: str, *args, **kwargs) -> Callable[[Paths], Any]:
+    import infsa_viz.spectral as spectral
+
+    return lambda p: getattr(spectral, fn)(*[a() if callable(a) else a for a in args], **kwargs)
+
+
+def _evaluate(models: bool = True, methods: tuple[str, ...] = ("attention",)) -> Callable[[Paths], Any]:
+    from infsa_viz.data import test_split
+    from infsa_viz.evaluation import evaluate
+
+    return lambda p: evaluate([("m", _model(p))] if models else [], list(methods), test_split(2))
+
+
+def _folder(name: str, **kwargs) -> Callable[[Paths], Any]:
+    from infsa_viz.data import FolderDataset
+
+    return lambda p: FolderDataset(p[name], **{k: p[v] for k, v in kwargs.items()}).labelled()
+
+
+def _voc(name: str) -> Callable[[Paths], Any]:
+    from infsa_viz.data.folder import parse_voc_boxes
+
+    return lambda p: parse_voc_boxes(p[name] / "a.xml")
+
+
+def _boxes(box) -> Callable[[Paths], Any]:
+    from infsa_viz.metrics import box_auc
+
+    return lambda p: box_auc(torch.rand(1, 6, 6), [np.array([box], float)], image_size=48)
+
+
+def _preprocessing(**kwargs) -> Callable[[Paths], Any]:
+    from infsa_viz import Preprocessing
+
+    return lambda p: Preprocessing(**kwargs)
+
+
+def _prepare(images) -> Callable[[Paths], Any]:
+    from infsa_viz import prepare
+
+    return lambda p: prepare(_model(p), images())
+
+
+def _protocol(**kwargs) -> Callable[[Paths], Any]:
+    from infsa_viz.evaluation import EvalProtocol
+
+    return lambda p: EvalProtocol(**kwargs)
+
+
+def _cluttered(**kwargs) -> Callable[[Paths], Any]:
+    from infsa_viz.data import generate_cluttered
+
+    return lambda p: generate_cluttered(**kwargs)
+
+
+def _split(n: int) -> Callable[[Paths], Any]:
+    from infsa_viz.data import test_split
+
+    return lambda p: test_split(n)
+
+
+NAN_IMAGE = lambda: torch.full((1, 1, 48, 48), float("nan"))  # noqa: E731
+HUGE_IMAGE = lambda: torch.full((1, 1, 48, 48), 1e30)  # noqa: E731
+NAN_QK = lambda: torch.full((2, 5, 4), float("nan"))  # noqa: E731
+
+
+def _api_cases() -> list[Case]:
+    A = lambda id, call, match, error=(ValueError,): Case(id, "api", match, call=call, error=error)  # noqa: E731
+    return [
+        A("load-missing-dir", _load("unicode_missing"), r"ünïcödé 模型.*does not exist"),
+        A("load-malformed-config", _load("config_malformed"), r"config.json: not valid JSON"),
+        A("load-config-not-object", _load("config_list"), r"config.json: expected a JSON object"),
+        A("load-config-unknown-key", _load("config_unknown_key"), r"unknown keys \['colour'\]"),
+        A("load-config-negative-depth", _load("config_negative_depth"), r"depth=-3 must be a positive integer"),
+        A("load-config-heads", _load("config_heads"), r"num_heads=3 must divide embed_dim=16"),
+        A("load-config-huge", _load("config_huge"), r"asks for depth=100000, the weights hold 2 blocks"),
+        A("load-config-wider", _load("config_wider"), r"tensor 'cls_token' has shape \(1, 1, 16\), config.json implies"),
+        A("load-no-weights", _load("no_weights"), r"model.safetensors: missing weights file"),
+        A("load-garbage-weights", _load("weights_garbage"), r"not a readable safetensors file"),
+        A("load-truncated-weights", _load("weights_truncated"), r"not a readable safetensors file"),
+        A("load-nan-weights", _load("weights_nan"), r"tensor 'blocks.0.attn.qkv.weight' holds 1 NaN/Inf"),
+        A("load-missing-tensor", _load("weights_missing_tensor"), r"missing \['head.bias'\]"),
+        A("load-card-mismatch", _load("card_mismatch"), r"differs from the model card"),
+        A("load-file-not-dir", _load("not_a_dir"), r"file.txt.*not a directory"),
+        A("image-empty", _decode("empty_png"), r"empty.png: the file is empty"),
+        A("image-text", _decode("text_png"), r"text.png: not a readable image"),
+        A("image-bomb", _decode("bomb_png"), r"bomb.png: 25000x25000 pixels is over the limit"),
+        A("image-truncated-jpeg", _decode("truncated_jpg"), r"cut.jpg: not a readable image"),
+        A("image-gif", _decode("gif"), r"anim.gif: not a readable image \(expected PNG, JPEG or BMP"),
+        A("image-missing", _decode("unicode_missing"), r"ünïcödé 模型' does not exist"),
+        A("model-int-input", _forward(lambda: torch.zeros(1, 1, 48, 48, dtype=torch.int64)),
+          r"images of type torch.int64 must be a floating-point tensor", (TypeError,)),
+        A("model-bool-input", _forward(lambda: torch.zeros(1, 1, 48, 48, dtype=torch.bool)),
+          r"images of type torch.bool must be a floating-point tensor", (TypeError,)),
+        A("model-nan-input", _forward(NAN_IMAGE), r"images \[0\] hold NaN or Inf pixels"),
+        A("model-huge-input", _forward(HUGE_IMAGE), r"model: logits of images \[0\] are NaN/Inf"),
+        A("model-wrong-channels", _forward(lambda: torch.zeros(1, 3, 48, 48)), r"must be \(B, 1, H, W\)"),
+        A("model-odd-size", _forward(lambda: torch.zeros(1, 1, 47, 48)), r"multiples of patch_size=8"),
+        A("map-unknown-method", lambda p: _attribute("saliencyy")(p), r"saliencyy"),
+        A("map-unknown-option", _attribute("attention", colour=1), r"colour"),
+        A("map-bad-layer", _attribute("attention", layer=9), r"layer"),
+        A("map-bad-head", _attribute("attention", head=7), r"head"),
+        A("map-target-not-applicable", _attribute("visits", target=1), r"does not explain a class"),
+        A("map-negative-gamma", _attribute("visits", gamma=-0.5), r"gamma"),
+        A("perron-zero", _spectral("perron_vector", lambda: torch.zeros(2, 4, 4), method="power"),
+          r"all zero at batch index.*no Perron vector exists"),
+        A("perron-empty", _spectral("perron_vector", lambda: torch.zeros(0, 0)), r"no tokens"),
+        A("perron-nan", _spectral("perron_vector", lambda: torch.full((3, 3), float("nan"))), r"NaN or Inf"),
+        A("visits-margin", _spectral("expected_visits", lambda: torch.full((4, 4), 0.25), 1 - 1e-5),
+          r"needs gamma·ρ\(A\) <= 1 - 0.00035"),
+        A("visits-gamma-one", _spectral("expected_visits", lambda: torch.full((4, 4), 0.25, dtype=torch.float64), 1.0),
+          r"gamma"),
+        A("affinity-shapes", lambda p: __import__("infsa_viz").infsa_affinity(torch.randn(2, 5, 8), torch.randn(2, 5, 4)),
+          r"q has shape \(2, 5, 8\) and k \(2, 5, 4\)"),
+        A("evaluate-no-models", _evaluate(models=False), r"models is empty"),
+        A("evaluate-no-methods", _evaluate(methods=()), r"methods is empty"),
+        A("evaluate-unknown-method", _evaluate(methods=("nope",)), r"nope"),
+        A("protocol-chunk-zero", _protocol(chunk=0), r"chunk=0"),
+        A("protocol-steps-zero", _protocol(steps=0), r"steps=0"),
+        A("protocol-bad-target", _protocol(target=-2), r"target=-2 is invalid"),
+        A("folder-empty-image", _folder("folder_empty_image"), r"b.png: the file is empty"),
+        A("folder-bomb-image", _folder("folder_bomb"), r"b.png: 15000x15000 pixels is over the limit"),
+        A("folder-garbage-image", _folder("folder_garbage"), r"b.png: not a readable image"),
+        A("folder-no-classes", _folder("folder_no_classes"), r"folder_no_classes"),
+        A("voc-billion-laughs", _voc("xml_laughs"), r"a.xml"),
+        A("voc-external-entity", _voc("xml_external"), r"a.xml"),
+        A("voc-malformed", _voc("xml_malformed"), r"a.xml"),
+        A("box-inverted", _boxes([20, 20, 10, 10]), r"expected x0 <= x1 and y0 <= y1"),
+        A("box-nan", _boxes([np.nan, 0, 10, 10]), r"box"),
+        A("preprocessing-zero-std", _preprocessing(mean=(0.5,), std=(0.0,)), r"std"),
+        A("preprocessing-bad-resize", _preprocessing(mean=(0.5,), std=(0.2,), resize="squash"), r"resize='squash'"),
+        A("prepare-float-image", _prepare(lambda: [np.zeros((48, 48), np.float32)]), r"expected a uint8 numpy array",
+          (TypeError,)),
+        A("prepare-empty-image", _prepare(lambda: [np.zeros((0, 48), np.uint8)]), r"image"),
+        A("cluttered-negative-n", _cluttered(n=-1, split="test", seed=0), r"n=-1"),
+        A("test-split-too-many", _split(10**9), r"1000000000"),
+    ]
+
+
+def _cli_cases() -> list[Case]:
+    C = lambda id, argv, match, memory=False, setup=None: Case(id, "cli", match, argv=tuple(argv), memory=memory,  # noqa: E731
+                                                              setup=setup)
+    out = "{out}/x.png"
+    explain = ("explain", "--model", "{model}", "--method", "attention", "--out", out)
+    evaluate = ("evaluate", "--models", "{model}", "--methods", "attention", "--n-images", "2", "--out", "{out}/r.json")
+    return [
+        C("info-missing", ["info", "{unicode_missing}"], r"ünïcödé 模型.*does not exist"),
+        C("info-malformed-config", ["info", "{config_malformed}"], r"not valid JSON"),
+        C("info-garbage-weights", ["info", "{weights_garbage}"], r"not a readable safetensors file"),
+        C("info-nan-weights", ["info", "{weights_nan}"], r"weights_nan/model.safetensors: tensor .* NaN/Inf"),
+        C("info-huge-config", ["info", "{config_huge}"], r"asks for depth=100000", memory=True),
+        C("explain-nan-weights", ["explain", "--model", "{weights_nan}", "--method", "attention", "--out", out, "test:0"],
+          r"weights_nan.*NaN/Inf"),
+        C("explain-huge-config", ["explain", "--model", "{config_huge}", "--method", "attention", "--out", out, "test:0"],
+          r"asks for depth=100000", memory=True),
+        C("explain-bomb", [*explain, "{bomb_png}"], r"25000x25000 pixels is over the limit", memory=True),
+        C("explain-empty-image", [*explain, "{empty_png}"], r"empty.png: the file is empty"),
+        C("explain-text-image", [*explain, "{text_png}"], r"text.png: not a readable image"),
+        C("explain-truncated-jpeg", [*explain, "{truncated_jpg}"], r"cut.jpg: not a readable image"),
+        C("explain-missing-image", [*explain, "{unicode_missing}"], r"does not exist"),
+        C("explain-test-index", [*explain, "test:999999"], r"999999"),
+        C("explain-unknown-method", ["explain", "--model", "{model}", "--method", "nope", "--out", out, "test:0"], r"nope"),
+        C("explain-bad-layer", [*explain, "--layer", "9", "test:0"], r"layer"),
+        C("explain-bad-head", [*explain, "--head", "7", "test:0"], r"head"),
+        C("explain-bad-target", [*explain, "--target", "99", "test:0"], r"--target=99 is not a class of"),
+        C("explain-bad-alpha", [*explain, "--alpha", "2", "test:0"], r"alpha"),
+        C("explain-out-under-file", ["explain", "--model", "{model}", "--method", "attention", "--out",
+                                     "{not_a_dir}/x.png", "test:0"], r"cannot write"),
+        C("explain-unknown-option", [*explain, "--colour", "red", "test:0"], r"unrecognized arguments: --colour"),
+        C("compare-unknown-method", ["compare", "--models", "{model}", "--methods", "nope", "--out", out, "test:0"], r"nope"),
+        C("compare-missing-model", ["compare", "--models", "{model},{unicode_missing}", "--out", out, "test:0"],
+          r"does not exist"),
+        C("evaluate-no-methods", ["evaluate", "--models", "{model}", "--methods", "", "--n-images", "2"], r"method"),
+        C("evaluate-chunk-zero", [*evaluate, "--chunk", "0"], r"chunk=0"),
+        C("evaluate-steps-zero", [*evaluate, "--steps", "0"], r"steps=0"),
+        C("evaluate-n-images-zero", ["evaluate", "--models", "{model}", "--n-images", "0"], r"--n-images=0"),
+        C("evaluate-n-images-huge", ["evaluate", "--models", "{model}", "--n-images", "999999999"],
+          r"--n-images=999999999", memory=True),
+        C("evaluate-bad-data", [*evaluate, "--data", "imagenet"], r"--data='imagenet'"),
+        C("evaluate-missing-folder", [*evaluate, "--data", "folder:{unicode_missing}"], r"ünïcödé"),
+        C("evaluate-folder-empty-image", [*evaluate, "--data", "folder:{folder_empty_image}"], r"b.png: the file is empty"),
+        C("evaluate-folder-bomb", [*evaluate, "--data", "folder:{folder_bomb}"], r"15000x15000 pixels", memory=True),
+        C("evaluate-xml-laughs", [*evaluate, "--data", "folder:{folder_good}", "--boxes", "{xml_laughs}"], r"a.xml"),
+        C("evaluate-xml-external", [*evaluate, "--data", "folder:{folder_good}", "--boxes", "{xml_external}"], r"a.xml"),
+        C("evaluate-out-not-json", ["evaluate", "--models", "{model}", "--n-images", "2", "--out", "{out}/r.txt"],
+          r"must end in .json"),
+        C("evaluate-out-under-file", ["evaluate", "--models", "{model}", "--methods", "attention", "--n-images", "2",
+                                      "--out", "{not_a_dir}/r.json"], r"cannot write"),
+        C("evaluate-locked", ["evaluate", "--models", "{model}", "--methods", "attention", "--n-images", "2", "--out",
+                              "{out}/locked.json"], r"another evaluation is writing", setup=_hold_lock),
+        C("evaluate-bad-target", [*evaluate, "--target", "x"], r"'x' must be 'label', 'predicted' or a class index"),
+        C("eigencheck-batch-zero", ["eigencheck", "--model", "{model}", "--batch-size", "0", "--out", "{out}/e.json"],
+          r"batch"),
+        C("eigencheck-n-images-zero", ["eigencheck", "--model", "{model}", "--n-images", "0", "--out", "{out}/e.json"],
+          r"n-images|n_images"),
+        C("eigencheck-bad-layers", ["eigencheck", "--model", "{model}", "--layers", "9", "--out", "{out}/e.json"], r"layer"),
+        C("accuracy-missing-model", ["accuracy", "--models", "{unicode_missing}"], r"does not exist"),
+        C("train-epochs-zero", ["train", "--variant", "softmax", "--out", "{out}/t", "--epochs", "0"], r"epochs"),
+        C("import-timm-garbage", ["import-timm", "--num-heads", "2", "--out", "{out}/t", "{timm_garbage}"],
+          r"not a readable safetensors file|timm.safetensors"),
+        C("threads-zero", ["info", "{model}", "--threads", "0"], r"--threads=0"),
+        C("unknown-command-option", ["info", "{model}", "--frobnicate"], r"unrecognized arguments"),
+    ]
+
+
+def all_cases() -> list[Case]:
+    """Every case, API then CLI (the app's cases live in ``tests/app``)."""
+    cases = _api_cases() + _cli_cases()
+    ids = [(c.surface, c.id) for c in cases]
+    if len(ids) != len(set(ids)):
+        raise RuntimeError("duplicate case ids")
+    return cases
