@@ -86,10 +86,15 @@ def infsa_affinity(q: Tensor, k: Tensor, *, eps: float = EPS) -> Tensor:
 
 
 def softmax_matrix(q: Tensor, k: Tensor) -> Tensor:
-    """Row-stochastic softmax attention ``softmax(q kᵀ / √D)`` of shape ``(..., N, N)``."""
+    """Row-stochastic softmax attention ``softmax(q kᵀ / √D)`` of shape ``(..., N, N)``.
+
+    Half types (bfloat16, float16) are computed in float32 and rounded at the end, so large
+    activations cannot overflow ``q kᵀ`` into ``inf`` (and the softmax into NaN).
+    """
     check_qk(q, k)
+    acc = _accumulation_dtype(q.dtype)
     scale = q.shape[-1] ** -0.5
-    return torch.softmax((q @ k.transpose(-2, -1)) * scale, dim=-1)
+    return torch.softmax((q.to(acc) @ k.to(acc).transpose(-2, -1)) * scale, dim=-1).to(q.dtype)
 
 
 def linear_infsa_weights(q: Tensor, k: Tensor, *, eps: float = EPS) -> tuple[Tensor, Tensor, Tensor]:
