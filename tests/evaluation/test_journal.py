@@ -3,24 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
-import random
-import signal
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 from infsa_viz.data import test_split
 from infsa_viz.evaluation import EvalProtocol, evaluate, score_images
 from infsa_viz.evaluation.journal import Journal, OutputLock, _decode, _encode
-from infsa_viz.vit import ViTConfig, VisionTransformer, save_model
+from infsa_viz.vit import VisionTransformer
 
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_encode_decode_is_exact():
@@ -92,38 +83,12 @@ def test_output_lock_under_a_file_is_one_clear_error(tmp_path):
             pass
 
 
-def _report(path: Path) -> dict:
-    report = json.loads(path.read_text())
-    report["protocol"].pop("command")
-    return report
-
-
 @pytest.mark.slow
 def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path):
-    torch.manual_seed(3)
-    save_model(VisionTransformer(ViTConfig(attention="pure_infsa", embed_dim=16, depth=2, num_heads=2)), tmp_path / "m")
-    args = [sys.executable, "-m", "infsa_viz", "evaluate", "--models", str(tmp_path / "m"), "--methods",
-            "attention,visits,random", "--n-images", "24", "--chunk", "2", "--steps", "5", "--per-image", "--out"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    whole = tmp_path / "whole" / "r.json"
-    subprocess.run([*args, str(whole)], check=True, env=env, capture_output=True)
-    killed = tmp_path / "killed" / "r.json"
-    journal = Path(str(killed) + ".journal")
-    at = random.Random(20261203).randint(3, 30)  # of 36 chunks
-    proc = subprocess.Popen([*args, str(killed)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    while proc.poll() is None and time.monotonic() < deadline:
-        if journal.is_dir() and len(list(journal.glob("*.json"))) > at:
-            proc.send_signal(signal.SIGKILL)
-            break
-        time.sleep(0.02)
-    proc.wait()
-    assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
-    assert not killed.exists() and journal.is_dir()
-    done = proc = subprocess.run([*args, str(killed)], env=env, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    assert "resumed:" in done.stderr
-    assert _report(killed) == _report(whole)
-    for suffix in (".csv", ".images.csv"):
-        assert killed.with_suffix(suffix).read_text() == whole.with_suffix(suffix).read_text()
-    assert not journal.exists() and not Path(str(killed) + ".lock").exists()
+    from benchmarks.reliability import kill_and_resume
+
+    result = kill_and_resume(tmp_path)
+    assert 0 < result["killed_after_chunks"] < result["chunks"] and not result["report_written_before_resume"]
+    assert result["resumed_message"] is not None
+    assert result["equal_json"] and result["equal_csv"] and result["equal_images_csv"]
+    assert result["journal_removed"] and result["lock_released"]

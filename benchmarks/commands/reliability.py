@@ -1,0 +1,41 @@
+"""``python -m benchmarks reliability``: bad-input matrix, kill/resume and (optionally) the load run."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+
+from .. import command_line
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--load", action="store_true",
+                        help="also run the full published evaluation and record its time and peak memory")
+    parser.add_argument("--load-images", type=int, default=1000, help="images of the load run (default 1000)")
+    parser.add_argument("--out", required=True, help="JSON report (e.g. metrics/reliability.json)")
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    from infsa_viz.io import write_json
+
+    from ..reliability import bad_input_matrix, kill_and_resume, load_run
+
+    if args.load_images < 1:
+        raise ValueError(f"--load-images={args.load_images} must be a positive integer")
+    report = {"protocol": {"command": command_line(args), "torch": torch.__version__}}
+    report["bad_input_matrix"] = bad_input_matrix()
+    with tempfile.TemporaryDirectory() as tmp:
+        report["kill_and_resume"] = kill_and_resume(Path(tmp))
+        if args.load:
+            report["load"] = load_run(Path(tmp) / "load.json", n_images=args.load_images,
+                                      threads=args.threads or torch.get_num_threads())
+    write_json(args.out, report)
+    matrix = report["bad_input_matrix"]
+    print(json.dumps({"passed": matrix["total_passed"], "tried": matrix["total_tried"],
+                      "resume_equal": report["kill_and_resume"]["equal_json"],
+                      "load": report.get("load", {}).get("peak_rss_mib")}))
+    return 0

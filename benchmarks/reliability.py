@@ -1,0 +1,125 @@
+"""Reliability under hostile input, interruption and load (``python -m benchmarks reliability``).
+
+Three parts, each recorded in ``metrics/reliability.json``:
+
+* the bad-input matrix (``tests/bad_inputs``): every case run again, counted per surface;
+* kill and resume: a real ``infsa-viz evaluate`` child is SIGKILLed at a seeded random point of
+  its journal, the same command is run again, and its report is compared with an uninterrupted
+  run's (JSON without the command line, CSV and per-image CSV, byte for byte);
+* load (optional, ``--load``): the full published evaluation (all shipped models × the default
+  methods × ``--load-images`` images) in a child process; its wall time and peak resident memory
+  (``getrusage(RUSAGE_CHILDREN).ru_maxrss``) with the machine's load average.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = ("models/softmax-vit4", "models/pure-infsa-vit4", "models/linear-infsa-vit4")
+
+
+def bad_input_matrix() -> dict[str, Any]:
+    """Run every case of ``tests/bad_inputs``; counts per surface and the failures' reasons."""
+    from tests.bad_inputs.cases import all_cases, run_case
+    from tests.bad_inputs.fixtures import build
+
+    tried: Counter[str] = Counter()
+    passed: Counter[str] = Counter()
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = build(Path(tmp))
+        for case in all_cases():
+            outcome = run_case(case, paths)
+            tried[case.surface] += 1
+            passed[case.surface] += outcome.passed
+            if not outcome.passed:
+                failures.append({"case": f"{case.surface}:{case.id}", "why": outcome.why, "message": outcome.message})
+    return {"tried": dict(tried), "passed": dict(passed), "total_tried": sum(tried.values()),
+            "total_passed": sum(passed.values()), "failures": failures,
+            "memory_limited_cases": [f"{c.surface}:{c.id}" for c in all_cases() if c.memory]}
+
+
+def _report(path: Path) -> dict[str, Any]:
+    report = json.loads(path.read_text())
+    report["protocol"].pop("command")
+    return report
+
+
+def kill_and_resume(folder: Path, *, seed: int = 20261203, n_images: int = 24, chunk: int = 2) -> dict[str, Any]:
+    """SIGKILL a real ``evaluate`` after a random number of journalled chunks, resume, compare.
+
+    Returns:
+        ``{"killed_after_chunks", "chunks", "resumed_message", "equal_json", "equal_csv",
+        "equal_images_csv", "journal_removed", "lock_released"}``.
+    """
+    import torch
+
+    from infsa_viz.vit import ViTConfig, VisionTransformer, save_model
+
+    torch.manual_seed(3)
+    model = folder / "m"
+    save_model(VisionTransformer(ViTConfig(attention="pure_infsa", embed_dim=16, depth=2, num_heads=2)), model)
+    methods = ("attention", "visits", "random")
+    args = [sys.executable, "-m", "infsa_viz", "evaluate", "--models", str(model), "--methods", ",".join(methods),
+            "--n-images", str(n_images), "--chunk", str(chunk), "--steps", "5", "--per-image", "--out"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    whole = folder / "whole" / "r.json"
+    subprocess.run([*args, str(whole)], check=True, env=env, capture_output=True)
+    killed = folder / "killed" / "r.json"
+    journal = Path(str(killed) + ".journal")
+    chunks = len(methods) * -(-n_images // chunk)
+    at = random.Random(seed).randint(2, chunks - 3)
+    proc = subprocess.Popen([*args, str(killed)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while proc.poll() is None and time.monotonic() < deadline:
+        if journal.is_dir() and len(list(journal.glob("*.json"))) > at:  # run.json + `at` chunks
+            proc.send_signal(signal.SIGKILL)
+            break
+        time.sleep(0.01)
+    proc.wait()
+    if proc.returncode != -signal.SIGKILL:
+        raise RuntimeError(f"the evaluate child ended (code {proc.returncode}) before it could be killed")
+    done_before = len(list(journal.glob("*.json"))) - 1
+    partial_report = killed.exists()
+    again = subprocess.run([*args, str(killed)], env=env, capture_output=True, text=True)
+    if again.returncode != 0:
+        raise RuntimeError(f"the resumed run failed: {again.stderr.strip()}")
+    return {
+        "chunks": chunks, "killed_after_chunks": done_before, "report_written_before_resume": partial_report,
+        "resumed_message": next((line for line in again.stderr.splitlines() if "resumed:" in line), None),
+        "equal_json": _report(killed) == _report(whole),
+        "equal_csv": killed.with_suffix(".csv").read_text() == whole.with_suffix(".csv").read_text(),
+        "equal_images_csv": (killed.with_suffix(".images.csv").read_text()
+                             == whole.with_suffix(".images.csv").read_text()),
+        "journal_removed": not journal.exists(), "lock_released": not Path(str(killed) + ".lock").exists(),
+    }
+
+
+def load_run(out: Path, *, n_images: int, threads: int) -> dict[str, Any]:
+    """The full published evaluation in a child: wall time and peak resident memory."""
+    from infsa_viz.evaluation import default_methods
+
+    command = [sys.executable, "-m", "infsa_viz", "evaluate", "--models", ",".join(SHIPPED),
+               "--n-images", str(n_images), "--threads", str(threads), "--out", str(out)]
+    before = os.getloadavg()
+    start = time.monotonic()
+    subprocess.run(command, check=True, cwd=ROOT, capture_output=True)
+    seconds = time.monotonic() - start
+    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # Linux: KiB, largest child
+    return {"command": "infsa-viz " + " ".join(command[3:]), "models": list(SHIPPED),
+            "methods": default_methods(), "n_images": n_images, "threads": threads,
+            "wall_seconds": round(seconds, 1), "peak_rss_mib": round(peak_kib / 1024, 1),
+            "loadavg_before": [round(x, 2) for x in before], "loadavg_after": [round(x, 2) for x in os.getloadavg()],
+            "machine_memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)}
