@@ -77,6 +77,22 @@ def test_resize_pad_keeps_the_aspect_ratio_centres_the_image_on_the_mean_colour_
     assert odd.scales[0][3] == -4.0  # 12 × 3 image, margin 9 → 4 above, 5 below
 
 
+def test_crop_fraction_resizes_beyond_the_model_side_then_cuts_the_centre_and_boxes_cut_by_it_are_clipped():
+    image = np.zeros((20, 40), np.uint8)
+    image[:, 20:] = 255
+    # stretch, fraction 0.75: 40×20 → 16×16 (sx 0.4, sy 0.8), centre 12×12 at offset 2.
+    stretched = prepare(_config(channels=1, resample="nearest", crop_fraction=0.75), [image])
+    np.testing.assert_array_equal(stretched.scales[0], [0.4, 0.8, 2.0, 2.0])
+    np.testing.assert_array_equal(stretched.display[0][:, :6], 0)
+    np.testing.assert_array_equal(stretched.display[0][:, 6:], 255)
+    # A box across the crop's left edge keeps only its inside part; a box wholly outside is empty.
+    np.testing.assert_array_equal(stretched.boxes(0, [[0, 0, 10, 10], [0, 0, 4, 2]]), [[0, 0, 2, 6], [0, 0, 0, 0]])
+    # center_crop, fraction 0.5: shorter side 20 → 24 (scale 1.2): 48×24, centre 12×12 at (18, 6).
+    cropped = prepare(_config(channels=1, resize="center_crop", resample="nearest", crop_fraction=0.5), [image])
+    np.testing.assert_array_equal(cropped.scales[0], [1.2, 1.2, 18.0, 6.0])
+    np.testing.assert_array_equal(cropped.boxes(0, [[15, 5, 25, 15], [30, 0, 40, 20]]), [[0, 0, 12, 12], [12, 0, 12, 12]])  # the second lies right of the crop: empty
+
+
 def test_a_square_image_is_the_same_under_every_resize_policy():
     image = np.random.default_rng(2).integers(0, 256, (24, 24, 3), dtype=np.uint8)
     outputs = [prepare(_config(resize=r), [image]) for r in ("stretch", "center_crop", "pad")]
@@ -120,7 +136,8 @@ def test_preprocessing_is_stored_in_config_json_and_old_configs_load_with_todays
 
 @pytest.mark.parametrize(("how", "match"), [
     ({"std": 0.0}, "std="), ({"mean": "a"}, "mean="), ({"mean": float("nan")}, "mean="),
-    ({"resize": "letterbox"}, "resize="), ({"resample": "lanczos"}, "resample="),
+    ({"resize": "letterbox"}, "resize="), ({"resample": "hamming"}, "resample="),
+    ({"crop_fraction": 0.0}, "crop_fraction="), ({"resize": "pad", "crop_fraction": 0.5}, "crop_fraction="),
 ])
 def test_bad_preprocessing_names_the_field(how, match):
     with pytest.raises(ValueError, match=match):
