@@ -126,7 +126,7 @@ def test_preprocessing_is_stored_in_config_json_and_old_configs_load_with_todays
     save_model(model, tmp_path / "m")
     stored = json.loads((tmp_path / "m" / "config.json").read_text())
     assert stored["preprocessing"] == {"mean": [0.1, 0.2, 0.3], "std": [0.5, 0.5, 0.5], "resize": "center_crop",
-                                       "resample": "bicubic"}
+                                       "resample": "bicubic", "crop_fraction": 1.0}
     assert load_model(tmp_path / "m").config.preprocessing == how
     del stored["preprocessing"]  # a config written before the contract existed
     (tmp_path / "m" / "config.json").write_text(json.dumps(stored))
