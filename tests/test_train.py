@@ -167,7 +167,7 @@ def test_fine_tuning_starts_from_the_initial_model_with_a_fresh_head_for_new_cla
         train(wrong, tmp_path / "w", data=synthetic_data(), init=init)
 
 
-def VisionTransformerOf(config):  # noqa: N802 - a seeded model for the fine-tuning test
+def VisionTransformerOf(config):
     from infsa_viz import VisionTransformer
 
     torch.manual_seed(1)

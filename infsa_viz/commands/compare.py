@@ -40,11 +40,11 @@ def render(args: argparse.Namespace) -> int:
     """Shared by ``explain`` and ``compare``: a grid of overlays, rows = methods, columns = models."""
     import torch
 
+    from ..formats import load_model
     from ..io import write_json
     from ..maps import attribute, check_method, selector_options
     from ..overlay import colour_scale, overlay, overlay_grid, save_png
     from ..preprocess import prepare
-    from ..formats import load_model
 
     if not args.models or not args.methods:
         raise ValueError("--models and --methods must each name at least one entry")

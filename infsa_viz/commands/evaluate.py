@@ -45,8 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..distributed import init_distributed
     from ..evaluation import TABLE_COLUMNS, EvalProtocol, evaluate, write_evaluation
-    from ..maps import check_method
     from ..formats import load_model
+    from ..maps import check_method
 
     for method in args.methods:
         check_method(method)

@@ -241,7 +241,8 @@ def from_transformers(directory: str | Path, *, map_location: str = "cpu") -> Vi
     else:
         logger.warning("%s: no %s; using the %s image processor's defaults", directory, PREPROCESSOR_FILE,
                        hf["model_type"])
-        preprocessing = preprocessing_from_hf({}, img_size=img_size, model_type=hf["model_type"])
+        preprocessing = preprocessing_from_hf({}, img_size=img_size, model_type=hf["model_type"],
+                                              source=f"{hf['model_type']} image processor defaults")
     if hf.get("num_channels", 3) == 1:
         preprocessing = Preprocessing(**{**preprocessing.to_dict(), "mean": preprocessing.mean[:1],
                                          "std": preprocessing.std[:1]})

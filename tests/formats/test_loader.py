@@ -9,7 +9,7 @@ import torch
 from safetensors.torch import save_file
 from torch.testing import assert_close
 
-from infsa_viz import ViTConfig, VisionTransformer, load_model, save_model
+from infsa_viz import VisionTransformer, ViTConfig, load_model, save_model
 from infsa_viz.formats import detect_format, parse_model_spec, swap_attention
 from infsa_viz.timm_import import to_timm_state_dict
 
@@ -17,7 +17,8 @@ SHIPPED = sorted(p for p in (Path(__file__).parents[2] / "models").glob("*") if 
 
 
 def _model(**changes) -> VisionTransformer:
-    base = dict(img_size=16, in_chans=3, patch_size=4, embed_dim=16, depth=2, num_heads=2, num_classes=3)
+    base = {"img_size": 16, "in_chans": 3, "patch_size": 4, "embed_dim": 16, "depth": 2, "num_heads": 2,
+            "num_classes": 3}
     return VisionTransformer(ViTConfig(**{**base, **changes})).eval()
 
 
