@@ -19,7 +19,8 @@ from .attention import (
 )
 from .capture import AttentionRecord, capture_attention, record_attention
 from .preprocess import Prepared, Preprocessing, prepare, preprocess
-from .vit import ViTConfig, VisionTransformer, load_model, save_model
+from .formats import load_model
+from .vit import ViTConfig, VisionTransformer, save_model
 
 __all__ = [
     "ATTENTION_REGISTRY",

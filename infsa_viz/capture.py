@@ -6,6 +6,11 @@ Linear-InfSA. Dense ``N × N`` matrices are never stored; :class:`AttentionRecor
 from ``q`` and ``k`` only when asked, so capture at 100k+ tokens stays O(N·D).
 
 This works with the fused SDPA softmax path too: the softmax matrix is recomputed from q and k.
+Models from other frameworks (transformers, timm, torchvision, the official InfSA code) are
+converted to our modules by :func:`infsa_viz.load_model`, so capture never depends on the kernel
+(eager, SDPA, flash) the source framework would have used. A module without our attention layers
+is refused with one ``RuntimeError``; a capture is never empty or stale: :attr:`AttentionRecorder.layers`
+raises unless the last forward pass recorded every layer, in order.
 """
 
 from __future__ import annotations
@@ -100,11 +105,24 @@ class AttentionRecorder:
 
     @property
     def layers(self) -> list[AttentionRecord]:
+        """The records of the most recent forward pass, one per layer in order.
+
+        Raises:
+            RuntimeError: nothing was recorded, or the last pass did not reach every layer (an
+                interrupted forward, or a call into part of the model): an incomplete capture is
+                refused rather than mixed with records of an earlier pass.
+        """
         if not self.records:
             raise RuntimeError(
                 "no attention was captured: run the model inside `with record_attention(model)`"
             )
-        return self.records[-self.num_layers :]
+        last = self.records[-self.num_layers :]
+        if [r.layer for r in last] != list(range(self.num_layers)):
+            raise RuntimeError(
+                f"incomplete attention capture: the last forward pass recorded layers "
+                f"{[r.layer for r in last]} of {self.num_layers}; run the whole model inside the block"
+            )
+        return last
 
     def __getitem__(self, layer: int) -> AttentionRecord:
         return self.layers[layer]
@@ -115,11 +133,16 @@ class AttentionRecorder:
 
 def attention_layers(model: nn.Module) -> list[Attention]:
     """The model's attention modules in forward order; ``RuntimeError`` if it has none."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model has type {type(model).__name__}; expected a torch.nn.Module (load it with "
+                        "infsa_viz.load_model)")
     layers = [m for m in model.modules() if isinstance(m, Attention)]
     if not layers:
         raise RuntimeError(
             f"{type(model).__name__} has no recordable attention: it contains no "
-            "infsa_viz.attention.Attention module"
+            "infsa_viz.attention.Attention module. Attention is read from our modules only; load "
+            "transformers, timm, torchvision or official-InfSA checkpoints with infsa_viz.load_model, "
+            "which converts them"
         )
     return layers
 

@@ -35,8 +35,8 @@ __all__ = [
     "preprocess",
 ]
 
-Resize = Literal["stretch", "center_crop"]
-Resample = Literal["auto", "area", "bilinear", "bicubic", "nearest"]
+Resize = Literal["stretch", "center_crop", "pad"]
+Resample = Literal["auto", "area", "bilinear", "bicubic", "nearest", "lanczos"]
 RESIZES: tuple[str, ...] = get_args(Resize)
 RESAMPLES: tuple[str, ...] = get_args(Resample)
 _EPS = 1e-9  # keeps exact products such as 10 * 0.5 from rounding boxes outwards by float noise
@@ -64,16 +64,28 @@ class Preprocessing:
     Attributes:
         mean: per-channel mean of ``pixel / 255`` to subtract (one value applies to every channel).
         std: per-channel standard deviation to divide by (positive).
-        resize: ``"stretch"`` (both sides to ``img_size``, aspect ratio not kept) or
-            ``"center_crop"`` (shorter side to ``img_size``, aspect kept, centre square cut out).
+        resize: ``"stretch"`` (both sides to ``img_size``, aspect ratio not kept),
+            ``"center_crop"`` (shorter side to ``img_size``, aspect kept, centre square cut out) or
+            ``"pad"`` (letterbox: longer side to ``img_size``, aspect kept, the image centred on an
+            ``img_size`` square; extra pixels on the right/bottom when the margin is odd). Padding
+            pixels get the model's mean colour ``round(255 · mean)`` per channel (:meth:`pad_value`),
+            so they normalise to ≈ 0, the neutral input.
         resample: OpenCV interpolation: ``"auto"`` (``INTER_AREA`` when no side grows, else
-            ``INTER_LINEAR``), ``"area"``, ``"bilinear"``, ``"bicubic"`` or ``"nearest"``.
+            ``INTER_LINEAR``), ``"area"``, ``"bilinear"``, ``"bicubic"``, ``"nearest"`` or
+            ``"lanczos"``. OpenCV's kernels are not PIL's: a model trained with PIL resizing
+            sees pixels that differ by interpolation noise, not by geometry.
+        crop_fraction: with ``"stretch"`` or ``"center_crop"``, the fraction of the resized image
+            the centre crop keeps (timm's ``crop_pct``; transformers' ``crop_size / size``): the
+            image is resized to ``round(img_size / crop_fraction)`` (both sides, or the shorter
+            side) and the centre ``img_size`` square cut out. Default 1.0 (no margin cut);
+            ``"pad"`` needs 1.0.
     """
 
     mean: tuple[float, ...] = (0.0,)
     std: tuple[float, ...] = (1.0,)
     resize: Resize = "stretch"
     resample: Resample = "auto"
+    crop_fraction: float = 1.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mean", _numbers("mean", self.mean))
@@ -84,6 +96,11 @@ class Preprocessing:
             raise ValueError(f"resize={self.resize!r} is invalid; expected one of {list(RESIZES)}")
         if self.resample not in RESAMPLES:
             raise ValueError(f"resample={self.resample!r} is invalid; expected one of {list(RESAMPLES)}")
+        fraction = self.crop_fraction
+        if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
+            raise ValueError(f"crop_fraction={fraction!r} is invalid; expected a number in (0, 1]")
+        if self.resize == "pad" and fraction != 1:
+            raise ValueError(f"crop_fraction={fraction!r} is invalid with resize='pad'; expected 1.0")
 
     def check_channels(self, channels: int) -> None:
         """Raise ``ValueError`` unless mean and std hold one value or ``channels`` values."""
@@ -93,6 +110,11 @@ class Preprocessing:
                     f"preprocessing {name}={list(getattr(self, name))} has {len(getattr(self, name))} values; "
                     f"expected 1 or in_chans={channels}"
                 )
+
+    def pad_value(self, channels: int) -> tuple[int, ...]:
+        """The uint8 colour of ``resize="pad"`` margins: ``round(255 · mean)`` per channel, clipped."""
+        mean = self.mean * channels if len(self.mean) == 1 else self.mean
+        return tuple(int(min(255, max(0, round(255 * m)))) for m in mean[:channels])
 
     def to_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "mean": list(self.mean), "std": list(self.std)}
@@ -155,7 +177,7 @@ def _interpolation(resample: str, shrinking: bool) -> int:
     if resample == "auto":
         return cv2.INTER_AREA if shrinking else cv2.INTER_LINEAR
     return {"area": cv2.INTER_AREA, "bilinear": cv2.INTER_LINEAR, "bicubic": cv2.INTER_CUBIC,
-            "nearest": cv2.INTER_NEAREST_EXACT}[resample]
+            "nearest": cv2.INTER_NEAREST_EXACT, "lanczos": cv2.INTER_LANCZOS4}[resample]
 
 
 def _to_channels(image: np.ndarray, channels: int) -> np.ndarray:
@@ -174,15 +196,26 @@ def _resize(image: np.ndarray, size: int, how: Preprocessing) -> tuple[np.ndarra
     import cv2
 
     h, w = image.shape[:2]
+    resized = max(size, round(size / how.crop_fraction))  # the side before the centre crop
     if how.resize == "stretch":
-        out_w, out_h = size, size
+        out_w, out_h = resized, resized
+    elif how.resize == "pad":
+        scale = size / max(h, w)
+        out_w, out_h = min(size, max(1, round(w * scale))), min(size, max(1, round(h * scale)))
     else:
-        scale = size / min(h, w)
-        out_w, out_h = max(size, round(w * scale)), max(size, round(h * scale))
+        scale = resized / min(h, w)
+        out_w, out_h = max(resized, round(w * scale)), max(resized, round(h * scale))
     sx, sy = out_w / w, out_h / h
     if (out_h, out_w) != (h, w):
         interpolation = _interpolation(how.resample, out_w <= w and out_h <= h)
         image = cv2.resize(image, (out_w, out_h), interpolation=interpolation)
+    if how.resize == "pad":  # centre on a size × size canvas of the mean colour; dx, dy ≤ 0
+        left, top = (size - out_w) // 2, (size - out_h) // 2
+        channels = 1 if image.ndim == 2 else image.shape[2]
+        canvas = np.empty((size, size) + image.shape[2:], dtype=np.uint8)
+        canvas[...] = np.array(how.pad_value(channels), dtype=np.uint8).reshape((-1,) if channels > 1 else ())
+        canvas[top : top + out_h, left : left + out_w] = image
+        return canvas, (sx, sy, -float(left), -float(top))
     dx, dy = (out_w - size) // 2, (out_h - size) // 2
     return np.ascontiguousarray(image[dy : dy + size, dx : dx + size]), (sx, sy, float(dx), float(dy))
 

@@ -1,8 +1,8 @@
 """Bring your own ViT: import a timm-format ViT state dict into :class:`VisionTransformer`.
 
 timm's ``vision_transformer`` names (``patch_embed.proj``, ``cls_token``, ``pos_embed``,
-``blocks.i.attn.qkv``, ``blocks.i.mlp.fc1``, ``norm``, ``head``) are ours too; the only layout
-change is the patch embedding: timm's ``Conv2d`` weight ``(C', C, p, p)`` becomes our
+``blocks.i.attn.qkv``, ``blocks.i.mlp.fc1``, ``norm``, ``head``) are ours too, with timm's
+LayerNorm ε = 1e-6 and exact GELU; the only layout change is the patch embedding: timm's ``Conv2d`` weight ``(C', C, p, p)`` becomes our
 ``Linear`` weight ``(C', C·p·p)`` (same (C, y, x) order). Any attention variant can be chosen:
 q/k/v projections are shared by all variants, so a softmax-pretrained ViT becomes an InfSA ViT
 with the same weights and a fresh ``ρ`` (fine-tune it with ``infsa-viz train``-style code).
@@ -75,8 +75,10 @@ def from_timm_state_dict(
     config = ViTConfig(img_size=side * patch, in_chans=in_chans, patch_size=patch, embed_dim=dim, depth=depth,
                        num_heads=num_heads, mlp_ratio=hidden / dim, pool="cls" if has_cls else "mean",
                        attention=attention, rho_init=rho_init, rho_per_head=rho_per_head,
-                       num_classes=num_classes or head_classes,
-                       preprocessing=preprocessing or (IMAGENET if in_chans == 3 else Preprocessing(resample="bicubic")))
+                       num_classes=num_classes or head_classes, norm_eps=1e-6,  # timm's LayerNorm ε
+                       qkv_bias="blocks.0.attn.qkv.bias" in keys,
+                       preprocessing=preprocessing or (IMAGENET if in_chans == 3 else Preprocessing(resample="bicubic")),
+                       source={"format": "timm"})
     model = VisionTransformer(config)
     ours = dict(state)
     ours["patch_embed.proj.weight"] = conv.reshape(dim, in_chans * patch * patch)

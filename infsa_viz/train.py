@@ -115,12 +115,20 @@ class TrainData:
     preprocessing: Preprocessing
 
 
-def cluttered_digits_data(test_size: int) -> TrainData:
-    """The cluttered-digits benchmark: fresh images every epoch, the fixed test split."""
+def cluttered_digits_data(test_size: int, *, model_input: ViTConfig | None = None) -> TrainData:
+    """The cluttered-digits benchmark: fresh images every epoch, the fixed test split.
+
+    Args:
+        test_size: images in the held-out split.
+        model_input: the config of a model to fine-tune: images become its input (size,
+            channels, preprocessing) through :func:`~infsa_viz.preprocess.prepare`. Default: the
+            benchmark's own 48×48 gray input with :data:`~infsa_viz.preprocess.CLUTTERED_DIGITS`.
+    """
     from .data import ClutteredDigitsConfig, cluttered_epoch, test_split
 
     config = ClutteredDigitsConfig()
-    model_input = ViTConfig(img_size=config.canvas_size, in_chans=1, preprocessing=CLUTTERED_DIGITS)
+    if model_input is None:
+        model_input = ViTConfig(img_size=config.canvas_size, in_chans=1, preprocessing=CLUTTERED_DIGITS)
 
     def epoch(index: int, n: int, seed: int) -> tuple[Tensor, Tensor]:
         sample = cluttered_epoch(index, n=n, seed=seed, config=config)
@@ -139,19 +147,21 @@ def cluttered_digits_data(test_size: int) -> TrainData:
             "test": f"test_split({test_size}): the first {test_size} images of the test split, seed "
                     f"{test.description['seed']}",
         },
-        in_chans=1,
-        img_size=config.canvas_size,
+        in_chans=model_input.in_chans,
+        img_size=model_input.img_size,
         num_classes=10,
-        preprocessing=CLUTTERED_DIGITS,
+        preprocessing=model_input.preprocessing,
     )
 
 
-def folder_data(root: Path, *, image_size: int, channels: int = 3) -> TrainData:
+def folder_data(root: Path, *, image_size: int, channels: int = 3, model_input: ViTConfig | None = None) -> TrainData:
     """An ImageNet-style folder ``root`` with ``train/`` and ``test/`` class sub-folders.
 
     Images are resized to ``image_size`` (stretched, ``resample="auto"``) and normalised by the
     per-channel mean and standard deviation of ``pixel / 255`` measured on the resized training
-    images; that preprocessing is stored with the model.
+    images; that preprocessing is stored with the model. With ``model_input`` (the config of a
+    model to fine-tune) the images become that model's input instead, its own preprocessing
+    unchanged (``image_size`` and ``channels`` are then the model's).
     """
     from .data import FolderDataset
 
@@ -160,13 +170,15 @@ def folder_data(root: Path, *, image_size: int, channels: int = 3) -> TrainData:
         if not (root / split).is_dir():
             raise ValueError(f"--data folder:{root} must contain a {split}/ folder of class sub-folders")
         splits[split] = FolderDataset(root / split).labelled()  # decode each image once
-    raw = ViTConfig(img_size=image_size, in_chans=channels, preprocessing=Preprocessing())
-    pixels = preprocess(raw, splits["train"].images)  # (n, C, S, S) = pixel / 255
-    mean = pixels.mean(dim=(0, 2, 3)).double()
-    std = pixels.std(dim=(0, 2, 3)).double().clamp_min(1e-3)  # a constant channel is not divided by 0
-    preprocessing = Preprocessing(mean=tuple(round(float(m), 6) for m in mean),
-                                  std=tuple(round(float(s), 6) for s in std))
-    model_input = raw.replace(preprocessing=preprocessing)
+    if model_input is None:
+        raw = ViTConfig(img_size=image_size, in_chans=channels, preprocessing=Preprocessing())
+        pixels = preprocess(raw, splits["train"].images)  # (n, C, S, S) = pixel / 255
+        mean = pixels.mean(dim=(0, 2, 3)).double()
+        std = pixels.std(dim=(0, 2, 3)).double().clamp_min(1e-3)  # a constant channel is not divided by 0
+        preprocessing = Preprocessing(mean=tuple(round(float(m), 6) for m in mean),
+                                      std=tuple(round(float(s), 6) for s in std))
+        model_input = raw.replace(preprocessing=preprocessing)
+    image_size, channels, preprocessing = model_input.img_size, model_input.in_chans, model_input.preprocessing
     train_images = preprocess(model_input, splits["train"].images)
     train_labels = torch.as_tensor(splits["train"].labels, dtype=torch.int64)
     test_images = preprocess(model_input, splits["test"].images)
@@ -264,8 +276,15 @@ def train(
     resume: bool = False,
     command: str | None = None,
     dist: Dist | None = None,
+    init: VisionTransformer | None = None,
 ) -> dict[str, Any]:
     """Train one model and write the model card directory ``out``.
+
+    With ``init`` (a model from :func:`infsa_viz.load_model`, e.g. a transformers ViT whose
+    attention was swapped to an InfSA variant) training fine-tunes it: ``config.model`` must be
+    ``init.config`` up to the class count, the data must be in ``init``'s input format (see
+    ``model_input`` of :func:`folder_data`), and a head for a different class count starts fresh
+    (seeded); every other weight, ``ρ`` included, starts from ``init``.
 
     ``out`` receives ``config.json``, ``model.safetensors``, ``card.json`` (and ``checkpoint/``
     while training; removed at the end). Returns the card.
@@ -285,8 +304,18 @@ def train(
     if config.batch_size % dist.world_size:
         raise ValueError(f"batch_size={config.batch_size} must be divisible by the {dist.world_size} ranks")
     data = data or cluttered_digits_data(config.test_size)
+    names = config.model.class_names
+    if init is not None:  # the labels are the data's classes now: their names, else the initial model's
+        classes = data.description.get("classes")
+        names = tuple(classes) if classes and len(classes) == data.num_classes else (
+            init.config.class_names if init.config.num_classes == data.num_classes else None)
+    elif names is not None and len(names) != data.num_classes:
+        names = None
     fitted = config.model.replace(in_chans=data.in_chans, img_size=data.img_size, num_classes=data.num_classes,
-                                  preprocessing=data.preprocessing)
+                                  preprocessing=data.preprocessing, class_names=names)
+    if init is not None and fitted != init.config.replace(num_classes=data.num_classes, class_names=names):
+        raise ValueError("init: the recipe's model config differs from the initial model's; build the "
+                         "recipe from init.config (and the data in its input format)")
     if fitted != config.model:
         config = dataclasses.replace(config, model=fitted)
     has_ckpt = (out / CHECKPOINT_DIR / "progress.json").is_file()
@@ -297,6 +326,10 @@ def train(
 
     torch.manual_seed(config.seed)
     model = VisionTransformer(config.model)
+    if init is not None:
+        start = {k: v for k, v in init.state_dict().items()
+                 if init.config.num_classes == config.model.num_classes or not k.startswith(("head.", "head_dist."))}
+        model.load_state_dict(start, strict=False)
     model.set_fused_attention(False)  # same function; SDPA's CPU backward is much slower here
     opt = torch.optim.AdamW(_param_groups(model, config.weight_decay), lr=config.lr, betas=(0.9, 0.999))
     steps_per_epoch = math.ceil(config.images_per_epoch / config.batch_size)
@@ -367,6 +400,7 @@ def train(
         "parameters": count_parameters(model),
         "command": command,
         "recipe": config.to_dict(),
+        "init": None if init is None else (init.config.source or {"format": "infsa-viz"}),
         "seed": config.seed,
         "epochs": config.epochs,
         "train_seconds": round(state["seconds"], 1),

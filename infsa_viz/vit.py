@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .attention import DEFAULT_VARIANT, build_attention, check_variant
+from .attention import DEFAULT_VARIANT, EPS, build_attention, check_variant
 from .io import atomic_write, dataclass_from_json, read_json
 from .preprocess import CLUTTERED_DIGITS, Preprocessing
 
@@ -29,6 +29,7 @@ __all__ = [
     "count_parameters",
     "load_model",
     "num_tokens",
+    "check_fits",
     "save_model",
     "state_shapes",
 ]
@@ -36,6 +37,9 @@ __all__ = [
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
 POOLS = ("cls", "mean")
+#: MLP activations: ``"gelu"`` is the exact erf GELU (timm, torchvision, transformers' ``"gelu"``),
+#: ``"gelu_tanh"`` its tanh approximation (transformers' ``"gelu_new"`` / ``"gelu_pytorch_tanh"``).
+ACTIVATIONS = ("gelu", "gelu_tanh")
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,20 @@ class ViTConfig:
         preprocessing: what the model needs from its input (normalisation, resize policy); see
             :mod:`infsa_viz.preprocess`. Default: the cluttered-digits normalisation, which is
             also what configs written before this field existed load with.
+        norm_eps: ε of every LayerNorm (default 1e-5, PyTorch's; timm and torchvision ViTs use
+            1e-6, transformers' ViT/DeiT 1e-12).
+        qkv_bias: bias in the fused q/k/v projection (default true).
+        act: MLP activation, one of :data:`ACTIVATIONS` (default ``"gelu"``, exact).
+        distillation_token: a second prefix token after CLS (DeiT); needs ``pool="cls"``.
+        distillation_head: logits are the mean of the CLS head and a second head on the
+            distillation token (DeiT "with teacher"); needs ``distillation_token``.
+        infsa_eps: ε of the InfSA normalisations (see :mod:`infsa_viz.attention`; default 1e-6).
+        class_names: a name per class (e.g. a transformers ``id2label``), or ``None``.
+        source: where the weights came from (``{"format": ..., ...}``, JSON), or ``None`` for a
+            model trained here; informational, shown by ``infsa-viz info``.
+
+    Configs written before a field existed load with its default, which is what the model was
+    built with then.
     """
 
     img_size: int = 48
@@ -74,6 +92,14 @@ class ViTConfig:
     rho_per_head: bool = False
     num_classes: int = 10
     preprocessing: Preprocessing = CLUTTERED_DIGITS
+    norm_eps: float = 1e-5
+    qkv_bias: bool = True
+    act: str = "gelu"
+    distillation_token: bool = False
+    distillation_head: bool = False
+    infsa_eps: float = EPS
+    class_names: tuple[str, ...] | None = None
+    source: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         for name in ("img_size", "in_chans", "patch_size", "embed_dim", "depth", "num_heads", "num_classes"):
@@ -98,6 +124,31 @@ class ViTConfig:
         if not isinstance(self.preprocessing, Preprocessing):
             raise ValueError(f"preprocessing={self.preprocessing!r} must be a Preprocessing")
         self.preprocessing.check_channels(self.in_chans)
+        for name in ("norm_eps", "infsa_eps"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+                raise ValueError(f"{name}={value!r} must be a number in (0, 1)")
+        for name in ("qkv_bias", "distillation_token", "distillation_head"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name}={getattr(self, name)!r} must be true or false")
+        if self.act not in ACTIVATIONS:
+            raise ValueError(f"act={self.act!r} must be one of {list(ACTIVATIONS)}")
+        if self.distillation_token and self.pool != "cls":
+            raise ValueError(f"distillation_token=True needs pool='cls', not pool={self.pool!r}")
+        if self.distillation_head and not self.distillation_token:
+            raise ValueError("distillation_head=True needs distillation_token=True")
+        if self.class_names is not None:
+            names = self.class_names
+            if isinstance(names, str) or not all(isinstance(n, str) for n in names) or len(names) != self.num_classes:
+                raise ValueError(f"class_names={names!r} must be a list of {self.num_classes} strings (num_classes)")
+            object.__setattr__(self, "class_names", tuple(names))
+        if self.source is not None and not isinstance(self.source, dict):
+            raise ValueError(f"source={self.source!r} must be a JSON object or null")
+
+    @property
+    def num_prefix_tokens(self) -> int:
+        """Tokens before the patches: CLS (``pool="cls"``) and the DeiT distillation token."""
+        return (1 if self.pool == "cls" else 0) + int(self.distillation_token)
 
     @property
     def grid(self) -> tuple[int, int]:
@@ -105,12 +156,17 @@ class ViTConfig:
         return side, side
 
     def to_dict(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "preprocessing": self.preprocessing.to_dict()}
+        out = {**dataclasses.asdict(self), "preprocessing": self.preprocessing.to_dict()}
+        if self.class_names is not None:
+            out["class_names"] = list(self.class_names)
+        return out
 
     @classmethod
     def from_dict(cls, data: Any, *, source: str = "config") -> "ViTConfig":
         """Validate a JSON-like mapping; errors name the source, the key and the problem."""
-        converted = {}
+        converted: dict[str, Any] = {}
+        if isinstance(data, dict) and isinstance(data.get("class_names"), list):
+            converted["class_names"] = tuple(data["class_names"])
         if isinstance(data, dict) and "preprocessing" in data:
             converted["preprocessing"] = Preprocessing.from_dict(data["preprocessing"], source=f"{source}: preprocessing")
         return dataclass_from_json(cls, data, source=source, **converted)
@@ -137,10 +193,10 @@ class PatchEmbed(nn.Module):
 
 
 class Mlp(nn.Module):
-    def __init__(self, dim: int, hidden: int) -> None:
+    def __init__(self, dim: int, hidden: int, act: str = "gelu") -> None:
         super().__init__()
         self.fc1 = nn.Linear(dim, hidden)
-        self.act = nn.GELU()
+        self.act = nn.GELU(approximate="tanh" if act == "gelu_tanh" else "none")
         self.fc2 = nn.Linear(hidden, dim)
 
     def forward(self, x: Tensor) -> Tensor:
@@ -153,16 +209,18 @@ class Block(nn.Module):
     def __init__(self, config: ViTConfig) -> None:
         super().__init__()
         dim = config.embed_dim
-        self.norm1 = nn.LayerNorm(dim)
+        self.norm1 = nn.LayerNorm(dim, eps=config.norm_eps)
         self.attn = build_attention(
             config.attention,
             dim,
             config.num_heads,
             rho_init=config.rho_init,
             rho_per_head=config.rho_per_head,
+            eps=config.infsa_eps,
+            qkv_bias=config.qkv_bias,
         )
-        self.norm2 = nn.LayerNorm(dim)
-        self.mlp = Mlp(dim, int(dim * config.mlp_ratio))
+        self.norm2 = nn.LayerNorm(dim, eps=config.norm_eps)
+        self.mlp = Mlp(dim, round(dim * config.mlp_ratio), config.act)
 
     def forward(self, x: Tensor) -> Tensor:
         x = x + self.attn(self.norm1(x))
@@ -182,24 +240,27 @@ class VisionTransformer(nn.Module):
         super().__init__()
         self.config = config
         self.patch_size = config.patch_size
-        self.num_prefix_tokens = 1 if config.pool == "cls" else 0
+        self.num_prefix_tokens = config.num_prefix_tokens
         dim = config.embed_dim
         self.patch_embed = PatchEmbed(config.patch_size, config.in_chans, dim)
         h, w = config.grid
-        self.cls_token = nn.Parameter(torch.zeros(1, 1, dim)) if self.num_prefix_tokens else None
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, dim)) if config.pool == "cls" else None
+        self.dist_token = nn.Parameter(torch.zeros(1, 1, dim)) if config.distillation_token else None
         self.pos_embed = nn.Parameter(torch.zeros(1, self.num_prefix_tokens + h * w, dim))
         self.blocks = nn.ModuleList(Block(config) for _ in range(config.depth))
-        self.norm = nn.LayerNorm(dim)
+        self.norm = nn.LayerNorm(dim, eps=config.norm_eps)
         self.head = nn.Linear(dim, config.num_classes)
+        self.head_dist = nn.Linear(dim, config.num_classes) if config.distillation_head else None
         self._init_weights()
 
-    #: Where the model came from, for messages (``load_model`` sets the directory).
-    source: str = "model"
+    #: Where the model came from, for messages (``load_model`` sets the path it read).
+    origin: str = "model"
 
     def _init_weights(self) -> None:
         nn.init.trunc_normal_(self.pos_embed, std=0.02)
-        if self.cls_token is not None:
-            nn.init.normal_(self.cls_token, std=1e-6)
+        for token in (self.cls_token, self.dist_token):
+            if token is not None:
+                nn.init.normal_(token, std=1e-6)
         for module in self.modules():
             if isinstance(module, nn.Linear):
                 nn.init.trunc_normal_(module.weight, std=0.02)
@@ -251,17 +312,26 @@ class VisionTransformer(nn.Module):
         x = self.check_input(x)
         h, w = x.shape[-2] // self.patch_size, x.shape[-1] // self.patch_size
         tokens = self.patch_embed(x)  # (B, h·w, C')
-        if self.cls_token is not None:
-            tokens = torch.cat([self.cls_token.expand(tokens.shape[0], -1, -1), tokens], dim=1)
+        prefix = [t.expand(tokens.shape[0], -1, -1) for t in (self.cls_token, self.dist_token) if t is not None]
+        if prefix:
+            tokens = torch.cat([*prefix, tokens], dim=1)  # (B, prefix + h·w, C')
         tokens = tokens + self._pos_embed_for(h, w)
         for block in self.blocks:
             tokens = block(tokens)
         return self.norm(tokens)
 
     def forward_head(self, tokens: Tensor) -> Tensor:
-        """Tokens ``(B, N, C')`` → logits ``(B, classes)`` (CLS token or mean of patch tokens)."""
-        pooled = tokens[:, 0] if self.num_prefix_tokens else tokens.mean(dim=1)
-        return self.head(pooled)
+        """Tokens ``(B, N, C')`` → logits ``(B, classes)`` (CLS token or mean of patch tokens).
+
+        With a distillation head the logits are ``(head(CLS) + head_dist(DIST)) / 2`` (DeiT,
+        Touvron et al. 2021, inference rule; transformers' ``DeiTForImageClassificationWithTeacher``).
+        """
+        if self.config.pool == "mean":
+            return self.head(tokens.mean(dim=1))
+        logits = self.head(tokens[:, 0])
+        if self.head_dist is not None:
+            logits = (logits + self.head_dist(tokens[:, 1])) / 2
+        return logits
 
     def forward(self, x: Tensor) -> Tensor:
         """Images ``(B, C, H, W)`` → logits ``(B, classes)``.
@@ -275,7 +345,7 @@ class VisionTransformer(nn.Module):
         if not bool(finite.all()):
             bad = (~finite).nonzero().flatten().tolist()
             peak = float(x.detach().abs().amax())
-            raise ValueError(f"{self.source}: logits of images {bad[:8]} are NaN/Inf (largest |input| "
+            raise ValueError(f"{self.origin}: logits of images {bad[:8]} are NaN/Inf (largest |input| "
                              f"{peak:.3g}; expected normalised pixels of order 1)")
         return logits
 
@@ -317,12 +387,24 @@ def state_shapes(config: ViTConfig) -> dict[str, tuple[int, ...]]:
         return {name: tuple(t.shape) for name, t in VisionTransformer(config).state_dict().items()}
 
 
-def _check_depth(config: ViTConfig, shapes: dict[str, tuple[int, ...]], source: str) -> None:
-    """Compare the config's depth with the blocks the weights hold, before building anything."""
+def check_fits(config: ViTConfig, shapes: dict[str, tuple[int, ...]], source: str, *,
+               against: str = CONFIG_FILE) -> None:
+    """Check a config against the weights' shapes (our names) before the model is built.
+
+    The depth is compared first, from the names alone, so a config asking for a huge model is
+    refused without even building it on the meta device; then every shared tensor's shape.
+
+    Raises:
+        ValueError: naming ``source``, the depth or the first tensor that differs.
+    """
     blocks = {name.split(".")[1] for name in shapes if name.startswith("blocks.")}
     if len(blocks) != config.depth:
-        raise ValueError(f"{source}: {CONFIG_FILE} asks for depth={config.depth}, the weights hold {len(blocks)} "
+        raise ValueError(f"{source}: {against} asks for depth={config.depth}, the weights hold {len(blocks)} "
                          "blocks; the config does not describe these weights")
+    expected = state_shapes(config)
+    for name, shape in expected.items():
+        if name in shapes and tuple(shapes[name]) != tuple(shape):
+            raise ValueError(f"{source}: tensor {name!r} has shape {tuple(shapes[name])}, {against} implies {tuple(shape)}")
 
 
 def load_model(directory: str | Path, *, map_location: str | torch.device = "cpu") -> VisionTransformer:
@@ -343,7 +425,7 @@ def load_model(directory: str | Path, *, map_location: str | torch.device = "cpu
         raise ValueError(f"model directory {str(directory)!r} does not exist or is not a directory")
     config = ViTConfig.from_dict(read_json(directory / CONFIG_FILE), source=str(directory / CONFIG_FILE))
     weights = directory / WEIGHTS_FILE
-    _check_depth(config, header_shapes(weights), str(weights))
+    check_fits(config, header_shapes(weights), str(weights))
     card = directory / "card.json"
     recorded = read_json(card) if card.is_file() else {}
     sha256 = recorded.get("weights_sha256") if isinstance(recorded, dict) else None
@@ -353,7 +435,7 @@ def load_model(directory: str | Path, *, map_location: str | torch.device = "cpu
                          map_location=map_location)
     model = VisionTransformer(config)
     model.load_state_dict(state)
-    model.source = str(directory)
+    model.origin = str(directory)
     return model.eval()
 
 
@@ -363,4 +445,4 @@ def count_parameters(model: nn.Module) -> int:
 
 def num_tokens(config: ViTConfig, image_size: int) -> int:
     """Tokens a square ``image_size`` input produces (prefix included)."""
-    return (1 if config.pool == "cls" else 0) + (image_size // config.patch_size) ** 2
+    return config.num_prefix_tokens + (image_size // config.patch_size) ** 2

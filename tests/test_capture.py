@@ -83,3 +83,25 @@ def test_capture_at_large_n_stays_linear(make_config):
     r = records[0]
     assert r.grid == (256, 256) and r.num_tokens == 65_537
     assert r.linear_estimate().shape == (1, 2, 65_537)
+
+
+def test_a_foreign_model_is_refused_with_one_clear_error_never_an_empty_capture():
+    transformers = pytest.importorskip("transformers")
+    config = transformers.ViTConfig(image_size=16, patch_size=8, hidden_size=16, num_hidden_layers=1,
+                                    num_attention_heads=2, intermediate_size=16)
+    foreign = transformers.ViTForImageClassification(config).eval()
+    with pytest.raises(RuntimeError, match="ViTForImageClassification has no recordable attention.*load_model"):
+        capture_attention(foreign, torch.zeros(1, 3, 16, 16))
+    with pytest.raises(TypeError, match="torch.nn.Module"):
+        capture_attention(lambda x: x, torch.zeros(1))
+
+
+def test_a_pass_that_misses_layers_is_not_mixed_with_an_earlier_one(make_config):
+    model = VisionTransformer(make_config("softmax")).eval()
+    x = torch.zeros(1, 1, 16, 16)
+    with record_attention(model) as rec:
+        model(x)
+        tokens = torch.zeros(1, 17, 16)
+        model.blocks[1](tokens)  # a partial pass: only layer 1
+    with pytest.raises(RuntimeError, match="incomplete attention capture"):
+        rec.layers

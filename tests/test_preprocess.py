@@ -54,6 +54,53 @@ def test_resize_stretch_and_center_crop_with_their_box_mapping():
     np.testing.assert_array_equal(cropped.boxes(0, [[20, 0, 40, 20], [0, 0, 5, 5]]), [[6, 0, 12, 12], [0, 0, 0, 3]])
 
 
+def test_resize_pad_keeps_the_aspect_ratio_centres_the_image_on_the_mean_colour_and_maps_boxes():
+    image = np.full((20, 40), 255, np.uint8)  # wide white image
+    padded = prepare(_config(channels=1, resize="pad", resample="nearest", mean=0.5, std=0.5), [image])
+    # Longer side 40 → 12 (scale 0.3): 12 × 6, centred: rows 3..8 white, 3 rows of mean colour above and below.
+    shown = padded.display[0]
+    assert shown.shape == (12, 12)
+    np.testing.assert_array_equal(shown[3:9], 255)
+    np.testing.assert_array_equal(shown[:3], round(255 * 0.5))
+    np.testing.assert_array_equal(shown[9:], round(255 * 0.5))
+    assert_close(padded.tensor[0, 0, 0], torch.full((12,), (128 / 255 - 0.5) / 0.5))  # margins normalise to ≈ 0
+    np.testing.assert_array_equal(padded.scales[0], [0.3, 0.3, 0.0, -3.0])
+    # (10, 0, 20, 20) → x·0.3, y·0.3 + 3, outwards: (3, 3, 6, 9); the whole image → its letterboxed rectangle.
+    np.testing.assert_array_equal(padded.boxes(0, [[10, 0, 20, 20], [0, 0, 40, 20]]), [[3, 3, 6, 9], [0, 3, 12, 9]])
+    tall = prepare(_config(channels=3, resize="pad", resample="nearest", mean=(1.0, 0.0, 0.2)),
+                   [np.zeros((30, 10, 3), np.uint8)])
+    # 30 × 10 → 12 × 4, odd margin 8 → 4 left, 4 right; RGB margin colour per channel.
+    np.testing.assert_array_equal(tall.display[0][:, :4], np.broadcast_to([255, 0, 51], (12, 4, 3)))
+    np.testing.assert_array_equal(tall.display[0][:, 4:8], 0)
+    np.testing.assert_array_equal(tall.boxes(0, [[0, 0, 10, 30]]), [[4, 0, 8, 12]])
+    odd = prepare(_config(channels=1, resize="pad", resample="nearest"), [np.zeros((10, 40), np.uint8)])
+    assert odd.scales[0][3] == -4.0  # 12 × 3 image, margin 9 → 4 above, 5 below
+
+
+def test_crop_fraction_resizes_beyond_the_model_side_then_cuts_the_centre_and_boxes_cut_by_it_are_clipped():
+    image = np.zeros((20, 40), np.uint8)
+    image[:, 20:] = 255
+    # stretch, fraction 0.75: 40×20 → 16×16 (sx 0.4, sy 0.8), centre 12×12 at offset 2.
+    stretched = prepare(_config(channels=1, resample="nearest", crop_fraction=0.75), [image])
+    np.testing.assert_array_equal(stretched.scales[0], [0.4, 0.8, 2.0, 2.0])
+    np.testing.assert_array_equal(stretched.display[0][:, :6], 0)
+    np.testing.assert_array_equal(stretched.display[0][:, 6:], 255)
+    # A box across the crop's left edge keeps only its inside part; a box wholly outside is empty.
+    np.testing.assert_array_equal(stretched.boxes(0, [[0, 0, 10, 10], [0, 0, 4, 2]]), [[0, 0, 2, 6], [0, 0, 0, 0]])
+    # center_crop, fraction 0.5: shorter side 20 → 24 (scale 1.2): 48×24, centre 12×12 at (18, 6).
+    cropped = prepare(_config(channels=1, resize="center_crop", resample="nearest", crop_fraction=0.5), [image])
+    np.testing.assert_array_equal(cropped.scales[0], [1.2, 1.2, 18.0, 6.0])
+    np.testing.assert_array_equal(cropped.boxes(0, [[15, 5, 25, 15], [30, 0, 40, 20]]), [[0, 0, 12, 12], [12, 0, 12, 12]])  # the second lies right of the crop: empty
+
+
+def test_a_square_image_is_the_same_under_every_resize_policy():
+    image = np.random.default_rng(2).integers(0, 256, (24, 24, 3), dtype=np.uint8)
+    outputs = [prepare(_config(resize=r), [image]) for r in ("stretch", "center_crop", "pad")]
+    for out in outputs[1:]:
+        assert_close(out.tensor, outputs[0].tensor)
+        np.testing.assert_array_equal(out.scales, outputs[0].scales)
+
+
 def test_auto_resample_uses_area_when_shrinking_and_linear_when_growing():
     rng = np.random.default_rng(0)
     big, small = rng.integers(0, 256, (48, 48), dtype=np.uint8), rng.integers(0, 256, (6, 6), dtype=np.uint8)
@@ -79,7 +126,7 @@ def test_preprocessing_is_stored_in_config_json_and_old_configs_load_with_todays
     save_model(model, tmp_path / "m")
     stored = json.loads((tmp_path / "m" / "config.json").read_text())
     assert stored["preprocessing"] == {"mean": [0.1, 0.2, 0.3], "std": [0.5, 0.5, 0.5], "resize": "center_crop",
-                                       "resample": "bicubic"}
+                                       "resample": "bicubic", "crop_fraction": 1.0}
     assert load_model(tmp_path / "m").config.preprocessing == how
     del stored["preprocessing"]  # a config written before the contract existed
     (tmp_path / "m" / "config.json").write_text(json.dumps(stored))
@@ -89,7 +136,8 @@ def test_preprocessing_is_stored_in_config_json_and_old_configs_load_with_todays
 
 @pytest.mark.parametrize(("how", "match"), [
     ({"std": 0.0}, "std="), ({"mean": "a"}, "mean="), ({"mean": float("nan")}, "mean="),
-    ({"resize": "letterbox"}, "resize="), ({"resample": "lanczos"}, "resample="),
+    ({"resize": "letterbox"}, "resize="), ({"resample": "hamming"}, "resample="),
+    ({"crop_fraction": 0.0}, "crop_fraction="), ({"resize": "pad", "crop_fraction": 0.5}, "crop_fraction="),
 ])
 def test_bad_preprocessing_names_the_field(how, match):
     with pytest.raises(ValueError, match=match):

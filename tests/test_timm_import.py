@@ -13,7 +13,8 @@ from infsa_viz.vit import ViTConfig, VisionTransformer
 def timm_like(in_chans=3) -> tuple[VisionTransformer, dict]:
     torch.manual_seed(0)
     model = VisionTransformer(ViTConfig(img_size=32, in_chans=in_chans, patch_size=8, embed_dim=24, depth=2,
-                                        num_heads=3, num_classes=5)).eval()
+                                        num_heads=3, num_classes=5, norm_eps=1e-6,
+                                        source={"format": "timm"})).eval()
     return model, to_timm_state_dict(model)
 
 

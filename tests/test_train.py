@@ -144,3 +144,53 @@ def test_torchrun_ddp_training_matches_single_process(tmp_path):
     a, b = load_model(tmp_path / "single"), load_model(tmp_path / "ddp")
     for (name, p), q in zip(a.state_dict().items(), b.state_dict().values()):
         assert_close(p, q, atol=2e-4, rtol=1e-3, msg=name)
+
+
+def test_fine_tuning_starts_from_the_initial_model_with_a_fresh_head_for_new_classes(tmp_path):
+    from infsa_viz import load_model as load_any
+    from infsa_viz.formats import swap_attention
+
+    source = ViTConfig(attention="softmax", num_classes=5, class_names=tuple("abcde"), preprocessing=Preprocessing(),
+                       **SMALL)
+    init = swap_attention(VisionTransformerOf(source), "pure_infsa", rho_init=0.3)
+    config = TrainConfig(model=init.config, epochs=1, images_per_epoch=32, batch_size=16, lr=1e-12, test_size=64)
+    card = train(config, tmp_path / "m", data=synthetic_data(), init=init)
+    tuned = load_any(tmp_path / "m")
+    assert tuned.config.num_classes == 2 and tuned.config.class_names is None  # synthetic data names no class
+    assert card["init"]["converted_from"] == "softmax" and source.attention == "softmax"
+    for name, tensor in init.state_dict().items():
+        if not name.startswith("head."):  # lr 1e-12: every shared weight is still the initial one
+            assert_close(tuned.state_dict()[name], tensor, atol=1e-8, rtol=0)
+    assert tuned.rho_values()[0] == pytest.approx([0.3, 0.3], abs=1e-6)
+    wrong = TrainConfig(model=init.config.replace(embed_dim=32), epochs=1, images_per_epoch=32, batch_size=16)
+    with pytest.raises(ValueError, match="init"):
+        train(wrong, tmp_path / "w", data=synthetic_data(), init=init)
+
+
+def VisionTransformerOf(config):
+    from infsa_viz import VisionTransformer
+
+    torch.manual_seed(1)
+    return VisionTransformer(config).eval()
+
+
+def test_cli_fine_tunes_a_transformers_vit_swapped_to_pure_infsa(tmp_path):
+    transformers = pytest.importorskip("transformers")
+    config = transformers.ViTConfig(image_size=32, patch_size=8, hidden_size=16, num_hidden_layers=1,
+                                    num_attention_heads=2, intermediate_size=32)
+    transformers.ViTForImageClassification(config).save_pretrained(tmp_path / "hf")
+    rng = np.random.default_rng(0)
+    for split in ("train", "test"):
+        for cls in ("left", "right"):
+            (tmp_path / "data" / split / cls).mkdir(parents=True)
+            for i in range(4):
+                cv2.imwrite(str(tmp_path / "data" / split / cls / f"{i}.png"),
+                            rng.integers(0, 256, (40, 50, 3), dtype=np.uint8))
+    out = tmp_path / "tuned"
+    assert main(["train", "--init", f"{tmp_path / 'hf'}?attention=pure_infsa", "--out", str(out), "--data",
+                 f"folder:{tmp_path / 'data'}", "--epochs", "1", "--batch-size", "4"]) == 0
+    tuned = load_model(out).config
+    assert (tuned.attention, tuned.num_classes, tuned.class_names, tuned.norm_eps) == (
+        "pure_infsa", 2, ("left", "right"), 1e-12)
+    assert json.loads((out / "card.json").read_text())["init"]["format"] == "transformers"
+    assert main(["train", "--out", str(tmp_path / "x")]) == 2

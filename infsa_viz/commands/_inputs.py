@@ -27,8 +27,61 @@ def add_map_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--colormap", default="inferno", choices=COLORMAPS)
 
 
+MODEL_HELP = ("a model directory (ours or a transformers save_pretrained one) or a .safetensors state dict "
+              "(timm, torchvision, official InfSA) with options as PATH?num_heads=H&variant=V&attention=V")
+
+
 def add_model_list(parser: argparse.ArgumentParser, *, help: str) -> None:
-    parser.add_argument("--models", required=True, type=comma_names, metavar="DIR[,DIR…]", help=help)
+    parser.add_argument("--models", required=True, type=comma_names, metavar="MODEL[,MODEL…]",
+                        help=f"{help}; each {MODEL_HELP}")
+
+
+def add_data_options(parser: argparse.ArgumentParser, *, n_images: int) -> None:
+    """``--data``, ``--boxes``, ``--classes`` and ``--n-images``: the images a command reads."""
+    parser.add_argument("--data", default="cluttered-digits", metavar="cluttered-digits|folder:PATH",
+                        help="the cluttered-digits test split (default) or a folder: class sub-folders, a "
+                             "Pascal-VOC root (JPEGImages/ + Annotations/), or images with <stem>.xml beside "
+                             "them (ImageNet val)")
+    parser.add_argument("--boxes", default=None, metavar="XMLDIR",
+                        help="Pascal-VOC XML boxes for class-folder data (one <stem>.xml per image)")
+    parser.add_argument("--classes", default=None, metavar="FILE",
+                        help="class-index file for VOC-labelled folders: one class per line in the model's "
+                             "output order (a synset id first, as in LOC_synset_mapping.txt, names the class "
+                             "by it); default: the model's class names")
+    parser.add_argument("--n-images", type=int, default=n_images,
+                        help=f"the first N images of the data (default {n_images})")
+
+
+def load_data(args: argparse.Namespace, models: Any = ()) -> Any:
+    """The :class:`~infsa_viz.data.LabelledImages` that ``--data`` and its options name.
+
+    ``models`` (``(name, model)`` pairs) provide class names for VOC-labelled folders when
+    ``--classes`` is not given; models that name their classes differently are refused.
+    """
+    from pathlib import Path
+
+    from ..data import TEST_SIZE, test_split
+    from ..data.voc import open_image_folder, read_class_index
+
+    if args.n_images < 1:
+        raise ValueError(f"--n-images={args.n_images} must be a positive integer")
+    if args.data == "cluttered-digits":
+        for option, value in (("--boxes", args.boxes), ("--classes", args.classes)):
+            if value:
+                raise ValueError(f"{option} applies to folder data only; cluttered digits carry exact boxes and labels")
+        if args.n_images > TEST_SIZE:
+            raise ValueError(f"--n-images={args.n_images}: the test split holds {TEST_SIZE} images")
+        return test_split(args.n_images)
+    if not args.data.startswith("folder:"):
+        raise ValueError(f"--data={args.data!r} must be 'cluttered-digits' or 'folder:PATH'")
+    classes = read_class_index(args.classes) if args.classes else None
+    if classes is None:
+        named = {m.config.class_names for _, m in models if m.config.class_names is not None}
+        if len(named) > 1:
+            raise ValueError("the models name their classes differently; pass --classes FILE")
+        classes = next(iter(named), None)
+    return open_image_folder(Path(args.data[len("folder:"):]), classes=classes, boxes_dir=args.boxes).labelled(
+        args.n_images)
 
 
 def resolve_target(text: str, label: int) -> int | None:

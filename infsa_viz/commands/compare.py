@@ -13,7 +13,7 @@ from .lists import comma_names
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("image", metavar="IMAGE", help="image file, or test:INDEX for the cluttered-digits test split")
-    add_model_list(parser, help="comma-separated model directories (columns)")
+    add_model_list(parser, help="comma-separated models (columns)")
     from ..maps.attention import AttentionMap
 
     parser.add_argument("--methods", type=comma_names, default=(AttentionMap.name,), metavar="M[,M…]",
@@ -40,11 +40,11 @@ def render(args: argparse.Namespace) -> int:
     """Shared by ``explain`` and ``compare``: a grid of overlays, rows = methods, columns = models."""
     import torch
 
+    from ..formats import load_model
     from ..io import write_json
     from ..maps import attribute, check_method, selector_options
     from ..overlay import colour_scale, overlay, overlay_grid, save_png
     from ..preprocess import prepare
-    from ..vit import load_model
 
     if not args.models or not args.methods:
         raise ValueError("--models and --methods must each name at least one entry")

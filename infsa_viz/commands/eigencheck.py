@@ -2,7 +2,7 @@
 
 Writes one JSON file (atomically) with the protocol, per layer × head statistics (undefined
 cosines counted by reason), overall figures, a Gaussian baseline and the resolved settings, on
-the first ``--n-images`` images of the cluttered-digits test split. ``--threads`` (a common
+the first ``--n-images`` images of ``--data`` (default the cluttered-digits test split). ``--threads`` (a common
 option of every command) also limits numpy's BLAS threads.
 """
 
@@ -13,16 +13,15 @@ import logging
 import math
 from pathlib import Path
 
+from ._inputs import MODEL_HELP, add_data_options, load_data
 from .lists import comma_ints
 
 logger = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", required=True, metavar="DIR",
-                        help="model directory (config.json + model.safetensors)")
-    parser.add_argument("--n-images", type=int, default=256, metavar="K",
-                        help="the first K images of the test split (default 256)")
+    parser.add_argument("--model", required=True, metavar="MODEL", help=MODEL_HELP)
+    add_data_options(parser, n_images=256)
     parser.add_argument("--layers", type=comma_ints, default=None, metavar="L",
                         help="comma-separated layer indices, e.g. 0,2 (default all)")
     parser.add_argument("--batch-size", type=int, default=32, metavar="B",
@@ -33,15 +32,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from contextlib import nullcontext
 
-    from ..data import TEST_SIZE, test_split
+    from ..formats import load_model
     from ..io import write_json
     from ..preprocess import preprocess
     from ..progress import progress
     from ..spectral.eigencheck import eigencheck
-    from ..vit import load_model
 
-    if not 1 <= args.n_images <= TEST_SIZE:
-        raise ValueError(f"--n-images={args.n_images} must lie in [1, {TEST_SIZE}] (the test split)")
     if args.batch_size < 1:
         raise ValueError(f"--batch-size={args.batch_size} must be a positive integer")
     if args.layers is not None and (not args.layers or min(args.layers) < 0):
@@ -57,15 +53,15 @@ def run(args: argparse.Namespace) -> int:
 
         limit = threadpool_limits(limits=args.threads)
     model = load_model(args.model)
-    data = test_split(args.n_images)
-    batches = math.ceil(args.n_images / args.batch_size)
+    data = load_data(args, [(args.model, model)])
+    batches = math.ceil(len(data) / args.batch_size)
     with limit:
         result = eigencheck(
             model, preprocess(model, data.images), layers=args.layers, batch_size=args.batch_size,
             data=data.description,
             progress=lambda starts: progress(starts, desc="eigencheck", total=batches, unit="batch"),
         )
-    result["settings"] = {"model": str(args.model), "n_images": args.n_images, "layers": args.layers,
+    result["settings"] = {"model": str(args.model), "data": args.data, "n_images": len(data), "layers": args.layers,
                           "batch_size": args.batch_size, "threads": args.threads, "out": str(out),
                           "config": model.config.to_dict(), "command": "infsa-viz " + " ".join(args.argv)}
     write_json(out, result)

@@ -6,9 +6,8 @@ import argparse
 import contextlib
 import logging
 import shlex
-from pathlib import Path
 
-from ._inputs import add_model_list
+from ._inputs import add_data_options, add_model_list, load_data
 from .lists import comma_names
 
 
@@ -25,15 +24,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ..evaluation import EvalProtocol, default_methods
 
     d = EvalProtocol()
-    add_model_list(parser, help="comma-separated model directories")
+    add_model_list(parser, help="comma-separated models")
     parser.add_argument("--methods", type=comma_names, default=tuple(default_methods()), metavar="M[,M…]",
                         help=f"comma-separated map methods (default: {','.join(default_methods())})")
-    parser.add_argument("--data", default="cluttered-digits", metavar="cluttered-digits|folder:PATH",
-                        help="the cluttered-digits test split (default) or an ImageNet-style folder")
-    parser.add_argument("--boxes", default=None, metavar="XMLDIR",
-                        help="Pascal-VOC XML boxes for folder data (one <stem>.xml per image)")
-    parser.add_argument("--n-images", type=int, default=1000,
-                        help="the first N images of the data (default 1000)")
+    add_data_options(parser, n_images=1000)
     parser.add_argument("--steps", type=int, default=d.steps, help=f"MoRF/LeRF steps K (default {d.steps})")
     parser.add_argument("--baseline", default=d.baseline, choices=("mean", "blur", "uniform"),
                         help="what removed patches become (default mean = 0 after normalisation)")
@@ -49,22 +43,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also write every image's figures to OUT.images.csv")
     parser.add_argument("--out", default=None, help="report .json (CSV and HTML written next to it); a killed "
                         "run resumes from OUT.journal/ when the same command is run again")
-
-
-def _data(args: argparse.Namespace):
-    from ..data import TEST_SIZE, FolderDataset, test_split
-
-    if args.n_images < 1:
-        raise ValueError(f"--n-images={args.n_images} must be a positive integer")
-    if args.data == "cluttered-digits":
-        if args.boxes:
-            raise ValueError("--boxes applies to folder data only; cluttered digits carry exact boxes")
-        if args.n_images > TEST_SIZE:
-            raise ValueError(f"--n-images={args.n_images}: the test split holds {TEST_SIZE} images")
-        return test_split(args.n_images)
-    if not args.data.startswith("folder:"):
-        raise ValueError(f"--data={args.data!r} must be 'cluttered-digits' or 'folder:PATH'")
-    return FolderDataset(Path(args.data[len("folder:"):]), boxes_dir=args.boxes).labelled(args.n_images)
 
 
 def _fingerprint(models, methods, data, protocol, dist) -> dict:
@@ -87,8 +65,8 @@ def run(args: argparse.Namespace) -> int:
     from ..distributed import init_distributed
     from ..evaluation import TABLE_COLUMNS, EvalProtocol, evaluate, write_evaluation
     from ..evaluation.journal import Journal, OutputLock
+    from ..formats import load_model
     from ..maps import check_method
-    from ..vit import load_model
 
     if not args.methods:
         raise ValueError("--methods names no method")
@@ -101,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     protocol = EvalProtocol(steps=args.steps, baseline=args.baseline, score=args.score, select=args.select,
                             target=args.target, seed=args.seed, chunk=args.chunk)
     models = [(d, load_model(d)) for d in args.models]
-    data = _data(args)
+    data = load_data(args, models)
     dist = init_distributed()
     with contextlib.ExitStack() as stack:
         journal = None

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from ._inputs import add_map_options
+from ._inputs import MODEL_HELP, add_map_options
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("image", metavar="IMAGE", help="image file, or test:INDEX for the cluttered-digits test split")
-    parser.add_argument("--model", required=True, help="model directory")
+    parser.add_argument("--model", required=True, metavar="MODEL", help=MODEL_HELP)
     parser.add_argument("--method", required=True, help="map method (see infsa_viz.maps.METHODS)")
     parser.add_argument("--out", required=True, help="output PNG (a JSON with the settings is written next to it)")
     add_map_options(parser)

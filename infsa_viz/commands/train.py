@@ -7,10 +7,14 @@ import shlex
 from pathlib import Path
 
 from ..attention import VARIANTS
+from ._inputs import MODEL_HELP
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--variant", required=True, choices=VARIANTS, help="attention variant")
+    parser.add_argument("--variant", default=None, choices=VARIANTS,
+                        help="attention variant (required without --init; with it, swaps the initial model's)")
+    parser.add_argument("--init", default=None, metavar="MODEL",
+                        help="fine-tune this model instead of training from scratch: " + MODEL_HELP)
     parser.add_argument("--out", required=True, help="output model directory (the model card)")
     parser.add_argument("--epochs", type=int, default=None, help="epochs (default: the recipe's)")
     parser.add_argument("--seed", type=int, default=0, help="seed for weights, data and shuffling (default 0)")
@@ -36,7 +40,20 @@ def run(args: argparse.Namespace) -> int:
     from ..train import TrainConfig, cluttered_digits_data, folder_data, train
 
     recipe = TrainConfig()
-    model = recipe.model.replace(attention=args.variant)
+    init = None
+    if args.init is not None:
+        from ..formats import load_model, swap_attention
+
+        if args.patch_size is not None:
+            raise ValueError("--patch-size does not apply with --init (the initial model fixes the architecture)")
+        init = load_model(args.init)
+        if args.variant is not None:
+            init = swap_attention(init, args.variant)
+        model = init.config
+    elif args.variant is None:
+        raise ValueError("--variant is required (or --init MODEL to fine-tune a model)")
+    else:
+        model = recipe.model.replace(attention=args.variant)
     if args.patch_size is not None:
         model = model.replace(patch_size=args.patch_size)
     changes = {k: v for k, v in {
@@ -48,9 +65,10 @@ def run(args: argparse.Namespace) -> int:
     }.items() if v is not None}
     if args.data == "cluttered-digits":
         config = TrainConfig(**{**recipe.to_dict(), **changes, "model": model, "seed": args.seed})
-        data = cluttered_digits_data(config.test_size)
+        data = cluttered_digits_data(config.test_size, model_input=model if init is not None else None)
     elif args.data.startswith("folder:"):
-        data = folder_data(Path(args.data[len("folder:"):]), image_size=args.image_size, channels=args.channels)
+        data = folder_data(Path(args.data[len("folder:"):]), image_size=args.image_size, channels=args.channels,
+                           model_input=model if init is not None else None)
         changes.setdefault("images_per_epoch", len(data.epoch(0, 0, args.seed)[1]))
         config = TrainConfig(**{**recipe.to_dict(), **changes, "model": model, "seed": args.seed})
     else:
@@ -60,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
 
     dist = init_distributed()
     try:
-        card = train(config, args.out, data=data, resume=args.resume, command=command, dist=dist)
+        card = train(config, args.out, data=data, resume=args.resume, command=command, dist=dist, init=init)
     finally:
         dist.close()
     if not dist.is_main:

@@ -165,7 +165,7 @@ class MapMethod(ABC):
         finite = torch.isfinite(maps.detach()).flatten(1).all(-1)  # (B,)
         if not bool(finite.all()):
             bad = (~finite).nonzero().flatten().tolist()
-            raise ValueError(f"{getattr(model, 'source', 'model')}: method {self.name!r} gave NaN/Inf maps for "
+            raise ValueError(f"{getattr(model, 'origin', 'model')}: method {self.name!r} gave NaN/Inf maps for "
                              f"images {bad[:8]} (options {resolved}); the model or its inputs are out of range")
         return MapResult(maps=maps.detach().float(), method=self.name, options=resolved, target=classes,
                          validity=validity, metadata=metadata)

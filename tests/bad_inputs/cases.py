@@ -244,7 +244,7 @@ def _api_cases() -> list[Case]:
         A("load-nan-weights", _load("weights_nan"), r"tensor 'blocks.0.attn.qkv.weight' holds 1 NaN/Inf"),
         A("load-missing-tensor", _load("weights_missing_tensor"), r"missing \['head.bias'\]"),
         A("load-card-mismatch", _load("card_mismatch"), r"differs from the model card"),
-        A("load-file-not-dir", _load("not_a_dir"), r"file.txt.*not a directory"),
+        A("load-file-not-dir", _load("not_a_dir"), r"file.txt. is neither a model directory nor a .safetensors state dict"),
         A("image-empty", _decode("empty_png"), r"empty.png: the file is empty"),
         A("image-text", _decode("text_png"), r"text.png: not a readable image"),
         A("image-bomb", _decode("bomb_png"), r"bomb.png: 25000x25000 pixels is over the limit"),

@@ -1,0 +1,226 @@
+"""One loader for every model format: :func:`load_model`.
+
+Formats, detected from the path (see :func:`detect_format`):
+
+* ``infsa-viz``: a directory written by :func:`infsa_viz.vit.save_model` (``config.json``
+  without ``model_type`` + ``model.safetensors``);
+* ``transformers``: a ``save_pretrained`` directory of ``ViTForImageClassification``,
+  ``DeiTForImageClassification`` or ``DeiTForImageClassificationWithTeacher``
+  (``config.json`` with ``model_type``, ``model.safetensors``, ``preprocessor_config.json``);
+  see :mod:`infsa_viz.formats.hf`;
+* ``timm``: a ``.safetensors`` timm ``VisionTransformer`` state dict (``patch_embed.proj``);
+  see :mod:`infsa_viz.timm_import`;
+* ``torchvision`` / ``official-infsa``: a ``.safetensors`` torchvision ViT state dict, plain or
+  with attention converted by the official InfSA code; see :mod:`infsa_viz.formats.official`.
+
+Every format becomes our :class:`~infsa_viz.vit.VisionTransformer` with our attention modules,
+so capture, maps and spectral analysis work the same whatever attention kernel (eager, SDPA,
+flash) the source framework used: we never hook the source model, we recompute from its weights.
+Options a format does not record (heads, InfSA variant) are keyword arguments, or, on the command
+line, a query after the path: ``vit.safetensors?num_heads=12&variant=pure_infsa``.
+Pickle checkpoints are refused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl
+
+import torch
+
+from ..attention import ATTENTION_REGISTRY, check_variant
+from ..preprocess import Preprocessing
+from ..vit import CONFIG_FILE, VisionTransformer
+from ..weights import check_finite
+from ..vit import load_model as load_saved_model
+
+__all__ = ["FORMATS", "OPTIONS", "describe_model", "detect_format", "load_model", "parse_model_spec", "swap_attention"]
+
+FORMATS: tuple[str, ...] = ("infsa-viz", "transformers", "timm", "torchvision", "official-infsa")
+#: Options :func:`load_model` takes from a ``PATH?key=value&...`` spec, with their parsers.
+OPTIONS: dict[str, Any] = {"num_heads": int, "variant": str, "attention": str, "rho_init": float, "format": str}
+
+
+def parse_model_spec(spec: str | Path) -> tuple[str, dict[str, Any]]:
+    """``"PATH?num_heads=12&variant=pure_infsa"`` → ``("PATH", {"num_heads": 12, "variant": "pure_infsa"})``.
+
+    Raises:
+        ValueError: an unknown option or a value of the wrong type.
+    """
+    text = str(spec)
+    path, _, query = text.partition("?")
+    options: dict[str, Any] = {}
+    for key, value in parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query)):
+        if key not in OPTIONS:
+            raise ValueError(f"model {text!r}: unknown option {key!r}; expected options among {sorted(OPTIONS)}")
+        try:
+            options[key] = OPTIONS[key](value)
+        except ValueError:
+            raise ValueError(f"model {text!r}: {key}={value!r} is not a valid {OPTIONS[key].__name__}") from None
+    return path, options
+
+
+def detect_format(path: str | Path) -> str:
+    """The format of ``path`` (one of :data:`FORMATS`) from its files, without loading weights.
+
+    Raises:
+        ValueError: a path that is none of them (the message says what was found).
+    """
+    from ._state import safetensors_keys
+    from .hf import is_transformers_dir
+    from .official import is_torchvision_state
+
+    path = Path(path)
+    if path.is_dir():
+        if not (path / CONFIG_FILE).is_file():
+            raise ValueError(f"model directory {str(path)!r} has no {CONFIG_FILE}")
+        return "transformers" if is_transformers_dir(path) else "infsa-viz"
+    if not path.exists():
+        raise ValueError(f"model {str(path)!r} does not exist")
+    if path.suffix != ".safetensors":
+        raise ValueError(f"model {str(path)!r} is neither a model directory nor a .safetensors state dict "
+                         "(pickle checkpoints are refused)")
+    keys = set(safetensors_keys(path))
+    if "patch_embed.proj.weight" in keys:
+        return "timm"
+    if is_torchvision_state(keys):
+        return "official-infsa" if any(k.endswith("self_attention.rho_logit") for k in keys) else "torchvision"
+    raise ValueError(f"{path}: a state dict of no known ViT layout (timm: patch_embed.proj.*, torchvision or "
+                     f"official InfSA: conv_proj.*, encoder.layers.*); first keys {sorted(keys)[:4]}")
+
+
+def swap_attention(model: VisionTransformer, attention: str, *, rho_init: float | None = None) -> VisionTransformer:
+    """The same weights under another attention variant (e.g. softmax → pure InfSA, to fine-tune).
+
+    q/k/v and output projections are shared by every variant. Going from softmax to an InfSA
+    variant adds a fresh ``ρ`` (``rho_init``, default the config's); between InfSA variants the
+    learned ``ρ`` is kept; going to softmax drops it. The new model is in eval mode.
+    """
+    check_variant(attention, name="attention")
+    config = model.config
+    if attention == config.attention and rho_init is None:
+        return model
+    changes: dict[str, Any] = {"attention": attention,
+                               "source": {**(config.source or {}), "converted_from": config.attention}}
+    if rho_init is not None:
+        changes["rho_init"] = rho_init
+    new = VisionTransformer(config.replace(**changes))
+    keep_rho = ATTENTION_REGISTRY[attention].has_rho and ATTENTION_REGISTRY[config.attention].has_rho and rho_init is None
+    state = {k: v for k, v in model.state_dict().items() if keep_rho or not k.endswith("rho_logit")}
+    missing, unexpected = new.load_state_dict(state, strict=False)
+    if unexpected or any(not k.endswith("rho_logit") for k in missing):  # pragma: no cover - same architecture
+        raise RuntimeError(f"swap_attention: missing {missing}, unexpected {unexpected}")
+    return new.eval()
+
+
+def load_model(
+    path: str | Path,
+    *,
+    num_heads: int | None = None,
+    variant: str | None = None,
+    attention: str | None = None,
+    rho_init: float | None = None,
+    preprocessing: Preprocessing | None = None,
+    format: str | None = None,
+    map_location: str | torch.device = "cpu",
+) -> VisionTransformer:
+    """Load a model of any supported format as our :class:`~infsa_viz.vit.VisionTransformer`, in eval mode.
+
+    Args:
+        path: a model directory or a ``.safetensors`` state dict; a ``?key=value&...`` suffix
+            sets the options below (see :func:`parse_model_spec`); keyword arguments win.
+        num_heads: heads per layer, for state dicts (timm, torchvision, official InfSA).
+        variant: the InfSA variant an official-InfSA state dict was trained with.
+        attention: swap the attention to this variant after loading (see :func:`swap_attention`).
+        rho_init: ``ρ`` of InfSA layers a swap creates (state-dict imports: of new layers).
+        preprocessing: what a state dict expects of its input (default: its framework's usual
+            ImageNet preprocessing); directories carry their own.
+        format: force a format of :data:`FORMATS` instead of detecting it.
+        map_location: device for the weights.
+
+    Raises:
+        ValueError: a missing or unreadable path, an unknown format, or a missing option; the
+            message names the file and what to pass.
+
+    Example:
+        >>> model = load_model("google-vit-dir")               # transformers save_pretrained
+        >>> model = load_model("vit.safetensors?num_heads=12")  # a timm state dict
+    """
+    text, spec_options = parse_model_spec(path)
+    given = {"num_heads": num_heads, "variant": variant, "attention": attention, "rho_init": rho_init,
+             "format": format}
+    options = {**spec_options, **{k: v for k, v in given.items() if v is not None}}
+    path = Path(text)
+    kind = options.get("format") or detect_format(path)
+    if kind not in FORMATS:
+        raise ValueError(f"format={kind!r} is not a known model format; expected one of {list(FORMATS)}")
+    state_only = {"num_heads", "variant"} & set(options)
+    if kind in ("infsa-viz", "transformers") and state_only:
+        raise ValueError(f"model {text!r}: {sorted(state_only)} apply to state-dict files; a {kind} directory "
+                         "records its architecture")
+    if kind == "infsa-viz":
+        model = load_saved_model(path, map_location=map_location)
+    elif kind == "transformers":
+        from .hf import from_transformers
+
+        model = from_transformers(path, map_location=str(map_location))
+    else:
+        from ._state import read_safetensors
+
+        state = read_safetensors(path, map_location=map_location)
+        if kind == "timm":
+            from ..timm_import import from_timm_state_dict
+
+            if options.get("num_heads") is None:
+                raise ValueError(f"{path}: a state dict does not record its heads; pass num_heads "
+                                 "(CLI: PATH?num_heads=H)")
+            if options.get("variant") not in (None, "softmax"):
+                raise ValueError(f"{path}: timm weights are softmax; to convert them pass attention=..., "
+                                 f"not variant={options['variant']!r}")
+            model = from_timm_state_dict(state, num_heads=options["num_heads"], preprocessing=preprocessing).eval()
+            model = _with_source(model, {"format": "timm", "path": str(path)})
+        else:
+            from .official import from_torchvision_state_dict
+
+            model = from_torchvision_state_dict(state, num_heads=options.get("num_heads"),
+                                                variant=options.get("variant"), preprocessing=preprocessing,
+                                                source=str(path))
+            model = _with_source(model, {**(model.config.source or {}), "path": str(path)})
+    if kind != "infsa-viz":  # our directories are checked on load, before the model is built
+        check_finite(model.state_dict(), source=str(path))
+    if options.get("attention") is not None or options.get("rho_init") is not None:
+        model = swap_attention(model, options.get("attention") or model.config.attention,
+                               rho_init=options.get("rho_init"))
+    model.origin = str(path)
+    return model.to(map_location)
+
+
+def _with_source(model: VisionTransformer, source: dict[str, Any]) -> VisionTransformer:
+    model.config = dataclasses.replace(model.config, source=source)
+    return model
+
+
+def describe_model(model: VisionTransformer) -> dict[str, Any]:
+    """What was detected and built: format, variant, grid, classes, preprocessing (JSON-able)."""
+    config = model.config
+    names = config.class_names
+    return {
+        "format": (config.source or {}).get("format", "infsa-viz"),
+        "source": config.source,
+        "variant": config.attention,
+        "rho": model.rho_values(),
+        "image_size": config.img_size,
+        "patch_size": config.patch_size,
+        "grid": list(config.grid),
+        "prefix_tokens": config.num_prefix_tokens,
+        "distillation_head": config.distillation_head,
+        "depth": config.depth,
+        "heads": config.num_heads,
+        "embed_dim": config.embed_dim,
+        "num_classes": config.num_classes,
+        "class_names": None if names is None else (list(names) if len(names) <= 20 else
+                                                   [*names[:10], f"... {len(names) - 20} more ...", *names[-10:]]),
+        "preprocessing": config.preprocessing.to_dict(),
+    }
