@@ -12,11 +12,14 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["MAX_IMAGE_BYTES", "MAX_IMAGE_PIXELS", "decode_image", "image_size", "read_image"]
+__all__ = ["MAX_DECODED_BYTES", "MAX_IMAGE_BYTES", "MAX_IMAGE_PIXELS", "check_decoded_budget", "decode_image",
+           "image_size", "read_image"]
 
 #: Refuse files above 20 MB and images above 50 megapixels (decompression bombs).
 MAX_IMAGE_BYTES = 20 * 1024 * 1024
 MAX_IMAGE_PIXELS = 50_000_000
+#: Refuse to decode a set of images (a data folder) whose pixels would take more than 4 GiB.
+MAX_DECODED_BYTES = 4 << 30
 
 
 _PNG = b"\x89PNG\r\n\x1a\n"
@@ -110,3 +113,26 @@ def read_image(path: str | Path) -> np.ndarray:
     except OSError as err:
         raise ValueError(f"{path}: cannot be read ({err.strerror or err})") from None
     return decode_image(data, name=str(path))
+
+
+def check_decoded_budget(paths: "list[Path] | tuple[Path, ...]", *, budget: int = MAX_DECODED_BYTES) -> int:
+    """Bytes the images at ``paths`` decode to (3 per pixel), read from their headers only.
+
+    Raises:
+        ValueError: the total is over ``budget`` (the message says how many images fit), or a file
+            cannot be read.
+    """
+    total = 0
+    for count, path in enumerate(paths, 1):
+        try:
+            with open(path, "rb") as handle:
+                head = handle.read(1 << 18)
+                size = image_size(head) or image_size(head + handle.read())
+        except OSError as err:
+            raise ValueError(f"{path}: cannot be read ({err.strerror or err})") from None
+        if size is not None:
+            total += 3 * size[0] * size[1]
+        if total > budget:
+            raise ValueError(f"the first {count} images (up to {path}) decode to more than {budget:,} bytes of "
+                             f"pixels, the limit; evaluate fewer images (--n-images {max(count - 1, 1)} or less)")
+    return total

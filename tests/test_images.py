@@ -80,3 +80,16 @@ def test_truncated_image_is_refused():
     data = png(np.full((40, 40), 7, np.uint8))
     with pytest.raises(ValueError, match="not a readable image"):
         decode_image(data[:30], name="cut.png")
+
+
+def test_decoded_budget_is_counted_from_headers(tmp_path):
+    from infsa_viz.images import check_decoded_budget
+
+    paths = []
+    for i in range(3):
+        path = tmp_path / f"{i}.png"
+        path.write_bytes(_bomb_png(1000, 1000))  # 3 MB decoded each, a few bytes on disk
+        paths.append(path)
+    assert check_decoded_budget(paths) == 9_000_000
+    with pytest.raises(ValueError, match=r"the first 2 images .* more than 5,000,000 bytes .*--n-images 1 or less"):
+        check_decoded_budget(paths, budget=5_000_000)

@@ -26,7 +26,7 @@ import defusedxml.ElementTree
 import numpy as np
 from torch.utils.data import Dataset
 
-from ..images import read_image
+from ..images import check_decoded_budget, read_image
 from .splits import LabelledImages
 
 __all__ = ["IMAGE_EXTENSIONS", "FolderDataset", "parse_voc_boxes"]
@@ -232,6 +232,7 @@ class FolderDataset(Dataset):
     def labelled(self, n: int | None = None) -> LabelledImages:
         """The first ``n`` items (default all), decoded once, with labels, boxes and file names."""
         count = len(self) if n is None else min(n, len(self))
+        check_decoded_budget([path for path, _ in self.samples[:count]])  # before decoding any of them
         images = [self[i][0] for i in range(count)]
         return LabelledImages(
             images=images,

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..images import read_image
+from ..images import check_decoded_budget, read_image
 from .folder import IMAGE_EXTENSIONS, FolderDataset, _read_voc, _to_int_box
 from .splits import LabelledImages
 
@@ -119,6 +119,7 @@ class AnnotatedImages:
     def labelled(self, n: int | None = None) -> LabelledImages:
         """The first ``n`` images (default all), decoded once, with labels, boxes and negative boxes."""
         count = len(self) if n is None else min(n, len(self))
+        check_decoded_budget([path for path, _ in self.samples[:count]])  # before decoding any of them
         items = [self.item(i) for i in range(count)]
         return LabelledImages(
             images=[it[0] for it in items], labels=np.array([it[1] for it in items], dtype=np.int64),
