@@ -26,8 +26,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_list(parser, help="comma-separated model directories")
     parser.add_argument("--methods", type=comma_names, default=tuple(default_methods()), metavar="M[,M…]",
                         help=f"comma-separated map methods (default: {','.join(default_methods())})")
-    parser.add_argument("--data", default="cluttered-digits", metavar="cluttered-digits|folder:PATH",
-                        help="the cluttered-digits test split (default) or an ImageNet-style folder")
+    parser.add_argument("--references", action="store_true",
+                        help="also score the floor and ceiling maps (random, box_oracle) that "
+                             "benchmark_quality in the report needs")
+    parser.add_argument("--data", default="cluttered-digits", metavar="BENCHMARK|folder:PATH",
+                        help="a cluttered-digits test split (cluttered-digits, the default, or "
+                             "cluttered-digits-hard) or an ImageNet-style folder")
     parser.add_argument("--boxes", default=None, metavar="XMLDIR",
                         help="Pascal-VOC XML boxes for folder data (one <stem>.xml per image)")
     parser.add_argument("--n-images", type=int, default=1000,
@@ -49,29 +53,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _data(args: argparse.Namespace):
-    from ..data import TEST_SIZE, FolderDataset, test_split
+    from ..data import BENCHMARKS, TEST_SIZE, FolderDataset, test_split
 
     if args.n_images < 1:
         raise ValueError(f"--n-images={args.n_images} must be a positive integer")
-    if args.data == "cluttered-digits":
+    if args.data in BENCHMARKS:
         if args.boxes:
             raise ValueError("--boxes applies to folder data only; cluttered digits carry exact boxes")
         if args.n_images > TEST_SIZE:
             raise ValueError(f"--n-images={args.n_images}: the test split holds {TEST_SIZE} images")
-        return test_split(args.n_images)
+        return test_split(args.n_images, benchmark=args.data)
     if not args.data.startswith("folder:"):
-        raise ValueError(f"--data={args.data!r} must be 'cluttered-digits' or 'folder:PATH'")
+        raise ValueError(f"--data={args.data!r} must be one of {list(BENCHMARKS)} or 'folder:PATH'")
     return FolderDataset(Path(args.data[len("folder:"):]), boxes_dir=args.boxes).labelled(args.n_images)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..distributed import init_distributed
     from ..evaluation import TABLE_COLUMNS, EvalProtocol, evaluate, write_evaluation
-    from ..maps import check_method
+    from ..evaluation.reference import check_evaluation_method
     from ..vit import load_model
 
+    if args.references:
+        args.methods = tuple(args.methods) + tuple(m for m in ("random", "box_oracle") if m not in args.methods)
     for method in args.methods:
-        check_method(method)
+        check_evaluation_method(method)
     if not args.models:
         raise ValueError("--models names no model directory")
     if args.out and not args.out.endswith(".json"):
