@@ -23,7 +23,7 @@ from torch import Tensor, nn
 
 from .distributed import Dist
 from .io import atomic_write, read_json, write_json
-from .preprocess import CLUTTERED_DIGITS, Preprocessing, preprocess
+from .preprocess import Preprocessing, preprocess
 from .progress import progress
 from .vit import WEIGHTS_FILE, ViTConfig, VisionTransformer, count_parameters, save_model
 from .weights import file_sha256
@@ -59,9 +59,13 @@ class TrainConfig:
         lr: peak AdamW learning rate (linear warm-up over ``warmup_epochs``, then cosine to 0).
         weight_decay: AdamW decay on weight matrices (not on biases, norms, embeddings, ρ).
         warmup_epochs: warm-up length in epochs (may be fractional).
-        seed: seeds the initial weights, the data stream and the shuffling.
+        seed: seeds the initial weights and the shuffling (and the data stream unless
+            ``data_seed`` is set).
         test_size: images in the held-out test split.
         label_smoothing: cross-entropy label smoothing.
+        data_seed: seeds the stream of training images; ``None`` (default) uses ``seed``. Training
+            seeds of one variant with a fixed ``data_seed`` differ in initial weights and data
+            order only (``scripts/train_seeds.py`` does that).
     """
 
     model: ViTConfig = field(default_factory=ViTConfig)
@@ -74,6 +78,7 @@ class TrainConfig:
     seed: int = 0
     test_size: int = 2_000
     label_smoothing: float = 0.0
+    data_seed: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("epochs", "images_per_epoch", "batch_size", "test_size"):
@@ -82,6 +87,15 @@ class TrainConfig:
                 raise ValueError(f"{name}={value!r} must be a positive integer")
         if not self.lr > 0:
             raise ValueError(f"lr={self.lr!r} must be positive")
+        for name in ("seed", "data_seed"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                raise ValueError(f"{name}={value!r} must be a non-negative integer")
+
+    @property
+    def stream_seed(self) -> int:
+        """The seed of the training-image stream: ``data_seed``, or ``seed`` when that is ``None``."""
+        return self.seed if self.data_seed is None else self.data_seed
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -115,31 +129,35 @@ class TrainData:
     preprocessing: Preprocessing
 
 
-def cluttered_digits_data(test_size: int, *, model_input: ViTConfig | None = None) -> TrainData:
-    """The cluttered-digits benchmark: fresh images every epoch, the fixed test split.
+def cluttered_digits_data(test_size: int, *, benchmark: str = "cluttered-digits",
+                          model_input: ViTConfig | None = None) -> TrainData:
+    """A cluttered-digits benchmark (:data:`~infsa_viz.data.BENCHMARKS`): fresh images every
+    epoch, the benchmark's fixed test split.
 
     Args:
         test_size: images in the held-out split.
+        benchmark: a key of :data:`~infsa_viz.data.BENCHMARKS`.
         model_input: the config of a model to fine-tune: images become its input (size,
             channels, preprocessing) through :func:`~infsa_viz.preprocess.prepare`. Default: the
-            benchmark's own 48×48 gray input with :data:`~infsa_viz.preprocess.CLUTTERED_DIGITS`.
+            benchmark's own gray input with its normalisation.
     """
-    from .data import ClutteredDigitsConfig, cluttered_epoch, test_split
+    from .data import check_benchmark, cluttered_epoch, test_split
 
-    config = ClutteredDigitsConfig()
+    spec = check_benchmark(benchmark)
+    config = spec.config
     if model_input is None:
-        model_input = ViTConfig(img_size=config.canvas_size, in_chans=1, preprocessing=CLUTTERED_DIGITS)
+        model_input = ViTConfig(img_size=config.canvas_size, in_chans=1, preprocessing=spec.preprocessing)
 
     def epoch(index: int, n: int, seed: int) -> tuple[Tensor, Tensor]:
         sample = cluttered_epoch(index, n=n, seed=seed, config=config)
         return preprocess(model_input, sample.images), torch.as_tensor(sample.labels, dtype=torch.int64)
 
-    test = test_split(test_size)
+    test = test_split(test_size, benchmark=benchmark)
     return TrainData(
         epoch=epoch,
         test=(preprocess(model_input, test.images), torch.as_tensor(test.labels, dtype=torch.int64)),
         description={
-            "name": "cluttered-digits",
+            "name": benchmark,
             "settings": config.to_dict(),
             "settings_hash": config.settings_hash(),
             "train": "fresh images each epoch from MNIST train digits; image i of epoch e depends only on "
@@ -352,7 +370,7 @@ def train(
     test_images, test_labels = data.test
     for epoch in range(state["epoch"], config.epochs):
         t0, c0 = time.perf_counter(), time.process_time()
-        images, labels = data.epoch(epoch, config.images_per_epoch, config.seed)
+        images, labels = data.epoch(epoch, config.images_per_epoch, config.stream_seed)
         order = torch.randperm(len(images), generator=torch.Generator().manual_seed(config.seed * 1000 + epoch))
         model.train()
         loss_sum, correct, seen = 0.0, 0, 0
@@ -439,19 +457,22 @@ def training_report(model_dirs: list[str | Path], *, batch_size: int = 256) -> d
     Each model is loaded from disk and scored on the cluttered-digits test split it was trained
     for (the card's ``test_size``), so the report checks the card rather than copying it.
     """
+    from .data import BENCHMARKS
     from .vit import load_model
 
     rows = []
-    test_cache: dict[int, tuple[Tensor, Tensor]] = {}
+    test_cache: dict[tuple[str, int], tuple[Tensor, Tensor]] = {}
     for directory in model_dirs:
         model = load_model(directory)  # first: names a missing or damaged model before its card
         card = load_card(directory)
-        if card.get("data", {}).get("name") != "cluttered-digits":
-            raise ValueError(f"{directory}: training report supports cluttered-digits models only")
+        benchmark = card.get("data", {}).get("name")
+        if benchmark not in BENCHMARKS:
+            raise ValueError(f"{directory}: training report supports cluttered-digits benchmarks only "
+                             f"({list(BENCHMARKS)}), not {benchmark!r}")
         size = int(card["test_size"])
-        if size not in test_cache:
-            test_cache[size] = cluttered_digits_data(size).test
-        images, labels = test_cache[size]
+        if (benchmark, size) not in test_cache:
+            test_cache[benchmark, size] = cluttered_digits_data(size, benchmark=benchmark).test
+        images, labels = test_cache[benchmark, size]
         rows.append({
             "model": str(directory),
             "variant": card["variant"],

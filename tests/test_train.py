@@ -194,3 +194,31 @@ def test_cli_fine_tunes_a_transformers_vit_swapped_to_pure_infsa(tmp_path):
         "pure_infsa", 2, ("left", "right"), 1e-12)
     assert json.loads((out / "card.json").read_text())["init"]["format"] == "transformers"
     assert main(["train", "--out", str(tmp_path / "x")]) == 2
+
+
+def test_a_fixed_data_seed_leaves_only_init_and_order_to_the_seed(tmp_path):
+    """Seeds of one variant with ``data_seed`` fixed see the same images; weights start apart."""
+    seen: list[int] = []
+    base = synthetic_data()
+
+    def epoch(index: int, n: int, seed: int):
+        seen.append(seed)
+        return base.epoch(index, n, seed)
+
+    data = TrainData(epoch=epoch, test=base.test, description=base.description, in_chans=1, img_size=48,
+                     num_classes=2, preprocessing=Preprocessing())
+    inits = []
+    for seed in (1, 2):
+        config = TrainConfig(**{**recipe("softmax", epochs=1).to_dict(), "model": recipe("softmax").model,
+                                "seed": seed, "data_seed": 7})
+        torch.manual_seed(seed)
+        from infsa_viz.vit import VisionTransformer
+
+        inits.append(VisionTransformer(config.model).state_dict()["head.weight"].clone())
+        card = train(config, tmp_path / f"s{seed}", data=data)
+        assert card["recipe"]["data_seed"] == 7 and card["seed"] == seed
+    assert seen == [7, 7]
+    assert not torch.equal(inits[0], inits[1])
+    assert TrainConfig().stream_seed == 0 and TrainConfig(seed=3).stream_seed == 3
+    with pytest.raises(ValueError, match="data_seed"):
+        TrainConfig(data_seed=-1)

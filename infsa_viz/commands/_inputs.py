@@ -38,8 +38,9 @@ def add_model_list(parser: argparse.ArgumentParser, *, help: str) -> None:
 
 def add_data_options(parser: argparse.ArgumentParser, *, n_images: int) -> None:
     """``--data``, ``--boxes``, ``--classes`` and ``--n-images``: the images a command reads."""
-    parser.add_argument("--data", default="cluttered-digits", metavar="cluttered-digits|folder:PATH",
-                        help="the cluttered-digits test split (default) or a folder: class sub-folders, a "
+    parser.add_argument("--data", default="cluttered-digits", metavar="BENCHMARK|folder:PATH",
+                        help="a cluttered-digits test split (cluttered-digits, the default, or "
+                             "cluttered-digits-hard) or a folder: class sub-folders, a "
                              "Pascal-VOC root (JPEGImages/ + Annotations/), or images with <stem>.xml beside "
                              "them (ImageNet val)")
     parser.add_argument("--boxes", default=None, metavar="XMLDIR",
@@ -60,20 +61,20 @@ def load_data(args: argparse.Namespace, models: Any = ()) -> Any:
     """
     from pathlib import Path
 
-    from ..data import TEST_SIZE, test_split
+    from ..data import BENCHMARKS, TEST_SIZE, test_split
     from ..data.voc import open_image_folder, read_class_index
 
     if args.n_images < 1:
         raise ValueError(f"--n-images={args.n_images} must be a positive integer")
-    if args.data == "cluttered-digits":
+    if args.data in BENCHMARKS:
         for option, value in (("--boxes", args.boxes), ("--classes", args.classes)):
             if value:
                 raise ValueError(f"{option} applies to folder data only; cluttered digits carry exact boxes and labels")
         if args.n_images > TEST_SIZE:
             raise ValueError(f"--n-images={args.n_images}: the test split holds {TEST_SIZE} images")
-        return test_split(args.n_images)
+        return test_split(args.n_images, benchmark=args.data)
     if not args.data.startswith("folder:"):
-        raise ValueError(f"--data={args.data!r} must be 'cluttered-digits' or 'folder:PATH'")
+        raise ValueError(f"--data={args.data!r} must be one of {list(BENCHMARKS)} or 'folder:PATH'")
     classes = read_class_index(args.classes) if args.classes else None
     if classes is None:
         named = {m.config.class_names for _, m in models if m.config.class_names is not None}

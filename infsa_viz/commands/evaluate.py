@@ -27,6 +27,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_list(parser, help="comma-separated models")
     parser.add_argument("--methods", type=comma_names, default=tuple(default_methods()), metavar="M[,M…]",
                         help=f"comma-separated map methods (default: {','.join(default_methods())})")
+    parser.add_argument("--references", action="store_true",
+                        help="also score the floor and ceiling maps (random, box_oracle) that "
+                             "benchmark_quality in the report needs")
     add_data_options(parser, n_images=1000)
     parser.add_argument("--steps", type=int, default=d.steps, help=f"MoRF/LeRF steps K (default {d.steps})")
     parser.add_argument("--baseline", default=d.baseline, choices=("mean", "blur", "uniform"),
@@ -65,13 +68,15 @@ def run(args: argparse.Namespace) -> int:
     from ..distributed import init_distributed
     from ..evaluation import TABLE_COLUMNS, EvalProtocol, evaluate, write_evaluation
     from ..evaluation.journal import Journal, OutputLock
+    from ..evaluation.reference import check_evaluation_method
     from ..formats import load_model
-    from ..maps import check_method
 
     if not args.methods:
         raise ValueError("--methods names no method")
+    if args.references:
+        args.methods = tuple(args.methods) + tuple(m for m in ("random", "box_oracle") if m not in args.methods)
     for method in args.methods:
-        check_method(method)
+        check_evaluation_method(method)
     if not args.models:
         raise ValueError("--models names no model directory")
     if args.out and not args.out.endswith(".json"):

@@ -18,9 +18,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="output model directory (the model card)")
     parser.add_argument("--epochs", type=int, default=None, help="epochs (default: the recipe's)")
     parser.add_argument("--seed", type=int, default=0, help="seed for weights, data and shuffling (default 0)")
-    parser.add_argument("--data", default="cluttered-digits", metavar="cluttered-digits|folder:PATH",
-                        help="training data: the built-in benchmark, or an ImageNet-style folder "
-                             "PATH with train/ and test/ class sub-folders")
+    parser.add_argument("--data-seed", type=int, default=None,
+                        help="seed of the training-image stream (default: --seed); fix it to train seeds "
+                             "that differ in initial weights and data order only")
+    parser.add_argument("--data", default="cluttered-digits", metavar="BENCHMARK|folder:PATH",
+                        help="training data: a built-in benchmark (cluttered-digits, cluttered-digits-hard), "
+                             "or an ImageNet-style folder PATH with train/ and test/ class sub-folders")
     parser.add_argument("--image-size", type=int, default=224, help="image side for folder data (default 224)")
     parser.add_argument("--channels", type=int, default=3, choices=(1, 3), help="channels for folder data (default 3)")
     parser.add_argument("--patch-size", type=int, default=None, help="patch side (default: the recipe's, 8)")
@@ -37,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
 
     import torch
 
+    from ..data import BENCHMARKS
     from ..train import TrainConfig, cluttered_digits_data, folder_data, train
 
     recipe = TrainConfig()
@@ -62,17 +66,19 @@ def run(args: argparse.Namespace) -> int:
         "test_size": args.test_size,
         "batch_size": args.batch_size,
         "lr": args.lr,
+        "data_seed": args.data_seed,
     }.items() if v is not None}
-    if args.data == "cluttered-digits":
+    if args.data in BENCHMARKS:
         config = TrainConfig(**{**recipe.to_dict(), **changes, "model": model, "seed": args.seed})
-        data = cluttered_digits_data(config.test_size, model_input=model if init is not None else None)
+        data = cluttered_digits_data(config.test_size, benchmark=args.data,
+                                     model_input=model if init is not None else None)
     elif args.data.startswith("folder:"):
         data = folder_data(Path(args.data[len("folder:"):]), image_size=args.image_size, channels=args.channels,
                            model_input=model if init is not None else None)
         changes.setdefault("images_per_epoch", len(data.epoch(0, 0, args.seed)[1]))
         config = TrainConfig(**{**recipe.to_dict(), **changes, "model": model, "seed": args.seed})
     else:
-        raise ValueError(f"--data={args.data!r} must be 'cluttered-digits' or 'folder:PATH'")
+        raise ValueError(f"--data={args.data!r} must be one of {list(BENCHMARKS)} or 'folder:PATH'")
     command = "infsa-viz " + shlex.join(args.argv)
     from ..distributed import init_distributed
 

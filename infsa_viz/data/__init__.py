@@ -15,17 +15,28 @@ from .cluttered import (
 )
 from .folder import FolderDataset, parse_voc_boxes
 from .mnist import load_mnist_digits
-from .splits import TEST_SEED, TEST_SIZE, LabelledImages, test_split
+from .splits import (
+    BENCHMARKS,
+    TEST_SEED,
+    TEST_SIZE,
+    Benchmark,
+    LabelledImages,
+    check_benchmark,
+    test_split,
+)
 
 __all__ = [
+    "BENCHMARKS",
     "PIXEL_MEAN",
     "PIXEL_STD",
     "TEST_SEED",
     "TEST_SIZE",
+    "Benchmark",
     "ClutteredDigitsConfig",
     "ClutteredSample",
     "FolderDataset",
     "LabelledImages",
+    "check_benchmark",
     "cluttered_epoch",
     "generate_cluttered",
     "load_mnist_digits",

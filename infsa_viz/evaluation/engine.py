@@ -12,7 +12,7 @@ import dataclasses
 import logging
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
@@ -30,6 +30,7 @@ from ..preprocess import Prepared, prepare
 from ..progress import progress
 from .journal import Journal
 from .records import ImageRecord, summarise
+from .reference import box_oracle, check_evaluation_method, is_reference
 
 __all__ = ["TARGETS", "EvalProtocol", "Evaluation", "default_methods", "evaluate", "score_images"]
 
@@ -100,7 +101,8 @@ def score_images(
         data: images in source pixels, labels (``-1`` where unknown, e.g. an upload: the
             model's prediction is then scored and explained, and the record's label is ``None``)
             and boxes.
-        method: a registered map method.
+        method: a registered map method, or a reference map (``"box_oracle"``, which reads the
+            target boxes; :mod:`~infsa_viz.evaluation.reference`).
         protocol: the evaluation choices.
         name: the model's name in the records.
         indices: the images' positions in the whole data set (default ``0..n-1``).
@@ -123,15 +125,20 @@ def score_images(
     labels = np.where(known, given, logits.argmax(-1).numpy())  # unknown labels: the prediction
     boxes = [prepared.boxes(i, b) for i, b in enumerate(data.boxes)]
     negatives = None if data.negative_boxes is None else [prepared.boxes(i, b) for i, b in enumerate(data.negative_boxes)]
-    spec = check_method(method)
+    spec = None if is_reference(check_evaluation_method(method)) else check_method(method)
     extra = dict(options or {})
-    if spec.seeded and "seed" not in extra:  # one random map per chunk, reproducible from the protocol
+    if spec is not None and spec.seeded and "seed" not in extra:  # one random map per chunk, reproducible from the protocol
         extra["seed"] = protocol.seed + (int(indices[0]) if indices is not None and len(indices) else 0)
     target: int | Tensor | None = None
-    if spec.explains_class:
+    if spec is not None and spec.explains_class:
         target = (torch.as_tensor(labels) if protocol.target == "label" else
                   None if protocol.target == "predicted" else int(protocol.target))
-    result = attribute(model, x, method, target=target, **extra)
+    if spec is None:  # a reference map: made from the target boxes, not from the model
+        if extra:
+            raise ValueError(f"options {sorted(extra)} do not apply to reference map {method!r}")
+        result = box_oracle(boxes, image_size=size, patch_size=model.patch_size)  # type: ignore[arg-type]
+    else:
+        result = attribute(model, x, method, target=target, **extra)
     curves = perturbation_curves(model, x, result.maps, labels, patch_size=model.patch_size, order="both",
                                  steps=protocol.steps, baseline=protocol.baseline, score=protocol.score,
                                  seed=protocol.seed, batch_size=protocol.batch_size)
@@ -178,12 +185,15 @@ class Evaluation:
         rows: one summary row per (model, method), each with its full ``protocol``.
         protocol: the run's settings.
         dataset: the data set's description.
+        comparisons: ``paired_tests``, ``benchmark_quality`` and ``seeds``
+            (:func:`~infsa_viz.evaluation.comparisons.compare`).
     """
 
     records: list[ImageRecord]
     rows: list[dict[str, Any]]
     protocol: dict[str, Any]
     dataset: dict[str, Any]
+    comparisons: dict[str, Any] = field(default_factory=dict)
 
 
 def _agreed(values: list[Any]) -> Any:
@@ -245,7 +255,7 @@ def evaluate(
     if not methods:
         raise ValueError(f"methods is empty; expected at least one of {sorted(METHODS)}")
     for method in methods:
-        check_method(method)
+        check_evaluation_method(method)
     n = len(data)
     all_chunks = [list(range(s, min(s + protocol.chunk, n))) for s in range(0, n, protocol.chunk)]
     chunks = [all_chunks[i] for i in shard_indices(len(all_chunks), dist)]
@@ -280,5 +290,8 @@ def evaluate(
                 log.info("%s %s: MoRF-AOC %s, PR-AUC %s", name, method, rows[-1]["morf_aoc"], rows[-1]["box_pr_auc"])
     if not dist.is_main:
         return None
+    from .comparisons import compare
+
     return Evaluation(records=records, rows=rows, dataset=data.description,
-                      protocol={"settings": protocol.to_dict(), "world_size": dist.world_size})
+                      protocol={"settings": protocol.to_dict(), "world_size": dist.world_size},
+                      comparisons=compare(records, rows, select=protocol.select, seed=protocol.seed))

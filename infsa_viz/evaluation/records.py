@@ -17,7 +17,7 @@ import numpy as np
 
 from ..metrics import RECALL_GRID, PerturbationCurves, aopc, lerf_auc, morf_aoc
 
-__all__ = ["SCALAR_FIELDS", "ImageRecord", "summarise"]
+__all__ = ["INTERVALS", "ROW_FIGURES", "SCALAR_FIELDS", "ImageRecord", "per_image_figures", "summarise"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -112,6 +112,55 @@ class ImageRecord:
 SCALAR_FIELDS = ("morf_aoc", "lerf_auc", "aopc", "pointing_hit", "box_roc_auc", "box_pr_auc", "distractor_roc_auc")
 
 
+#: Row figure → the record field it averages (``accuracy`` averages the ``correct`` flag).
+ROW_FIGURES = {"accuracy": "correct", "morf_aoc": "morf_aoc", "lerf_auc": "lerf_auc", "aopc": "aopc",
+               "box_roc_auc": "box_roc_auc", "box_pr_auc": "box_pr_auc", "distractor_roc_auc": "distractor_roc_auc",
+               "pointing_game": "pointing_hit"}
+_CURVE_FIGURES = ("morf_aoc", "lerf_auc", "aopc")
+#: How every ``<figure>_ci`` of a row is computed (:func:`~infsa_viz.evaluation.stats.bootstrap_ci`).
+INTERVALS = {"method": "percentile", "confidence": 0.95, "n_resamples": 2000, "seed": 0}
+
+
+def per_image_figures(records: Sequence[ImageRecord], *, select: str) -> dict[str, np.ndarray]:
+    """Each row figure's per-image values, ``nan`` where the image is not in the row's mean.
+
+    The row figure is the mean of these values over the finite ones: curve scores count the
+    ``select`` images (``"correct"``: the clean prediction equals the label, or the scored class
+    where the label is unknown) with a defined score, box and pointing scores the images where they
+    are defined, accuracy the labelled images. Paired tests and intervals read the same values.
+
+    Returns:
+        figure → ``(n,) float64`` in the order of ``records``.
+    """
+    correct = np.array([r.predicted == (r.scored if r.label is None else r.label) for r in records])
+    out: dict[str, np.ndarray] = {}
+    for figure, name in ROW_FIGURES.items():
+        if name == "correct":
+            values = np.array([math.nan if r.label is None else float(r.correct) for r in records])
+        else:
+            values = np.array([getattr(r, name) for r in records], dtype=np.float64)
+        if figure in _CURVE_FIGURES and select == "correct":
+            values = np.where(correct, values, math.nan)
+        out[figure] = values
+    return out
+
+
+def _intervals(records: Sequence[ImageRecord], select: str, digits: dict[str, int]) -> dict[str, Any]:
+    """``<figure>_ci``: ``[low, high]`` bootstrap interval over images of every row figure (``None``
+    without values)."""
+    from .stats import bootstrap_ci
+
+    out: dict[str, Any] = {}
+    for figure, values in per_image_figures(records, select=select).items():
+        finite = values[np.isfinite(values)]
+        if not finite.size:
+            out[f"{figure}_ci"] = None
+            continue
+        ci = bootstrap_ci(finite, **INTERVALS)  # type: ignore[arg-type]
+        out[f"{figure}_ci"] = [_round(ci.low, digits[figure]), _round(ci.high, digits[figure])]
+    return out
+
+
 def _nanmean(values: Sequence[float]) -> float:
     array = np.asarray(values, dtype=np.float64)
     array = array[np.isfinite(array)]
@@ -184,6 +233,10 @@ def summarise(records: Sequence[ImageRecord], *, select: str, steps: tuple[np.nd
             "recall": RECALL_GRID.round(3).tolist(),
             "precision_mean": precision[defined_pr].mean(0).round(5).tolist() if defined_pr.any() else None,
         },
-        "protocol": protocol,
+        "protocol": {**protocol, "intervals": {
+            **INTERVALS, "over": "images", "rule": "<figure>_ci: bootstrap interval of the row figure's mean, "
+                                                   "resampling the images in that mean"}},
     }
+    digits = {"accuracy": 5, "morf_aoc": 3, "lerf_auc": 3, "aopc": 5}
+    row.update(_intervals(records, select, {f: digits.get(f, 5) for f in ROW_FIGURES}))
     return row

@@ -25,9 +25,10 @@ TABLE_COLUMNS = ("model", "variant", "method", "n_images", "n_scored", "accuracy
 
 
 def report(evaluation: Evaluation, *, command: str | None = None) -> dict[str, Any]:
-    """The JSON record: run settings, data set, and one row per (model, method) with its protocol."""
+    """The JSON record: run settings, data set, one row per (model, method) with its protocol, and
+    the comparisons (``paired_tests``, ``benchmark_quality``, ``seeds``)."""
     return {"protocol": {**evaluation.protocol, "command": command}, "dataset": evaluation.dataset,
-            "results": evaluation.rows}
+            "results": evaluation.rows, **evaluation.comparisons}
 
 
 def _csv(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:

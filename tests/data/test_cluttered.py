@@ -239,3 +239,14 @@ def test_crowded_config_raises():
     crowded = ClutteredDigitsConfig(canvas_size=22, target_size=(20, 22), num_distractors=6, max_overlap=0.01)
     with pytest.raises(ValueError, match="too crowded"):
         generate_cluttered(3, split="train", seed=0, config=crowded)
+
+
+def test_hard_benchmark_normalisation_matches_a_fresh_sample():
+    from infsa_viz.data import BENCHMARKS
+
+    hard = BENCHMARKS["cluttered-digits-hard"]
+    x = generate_cluttered(1000, split="train", seed=2024, config=hard.config).images / 255.0
+    assert abs(x.mean() - hard.preprocessing.mean[0]) < 0.01
+    assert abs(x.std() - hard.preprocessing.std[0]) < 0.01
+    # the target mask threshold is the brightest background pixel, so the mask holds digit ink only
+    assert hard.config.mask_threshold == int(255 * hard.config.background_intensity)

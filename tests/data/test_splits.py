@@ -54,3 +54,21 @@ def test_labelled_images_checks_lengths():
     image = np.zeros((4, 4), np.uint8)
     with pytest.raises(ValueError, match="one entry per image"):
         LabelledImages(images=[image, image], labels=np.array([0]), boxes=[np.zeros((0, 4))])
+
+
+def test_benchmarks_name_their_test_splits():
+    from infsa_viz.data import BENCHMARKS, ClutteredDigitsConfig
+
+    default = data.test_split(3)
+    assert default.description["name"] == "cluttered-digits"
+    assert default.description["settings_hash"] == ClutteredDigitsConfig().settings_hash()  # unchanged
+    np.testing.assert_array_equal(data.test_split(3, benchmark="cluttered-digits").images, default.images)
+    hard = BENCHMARKS["cluttered-digits-hard"]
+    part = data.test_split(4, benchmark=hard.name)
+    assert part.images.shape == (4, 96, 96) and part.description["seed"] == hard.test_seed
+    one = generate_cluttered(1, split="test", seed=hard.test_seed, config=hard.config, start=3)
+    np.testing.assert_array_equal(one.images[0], part.images[3])  # image i depends only on (split, seed, i)
+    assert len(part.negative_boxes[0]) == hard.config.num_distractors
+    assert hard.config.canvas_size // 8 == 12  # 144 tokens at patch 8
+    with pytest.raises(ValueError, match="benchmark="):
+        data.test_split(3, benchmark="cluttered-digits-easy")

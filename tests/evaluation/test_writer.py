@@ -29,7 +29,8 @@ def test_json_csv_per_image_csv_and_html(tmp_path, make_config):
     record = json.loads(out.read_text())
     assert record["protocol"]["command"] == "infsa-viz evaluate …" and record["dataset"] == {"name": "t"}
     assert [r["method"] for r in record["results"]] == ["visits", "saliency"]
-    assert all("protocol" in r and "curves" in r for r in record["results"])
+    assert all("protocol" in r and "curves" in r and "morf_aoc_ci" in r for r in record["results"])
+    assert record["paired_tests"]["method_vs_method"] and set(record["benchmark_quality"]["per_model"]) == {"m"}
     with open(out.with_suffix(".csv")) as f:
         table = list(csv.DictReader(f))
     assert list(table[0]) == list(TABLE_COLUMNS) and len(table) == 2

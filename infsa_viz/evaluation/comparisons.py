@@ -1,0 +1,233 @@
+"""What an evaluation says beyond its rows: paired tests, benchmark headroom, spread across seeds.
+
+* :func:`paired_tests`: every method against every other within a model, and every model against
+  every other for a method, on the same images (:func:`~infsa_viz.evaluation.stats.compare_paired`:
+  mean difference with its bootstrap interval, paired-bootstrap and Wilcoxon p-values, effect
+  sizes), with Holm-corrected p-values per family (one figure and one model, or one figure and one
+  method).
+* :func:`benchmark_quality`: per model, how far the box oracle sits above the random map and above
+  the best attention-type map, and how far apart the methods are (best minus worst non-random),
+  in points; a benchmark whose maps bunch just under the oracle cannot separate methods.
+* :func:`seed_summary`: mean ± spread across training seeds (models named ``<name>-seed<k>``)
+  beside each run's own interval over images.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+
+from .records import ImageRecord, per_image_figures
+from .reference import REFERENCE_METHODS
+from .stats import compare_paired, holm
+
+__all__ = ["PAIRED_FIGURES", "QUALITY_GOALS", "benchmark_quality", "compare", "paired_tests", "seed_summary",
+           "split_seed"]
+
+#: Figures compared pairwise (each test is a paired bootstrap plus a Wilcoxon test).
+PAIRED_FIGURES = ("morf_aoc", "box_pr_auc")
+#: Figures of :func:`benchmark_quality`, with the factor that turns them into points.
+_QUALITY_SCALE = {"morf_aoc": 1.0, "box_pr_auc": 100.0}
+#: What a benchmark that separates methods should show, in points (issue #15).
+QUALITY_GOALS = {"oracle_minus_best_attention": 5.0, "method_spread": 15.0}
+_SEED = re.compile(r"^(?P<base>.+)-seed(?P<seed>\d+)$")
+
+
+def split_seed(model: str) -> tuple[str, int | None]:
+    """``"runs/hard/pure_infsa-seed2"`` → ``("runs/hard/pure_infsa", 2)``; no suffix → ``(model, None)``."""
+    match = _SEED.match(model.rstrip("/"))
+    return (match["base"], int(match["seed"])) if match else (model, None)
+
+
+def _r(value: float, digits: int = 6) -> float | None:
+    return None if value is None or not math.isfinite(value) else round(float(value), digits)
+
+
+def _by_image(records: Sequence[ImageRecord], select: str) -> dict[str, dict[int, float]]:
+    values = per_image_figures(records, select=select)
+    return {f: dict(zip((r.index for r in records), values[f].tolist(), strict=True)) for f in PAIRED_FIGURES}
+
+
+def _aligned(a: dict[int, float], b: dict[int, float]) -> tuple[np.ndarray, np.ndarray]:
+    shared = sorted(set(a) & set(b))
+    return np.array([a[i] for i in shared]), np.array([b[i] for i in shared])
+
+
+def _test(a: dict[int, float], b: dict[int, float], seed: int, n_resamples: int) -> dict[str, Any]:
+    x, y = _aligned(a, b)
+    if not (np.isfinite(x) & np.isfinite(y)).any():
+        return {"n_pairs": 0, "p_bootstrap": None, "p_wilcoxon": None, "note": "no image defined for both"}
+    return compare_paired(x, y, n_resamples=n_resamples, seed=seed).to_dict()
+
+
+def _holm(tests: list[dict[str, Any]], key: tuple[str, ...]) -> None:
+    """Add ``p_wilcoxon_holm`` and ``p_bootstrap_holm`` within each family (tests equal on ``key``)."""
+    families: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for test in tests:
+        families.setdefault(tuple(test[k] for k in key), []).append(test)
+    for family in families.values():
+        for p in ("p_wilcoxon", "p_bootstrap"):
+            raw = np.array([math.nan if t[p] is None else t[p] for t in family], dtype=np.float64)
+            for t, adjusted in zip(family, holm(raw), strict=True):
+                t[f"{p}_holm"] = _r(adjusted)
+                t["family_size"] = int(np.isfinite(raw).sum())
+
+
+def paired_tests(records: Sequence[ImageRecord], *, select: str, figures: Sequence[str] = PAIRED_FIGURES,
+                 n_resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
+    """Method-vs-method (within each model) and model-vs-model (for each method) paired tests.
+
+    Pairs are images (by their index in the data set) where the figure is defined for both sides
+    and that both rows count (curve scores: the ``select`` images of each model, so two models are
+    compared on the images both classify correctly under ``select="correct"``). A difference is
+    ``a − b``; positive means ``a`` scores higher (higher is better for both default figures).
+
+    Returns:
+        ``{"protocol", "method_vs_method", "model_vs_model"}``; each test holds ``figure``, the two
+        sides, :meth:`~infsa_viz.evaluation.stats.PairedComparison.to_dict` and Holm-adjusted
+        p-values of its family.
+    """
+    groups: dict[tuple[str, str], list[ImageRecord]] = {}
+    for record in records:
+        groups.setdefault((record.model, record.method), []).append(record)
+    values = {key: _by_image(group, select) for key, group in groups.items()}
+    models = list(dict.fromkeys(m for m, _ in groups))
+    methods = list(dict.fromkeys(m for _, m in groups))
+    within: list[dict[str, Any]] = []
+    across: list[dict[str, Any]] = []
+    for figure in figures:
+        for model in models:
+            present = [m for m in methods if (model, m) in values]
+            for a, b in combinations(present, 2):
+                within.append({"figure": figure, "model": model, "a": a, "b": b,
+                               **_test(values[model, a][figure], values[model, b][figure], seed, n_resamples)})
+        for method in methods:
+            present = [m for m in models if (m, method) in values]
+            for a, b in combinations(present, 2):
+                across.append({"figure": figure, "method": method, "a": a, "b": b,
+                               **_test(values[a, method][figure], values[b, method][figure], seed, n_resamples)})
+    _holm(within, ("figure", "model"))
+    _holm(across, ("figure", "method"))
+    return {
+        "protocol": {
+            "figures": list(figures),
+            "pairs": "images (by index) counted in both rows and defined for both; curve scores use the "
+                     f"'{select}' selection of each side",
+            "difference": "a - b (positive: a scores higher)",
+            "tests": "paired bootstrap of the mean difference (percentile interval; p from the null-centred "
+                     "bootstrap) and two-sided Wilcoxon signed-rank (zero differences dropped), "
+                     "scipy.stats.wilcoxon",
+            "effect_sizes": "rank_biserial: matched-pairs rank-biserial correlation (Kerby 2014); cohen_dz: "
+                            "mean(a - b) / sd(a - b)",
+            "correction": "Holm (1979) within each family: method_vs_method per (figure, model), "
+                          "model_vs_model per (figure, method)",
+            "confidence": 0.95, "n_resamples": n_resamples, "seed": seed,
+        },
+        "method_vs_method": within,
+        "model_vs_model": across,
+    }
+
+
+def _attention_type(method: str) -> bool:
+    from ..maps import METHODS
+
+    spec = METHODS.get(method)
+    return spec is not None and spec.family in ("attention", "spectral")
+
+
+def benchmark_quality(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Per model: oracle − random, oracle − best attention-type map, and best − worst method, in points.
+
+    Attention-type maps are the registered methods of the ``attention`` and ``spectral`` families
+    (raw attention, rollout, expected visits, Perron vectors, …); the spread runs over every map
+    that is neither the random map nor a reference map. MoRF-AOC is in % already; box PR-AUC is
+    multiplied by 100. A value is ``None`` when a row it needs was not evaluated (run the
+    evaluation with ``random`` and ``box_oracle`` among the methods).
+    """
+    per_model: dict[str, Any] = {}
+    for model in dict.fromkeys(r["model"] for r in rows):
+        mine = {r["method"]: r for r in rows if r["model"] == model}
+        entry: dict[str, Any] = {}
+        for figure, scale in _QUALITY_SCALE.items():
+            def value(method: str, figure: str = figure, scale: float = scale,
+                      mine: dict[str, Any] = mine) -> float | None:
+                v = mine[method].get(figure) if method in mine else None
+                return None if v is None else float(v) * scale
+
+            oracle, random = value("box_oracle"), value("random")
+            attention = {m: value(m) for m in mine if _attention_type(m) and value(m) is not None}
+            others = {m: value(m) for m in mine
+                      if m != "random" and m not in REFERENCE_METHODS and value(m) is not None}
+            best_attention = max(attention, key=attention.__getitem__) if attention else None
+            best = max(others, key=others.__getitem__) if others else None
+            worst = min(others, key=others.__getitem__) if others else None
+            entry[figure] = {
+                "oracle": _r(oracle, 4), "random": _r(random, 4),
+                "best_attention": best_attention,
+                "best_attention_value": _r(attention[best_attention], 4) if best_attention else None,
+                "best": best, "worst": worst,
+                "oracle_minus_random": _r(oracle - random, 4) if oracle is not None and random is not None else None,
+                "oracle_minus_best_attention": _r(oracle - attention[best_attention], 4)
+                if oracle is not None and best_attention else None,
+                "method_spread": _r(others[best] - others[worst], 4) if best else None,
+            }
+            entry[figure]["meets_goals"] = (
+                None if any(entry[figure][k] is None for k in QUALITY_GOALS)
+                else all(entry[figure][k] >= goal for k, goal in QUALITY_GOALS.items()))
+        per_model[model] = entry
+    return {
+        "unit": "points: MoRF-AOC in %, box PR-AUC x 100",
+        "attention_type": "registered methods of the 'attention' and 'spectral' families",
+        "method_spread": "best minus worst map that is neither random nor a reference",
+        "goals": QUALITY_GOALS,
+        "per_model": per_model,
+    }
+
+
+def seed_summary(rows: Sequence[dict[str, Any]], *, figures: Sequence[str] = ("accuracy", "morf_aoc",
+                                                                              "box_pr_auc", "pointing_game")
+                 ) -> list[dict[str, Any]]:
+    """Mean ± spread across training seeds, for models named ``<name>-seed<k>`` (two seeds or more).
+
+    Each entry is one ``(name, method)``: per figure the mean over seeds, the sample standard
+    deviation (ddof 1), min and max, and each seed's value with its own interval over images
+    (``<figure>_ci`` of its row): the spread between seeds beside the spread within a run.
+    """
+    groups: dict[tuple[str, str], list[tuple[int, dict[str, Any]]]] = {}
+    for row in rows:
+        base, seed = split_seed(str(row["model"]))
+        if seed is not None:
+            groups.setdefault((base, row["method"]), []).append((seed, row))
+    out = []
+    for (base, method), members in groups.items():
+        if len(members) < 2:
+            continue
+        members.sort(key=lambda m: m[0])
+        entry: dict[str, Any] = {"model": base, "variant": members[0][1].get("variant"), "method": method,
+                                 "seeds": [s for s, _ in members], "figures": {}}
+        for figure in figures:
+            values = np.array([np.nan if r.get(figure) is None else float(r[figure]) for _, r in members])
+            finite = values[np.isfinite(values)]
+            entry["figures"][figure] = {
+                "mean": _r(finite.mean()) if finite.size else None,
+                "sd": _r(finite.std(ddof=1)) if finite.size > 1 else None,
+                "min": _r(finite.min()) if finite.size else None,
+                "max": _r(finite.max()) if finite.size else None,
+                "per_seed": [_r(v) for v in values],
+                "per_seed_ci": [r.get(f"{figure}_ci") for _, r in members],
+            }
+        out.append(entry)
+    return out
+
+
+def compare(records: Sequence[ImageRecord], rows: Sequence[dict[str, Any]], *, select: str,
+            seed: int = 0) -> dict[str, Any]:
+    """The three sections an evaluation report adds to its rows: ``paired_tests``,
+    ``benchmark_quality`` and ``seeds``."""
+    return {"paired_tests": paired_tests(records, select=select, seed=seed),
+            "benchmark_quality": benchmark_quality(rows), "seeds": seed_summary(rows)}

@@ -1,0 +1,155 @@
+"""Bootstrap intervals, paired tests and Holm's correction against analytic and naive references."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from infsa_viz.evaluation.stats import (
+    bootstrap_ci,
+    bootstrap_means,
+    compare_paired,
+    holm,
+    paired_bootstrap,
+    wilcoxon_signed_rank,
+)
+
+
+def _binomial_upper(n: int, p: float) -> float:
+    """A rate that ``n`` Bernoulli(p) trials exceed with probability ~0.001."""
+    return float(sps.binom.ppf(0.999, n, p)) / n
+
+
+def test_bootstrap_means_match_a_naive_loop():
+    values = np.array([3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0])
+    rng = np.random.default_rng(7)
+    index = rng.integers(0, values.size, size=(50, values.size))
+    naive = np.array([values[row].mean() for row in index])
+    np.testing.assert_allclose(bootstrap_means(values, n_resamples=50, seed=7), naive)
+
+
+def test_ci_of_a_mean_of_normal_data_matches_the_t_interval():
+    x = np.random.default_rng(0).normal(2.0, 3.0, size=400)
+    half = sps.t.ppf(0.975, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size)
+    for method in ("percentile", "bca"):
+        ci = bootstrap_ci(x, n_resamples=4000, method=method, seed=1)
+        assert ci.estimate == pytest.approx(x.mean())
+        assert ci.low == pytest.approx(x.mean() - half, abs=0.1 * half)
+        assert ci.high == pytest.approx(x.mean() + half, abs=0.1 * half)
+
+
+def test_bca_agrees_with_scipy_on_skewed_data():
+    x = np.random.default_rng(3).exponential(1.0, size=80)
+    ours = bootstrap_ci(x, n_resamples=20000, method="bca", seed=0)
+    ref = sps.bootstrap((x,), np.mean, n_resamples=20000, method="BCa", random_state=1).confidence_interval
+    width = ref.high - ref.low
+    assert ours.low == pytest.approx(ref.low, abs=0.05 * width)
+    assert ours.high == pytest.approx(ref.high, abs=0.05 * width)
+    pct = bootstrap_ci(x, n_resamples=20000, method="percentile", seed=0)
+    assert ours.high > pct.high  # right skew: BCa moves the interval up
+
+
+def test_a_known_difference_is_recovered_with_nominal_coverage():
+    rng = np.random.default_rng(11)
+    repeats, n, delta = 200, 60, 0.5
+    covered = significant = 0
+    for _ in range(repeats):
+        b = rng.normal(0.0, 1.0, n)
+        a = b + delta + rng.normal(0.0, 1.0, n)
+        result = compare_paired(a, b, n_resamples=400, seed=int(rng.integers(1 << 30)))
+        covered += result.difference.low <= delta <= result.difference.high
+        significant += result.wilcoxon.p_value < 0.05
+    # 95 % interval: the miss rate stays under a binomial bound of 5 % (plus percentile undercoverage)
+    assert 1 - covered / repeats <= _binomial_upper(repeats, 0.07)
+    assert significant / repeats > 0.9  # t-test power at d_z = 0.5, n = 60 is about 0.97
+
+
+def test_a_null_difference_is_called_significant_at_the_stated_rate():
+    rng = np.random.default_rng(5)
+    repeats, n = 200, 40
+    wilcoxon_hits = bootstrap_hits = 0
+    for _ in range(repeats):
+        a, b = rng.normal(size=n), rng.normal(size=n)
+        wilcoxon_hits += wilcoxon_signed_rank(a, b).p_value < 0.05
+        bootstrap_hits += paired_bootstrap(a, b, n_resamples=400, seed=int(rng.integers(1 << 30)))[1] < 0.05
+    bound = _binomial_upper(repeats, 0.05)
+    assert wilcoxon_hits / repeats <= bound
+    assert bootstrap_hits / repeats <= _binomial_upper(repeats, 0.065)  # bootstrap p is slightly liberal at n=40
+
+
+def test_wilcoxon_rank_biserial_analytic_cases():
+    # differences 1, -2, 3: ranks 1, 2, 3; T+ = 4, T- = 2 -> r = (4 - 2) / 6
+    result = wilcoxon_signed_rank([1.0, 0.0, 3.0], [0.0, 2.0, 0.0])
+    assert result.rank_biserial == pytest.approx(1 / 3)
+    assert result.n == 3 and result.n_zero == 0
+    assert wilcoxon_signed_rank([2.0, 3.0, 4.0], [1.0, 1.0, 1.0]).rank_biserial == 1.0
+    assert wilcoxon_signed_rank([1.0, 1.0, 1.0], [2.0, 3.0, 4.0]).rank_biserial == -1.0
+
+
+def test_ties_and_zero_differences():
+    # zeros are dropped from the ranks; tied |d| share the average rank: d = 0, 0, 1, -1, 2
+    a, b = np.array([5.0, 2.0, 1.0, 0.0, 2.0]), np.array([5.0, 2.0, 0.0, 1.0, 0.0])
+    result = wilcoxon_signed_rank(a, b)
+    assert result.n_zero == 2
+    # ranks of |1|, |-1|, |2| = 1.5, 1.5, 3 -> T+ = 4.5, T- = 1.5
+    assert result.rank_biserial == pytest.approx((4.5 - 1.5) / 6.0)
+    ref = sps.wilcoxon(np.array([1.0, -1.0, 2.0]), zero_method="wilcox")
+    assert result.p_value == pytest.approx(ref.pvalue)
+    same = compare_paired(a, a)
+    assert same.wilcoxon.p_value == 1.0 and same.wilcoxon.rank_biserial == 0.0
+    assert same.p_bootstrap == 1.0
+    assert (same.difference.low, same.difference.high) == (0.0, 0.0)
+    assert math.isnan(same.cohen_dz)
+    constant = bootstrap_ci(np.full(10, 0.25), method="bca")
+    assert (constant.low, constant.high) == (0.25, 0.25)
+
+
+def test_undefined_pairs_are_dropped():
+    a = np.array([1.0, np.nan, 3.0, 4.0])
+    b = np.array([0.0, 1.0, np.nan, 2.0])
+    result = compare_paired(a, b, n_resamples=100)
+    assert result.n_pairs == 2
+    assert result.difference.estimate == pytest.approx(1.5)
+
+
+def test_holm_matches_a_naive_step_down():
+    p = np.array([0.01, 0.04, 0.03, 0.005, np.nan, 0.5])
+    finite = [0.01, 0.04, 0.03, 0.005, 0.5]
+    m = len(finite)
+    order = sorted(range(m), key=lambda i: finite[i])
+    naive = [0.0] * m
+    running = 0.0
+    for k, i in enumerate(order):
+        running = max(running, min(1.0, (m - k) * finite[i]))
+        naive[i] = running
+    out = holm(p)
+    assert math.isnan(out[4])
+    np.testing.assert_allclose(np.delete(out, 4), naive)
+    assert (np.delete(out, 4) >= finite).all()
+
+
+def test_seeded_and_deterministic():
+    x = np.random.default_rng(2).normal(size=30)
+    assert bootstrap_ci(x, seed=4) == bootstrap_ci(x, seed=4)
+    assert bootstrap_ci(x, seed=4) != bootstrap_ci(x, seed=5)
+
+
+@pytest.mark.parametrize(("call", "name"), [
+    (lambda: bootstrap_ci([]), "values"),
+    (lambda: bootstrap_ci([1.0, np.inf]), "values"),
+    (lambda: bootstrap_ci([[1.0, 2.0]]), "values"),
+    (lambda: bootstrap_ci([1.0, 2.0], confidence=1.0), "confidence"),
+    (lambda: bootstrap_ci([1.0, 2.0], n_resamples=0), "n_resamples"),
+    (lambda: bootstrap_ci([1.0, 2.0], method="basic"), "method"),
+    (lambda: bootstrap_ci([1.0, 2.0], seed=-1), "seed"),
+    (lambda: compare_paired([1.0, 2.0], [1.0]), "a has 2"),
+    (lambda: compare_paired([np.nan], [1.0]), "share no image"),
+    (lambda: wilcoxon_signed_rank([1.0, np.inf], [1.0, 2.0]), "a holds"),
+    (lambda: holm([0.5, 1.5]), "p_values"),
+])
+def test_bad_inputs_name_the_parameter(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
