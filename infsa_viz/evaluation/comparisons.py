@@ -24,7 +24,7 @@ import numpy as np
 
 from .records import ImageRecord, per_image_figures
 from .reference import REFERENCE_METHODS
-from .stats import compare_paired, holm
+from .stats import compare_paired, holm, significant
 
 __all__ = ["PAIRED_FIGURES", "QUALITY_GOALS", "benchmark_quality", "compare", "paired_tests", "seed_summary",
            "split_seed"]
@@ -74,7 +74,7 @@ def _holm(tests: list[dict[str, Any]], key: tuple[str, ...]) -> None:
         for p in ("p_wilcoxon", "p_bootstrap"):
             raw = np.array([math.nan if t[p] is None else t[p] for t in family], dtype=np.float64)
             for t, adjusted in zip(family, holm(raw), strict=True):
-                t[f"{p}_holm"] = _r(adjusted)
+                t[f"{p}_holm"] = significant(adjusted)
                 t["family_size"] = int(np.isfinite(raw).sum())
 
 

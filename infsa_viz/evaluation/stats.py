@@ -37,6 +37,7 @@ __all__ = [
     "compare_paired",
     "holm",
     "paired_bootstrap",
+    "significant",
     "wilcoxon_signed_rank",
 ]
 
@@ -273,6 +274,14 @@ def wilcoxon_signed_rank(a: Any, b: Any) -> WilcoxonResult:
                           rank_biserial=(plus - minus) / (plus + minus), n=int(d.size), n_zero=n_zero)
 
 
+def significant(value: float | None, digits: int = 6) -> float | None:
+    """``value`` rounded to ``digits`` significant digits (small p-values keep their size); ``None``
+    for ``None`` or non-finite values."""
+    if value is None or not math.isfinite(value):
+        return None
+    return float(f"{value:.{digits}g}")
+
+
 def holm(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
     """Holm's step-down adjustment of a family of p-values (controls the family-wise error rate).
 
@@ -320,14 +329,18 @@ class PairedComparison:
     cohen_dz: float
 
     def to_dict(self, digits: int = 6) -> dict[str, Any]:
+        """JSON-ready: values rounded to ``digits`` decimals, p-values to ``digits`` significant digits."""
         def r(v: float) -> float | None:
             return None if not math.isfinite(v) else round(v, digits)
+
+        def sig(v: float) -> float | None:
+            return significant(v, digits)
 
         d = self.difference
         return {
             "n_pairs": self.n_pairs, "mean_a": r(self.mean_a), "mean_b": r(self.mean_b),
             "mean_difference": r(d.estimate), "difference_ci": [r(d.low), r(d.high)],
-            "p_bootstrap": r(self.p_bootstrap), "p_wilcoxon": r(self.wilcoxon.p_value),
+            "p_bootstrap": sig(self.p_bootstrap), "p_wilcoxon": sig(self.wilcoxon.p_value),
             "wilcoxon_statistic": r(self.wilcoxon.statistic), "n_zero_differences": self.wilcoxon.n_zero,
             "effect_size": {"rank_biserial": r(self.wilcoxon.rank_biserial), "cohen_dz": r(self.cohen_dz)},
         }

@@ -153,3 +153,11 @@ def test_seeded_and_deterministic():
 def test_bad_inputs_name_the_parameter(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+def test_tiny_p_values_keep_their_size_in_the_json():
+    rng = np.random.default_rng(0)
+    b = rng.normal(size=300)
+    out = compare_paired(b + 1.0, b, n_resamples=200).to_dict()
+    assert 0.0 < out["p_wilcoxon"] < 1e-30  # not rounded to 0.0
+    assert out["p_bootstrap"] == pytest.approx(1 / 201, rel=1e-5)
