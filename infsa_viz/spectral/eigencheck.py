@@ -20,7 +20,7 @@ from torch import Tensor, nn
 from ..attention import EPS
 from ..capture import capture_attention
 from .operators import InfSAOperator
-from .perron import linear_perron_estimate, perron_vector
+from .perron import linear_perron_estimate, nilpotent, perron_vector
 
 __all__ = ["REASON_TEXT", "UNDEFINED_REASONS", "cosine_similarity", "eigencheck", "gaussian_baseline",
            "perron_cosines"]
@@ -32,13 +32,14 @@ SOLVER = "numpy.linalg.eig (LAPACK geev) in float64; eigenvalue with the largest
 UNDEFINED_REASONS: dict[int, str] = {
     1: "estimate_zero",   # a = 0: ReLU(q_bar . k_j) = 0 for every token j (q_bar points away from every key)
     2: "affinity_zero",   # A_hat = 0: ReLU(q_i . k_j) = 0 for every pair, so there is no Perron vector
-    3: "perron_degenerate",  # the dense eigenvector is zero or not finite
+    3: "perron_degenerate",  # Â is nilpotent (ρ = 0), or the dense eigenvector is zero or not finite
 }
 REASON_TEXT = {
     "estimate_zero": "Linear-InfSA's a is all zero: ReLU(q_bar . k_j) = 0 for every token j, so the layer "
                      "passes no value and a has no direction",
     "affinity_zero": "A_hat is all zero: ReLU(q_i . k_j) = 0 for every pair, so it has no Perron vector",
-    "perron_degenerate": "the dense Perron eigenvector is zero or not finite",
+    "perron_degenerate": "A_hat is nilpotent (its graph has no cycle, ρ = 0: no Perron vector), or the dense "
+                         "Perron eigenvector is zero or not finite",
 }
 
 
@@ -76,7 +77,7 @@ def perron_cosines(q: Tensor, k: Tensor, *, eps: float = EPS) -> dict[str, Tenso
     """
     a = linear_perron_estimate(q, k, eps=eps)  # (..., N)
     A = InfSAOperator(q.double(), k.double(), eps=eps).dense()  # (..., N, N)
-    zero = (A == 0).all(-1).all(-1)  # (...): no Perron vector; counted with its reason instead
+    zero = torch.from_numpy(nilpotent(A))  # (...): ρ(Â) = 0, no Perron vector; counted with its reason
     solvable = torch.where(zero[..., None, None], torch.ones_like(A), A)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)

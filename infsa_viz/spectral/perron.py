@@ -112,6 +112,33 @@ def _check_positive_radius(op: SpectralOperator, row_sums: Tensor) -> None:
                          f"{zero.numel()}): ρ(A) = 0 and no Perron vector exists")
 
 
+def _raise_nilpotent(description: str, where: Tensor) -> None:
+    index = [tuple(i) for i in where.nonzero().tolist()][:3]
+    raise ValueError(f"A ({description}) is nilpotent at batch index {index} ({int(where.sum())} of {where.numel()}): "
+                     "its graph has no cycle, ρ(A) = 0 and no Perron vector exists")
+
+
+def nilpotent(M: np.ndarray | Tensor) -> np.ndarray:
+    """``(...)`` bool: non-negative ``M (..., N, N)`` has ``M^N = 0`` (acyclic support, ``ρ(M) = 0``).
+
+    Exact (boolean squaring of the support, no rounding): these are the matrices without a
+    Perron vector, the all-zero one included.
+    """
+    M = M.detach().cpu().numpy() if isinstance(M, Tensor) else np.asarray(M)
+    power, reach = (M > 0).astype(np.float64), 1
+    while reach < M.shape[-1]:
+        power = (power @ power > 0).astype(np.float64)  # support of M^(2·reach)
+        reach *= 2
+    return np.asarray(~power.any(axis=(-2, -1)))
+
+
+def _check_not_nilpotent(M: np.ndarray, description: str) -> None:
+    """Refuse matrices of ``M (..., N, N)`` that are :func:`nilpotent`."""
+    found = nilpotent(M)
+    if found.any():
+        _raise_nilpotent(description, torch.from_numpy(found))
+
+
 def perron_vector(
     A: SpectralOperator | Tensor,
     *,
@@ -146,8 +173,8 @@ def perron_vector(
         ``eigenvalue (*batch)``.
 
     Raises:
-        ValueError: on unknown options, an empty, non-finite or all-zero matrix (no Perron
-            vector exists), or a matrix with negative entries.
+        ValueError: on unknown options, an empty, non-finite, all-zero or nilpotent matrix
+            (``ρ(A) = 0``: no Perron vector exists), or a matrix with negative entries.
     """
     if side not in ("left", "right"):
         raise ValueError(f"side={side!r} must be 'left' or 'right'")
@@ -177,6 +204,7 @@ def perron_vector(
         eigenvalue = (op.u * op.a).sum(-1)
     elif method == "dense":
         M = op.dense().double().cpu().numpy()  # (..., N, N)
+        _check_not_nilpotent(M, op.description)
         if side == "left":
             M = np.swapaxes(M, -1, -2)
         values, vectors = np.linalg.eig(M)  # (..., N), (..., N, N) columns
@@ -192,7 +220,10 @@ def perron_vector(
         x = op.ones() / op.num_tokens  # (..., N)
         for iterations in range(1, max_iter + 1):
             y = _apply(op, x, side)
-            y = y / y.sum(-1, keepdim=True).clamp_min(torch.finfo(op.dtype).tiny)
+            total = y.sum(-1, keepdim=True)  # (..., 1)
+            if bool((total <= 0).any()):  # 1ᵀAᵗ = 0: A is nilpotent (an exact zero for A ≥ 0)
+                _raise_nilpotent(op.description, (total[..., 0] <= 0))
+            y = y / total.clamp_min(torch.finfo(op.dtype).tiny)
             change = (y - x).abs().sum(-1)
             x = y
             if (change <= used_tol).all():

@@ -17,7 +17,8 @@ from infsa_viz.attention import infsa_affinity, linear_infsa_weights, softmax_ma
 from infsa_viz.spectral import expected_visits, gamma_margin, perron_vector
 
 DTYPES = [torch.float64, torch.float32, torch.bfloat16, torch.float16]
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,  # the same examples in every run
+                    suppress_health_check=[HealthCheck.too_slow])
 
 
 @st.composite
@@ -85,8 +86,9 @@ def test_visits_are_finite_within_the_margin(pair, fraction):
 def test_perron_vectors_exist_or_are_refused(pair, normalize, method):
     q, k = pair
     A = infsa_affinity(q.double(), k.double())
-    zero = (A == 0).flatten(1).all(-1)
-    if zero.any():
+    support = (A > 0).double()  # ρ(A) = 0 exactly when A^N = 0 (zero or nilpotent: an acyclic graph)
+    nilpotent = (torch.linalg.matrix_power(support, A.shape[-1]) == 0).flatten(1).all(-1)
+    if nilpotent.any():
         with pytest.raises(ValueError, match="no Perron vector exists"):
             perron_vector(A, normalize=normalize, method=method, max_iter=200)
         return

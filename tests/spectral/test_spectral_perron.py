@@ -172,3 +172,13 @@ def test_empty_and_non_finite_inputs_are_refused():
     A[0, 0] = float("nan")
     with pytest.raises(ValueError, match="NaN or Inf entries"):
         perron_vector(A)
+
+
+@pytest.mark.parametrize("method", ["dense", "power"])
+def test_nilpotent_matrix_has_no_perron_vector(method):
+    A = torch.triu(torch.rand(2, 4, 4), diagonal=1)  # strictly upper triangular: acyclic graph, ρ = 0
+    with pytest.raises(ValueError, match=r"nilpotent at batch index \[\(0,\), \(1,\)\].*no Perron vector exists"):
+        perron_vector(A, method=method)
+    A[1, 3, 0] = 0.5  # a cycle 0 → … → 3 → 0 in the second matrix only
+    with pytest.raises(ValueError, match=r"nilpotent at batch index \[\(0,\)\]"):
+        perron_vector(A, method=method)
