@@ -113,12 +113,33 @@ def map_cost_table() -> str:
     return "\n".join(lines)
 
 
+def reliability_table() -> str:
+    report = _load("reliability.json")
+    matrix, resume = report["bad_input_matrix"], report["kill_and_resume"]
+    lines = ["| check | result |", "|---|---|"]
+    for surface in sorted(matrix["tried"]):
+        lines.append(f"| bad inputs, {surface} | {matrix['passed'].get(surface, 0)} of {matrix['tried'][surface]} "
+                     "refused with one clear line |")
+    lines.append(f"| …of which under a 3 GiB address-space limit | {len(matrix['memory_limited_cases'])} |")
+    equal = resume["equal_json"] and resume["equal_csv"] and resume["equal_images_csv"]
+    lines.append(f"| `evaluate` SIGKILLed after {resume['killed_after_chunks']} of {resume['chunks']} chunks, "
+                 f"then resumed | report {'identical to' if equal else 'DIFFERENT from'} an uninterrupted run's |")
+    load = report.get("load")
+    if load:
+        lines.append(f"| full evaluation ({len(load['models'])} models × {len(load['methods'])} methods × "
+                     f"{load['n_images']:,} images, {load['threads']} threads) | peak {load['peak_rss_mib']:,.0f} MiB "
+                     f"resident, {load['wall_seconds'] / 60:.1f} min (load average before "
+                     f"{load['loadavg_before'][0]:.1f}) |")
+    return "\n".join(lines)
+
+
 TABLES: dict[str, Callable[[], str]] = {
     "training": training_table,
     "eigencheck": eigencheck_table,
     "attention quality: headline": headline_table,
     "attention quality: every method": methods_table,
     "map cost": map_cost_table,
+    "reliability": reliability_table,
 }
 
 
