@@ -7,22 +7,22 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import common
+import sidebar
 from infsa_viz.evaluation import records_csv
 from infsa_viz.maps import METHODS
 from infsa_viz.overlay import encode_png, overlay_grid
 
-sel = common.selection()
+sel = sidebar.selection()
 st.title("Side by side")
-common.require_inputs(sel)
+sidebar.require_inputs(sel)
 image = sel.image
 spec = METHODS[sel.method]
 explains = f" Explains {common.target_label(sel.target)}." if spec.explains_class else ""
-st.caption(f"**{sel.method}** ({spec.family}): {spec.description}. Options {json.dumps(sel.options) or '{}'}; "
-           f"{sel.scale} colour scale.{explains} Image: {image.source}.")
+st.caption(f"**{sel.method}** ({spec.family}): {spec.description}.{explains} Image: {image.source}.")
 show_figures = st.toggle("Per-map figures (MoRF-AOC, pointing game, box AUCs)", value=True, key="badges")
 
-results = common.explain_models(sel, sel.method, sel.options)
-tiles, scale = common.draw(sel, results)
+results = sidebar.explain_models(sel, sel.method, sel.options)
+tiles, scale = common.draw(sel.display, sel.method, results)
 details = {}
 for column, (entry, result) in zip(st.columns(len(results)), results):
     with column:
@@ -30,10 +30,10 @@ for column, (entry, result) in zip(st.columns(len(results)), results):
             st.error(f"{entry.label}: {result}")
             continue
         i, tile, record = list(tiles).index(entry.path), tiles[entry.path], result.record
-        st.image(tile, caption=entry.label)  # natural size, shrunk to fit the column
-        verdict = "" if image.label is None else (
-            " :green[(correct)]" if record.correct else f" :red[(label {image.label})]")
-        st.markdown(f"predicts **{record.predicted}** with p = {record.probability:.3f}{verdict}")
+        st.image(tile, caption=entry.label, width="stretch")  # sized to its column, colour bar under it
+        st.markdown(common.prediction_line(entry, image, record))
+        if spec.explains_class:
+            st.caption(f"explains {common.class_name(entry, record.target)}")
         if (line := common.validity_line(record.validity)) is not None:
             st.caption(line)
         if show_figures:
@@ -41,28 +41,41 @@ for column, (entry, result) in zip(st.columns(len(results)), results):
         details[entry.label] = {
             "logits": [round(float(v), 6) for v in record.logits], "options": result.options,
             "target": record.target, "validity": record.validity, "metadata": result.metadata,
-            "colour": {"divisor": scale.divisors[i], "limits": list(scale.limits[i]), "mode": scale.mode},
+            "colour": {"divisor": scale.divisors[i], "limits": list(scale.limits[i]), "mode": scale.mode,
+                       "signed": scale.signed, "colormap": scale.colormap, "clip": scale.clip},
         }
 
 if not tiles:
     st.stop()
 st.caption(common.scale_caption(scale))
 
-with st.expander("What each map is (logits, resolved options, target, validity, metadata, colour scale)"):
-    st.json(details)
-
 shown = [(entry, result) for entry, result in results if entry.path in tiles]
+with st.expander("Model input: the exact pixels each model sees", expanded=image.index is None):
+    for column, (entry, _) in zip(st.columns(len(shown)), shown):
+        with column:
+            prepared = common.model_input(entry, image)
+            zoom = max(1, common.DISPLAY_PX // prepared.display[0].shape[0])
+            pixels = np.repeat(np.repeat(prepared.display[0], zoom, 0), zoom, 1)
+            st.image(pixels, caption=f"{entry.label}: model input", width="stretch")
+            st.caption(common.input_summary(entry, image))
+            for warning in common.input_warnings(entry, image):
+                st.warning(warning)
+
 probs = go.Figure()
 for entry, result in shown:
     z = np.exp(result.record.logits - result.record.logits.max())
-    probs.add_bar(name=entry.label, x=list(range(len(z))), y=z / z.sum())
-probs.update_layout(barmode="group", height=260, margin=dict(l=10, r=10, t=30, b=10), title="Class probabilities",
-                    xaxis=dict(title="class", dtick=1), yaxis=dict(title="p", range=[0, 1]))
+    probs.add_bar(name=entry.label, x=[common.class_name(entry, c) for c in range(len(z))], y=z / z.sum())
+probs.update_layout(barmode="group", height=260, margin={"l": 10, "r": 10, "t": 30, "b": 10},
+                    title="Class probabilities (softmax of the logits)", legend_title_text="model",
+                    xaxis={"title": "class"}, yaxis={"title": "probability", "range": [0, 1], "tickformat": ".0%"})
 st.plotly_chart(probs, key="probabilities")
+
+with st.expander("What each map is (logits, resolved options, target, validity, metadata, colour scale)"):
+    st.json(details)
 
 records = [result.record for _, result in shown]
 titles = [f"{entry.variant} ({entry.name})" for entry, _ in shown]  # ASCII: OpenCV draws the grid titles
-grid = overlay_grid(list(tiles.values()), titles, scale=scale)
+grid = overlay_grid(list(tiles.values()), titles)
 stem = f"{image.key.replace(':', '-')[:24]}-{sel.method}"
 left, middle, right = st.columns(3)
 left.download_button("Overlay grid (PNG)", encode_png(grid), f"{stem}.png", "image/png", key="download_png")
