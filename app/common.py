@@ -34,7 +34,7 @@ from infsa_viz.data import LabelledImages, test_split
 from infsa_viz.evaluation import EvalProtocol, ImageRecord, score_images
 from infsa_viz.images import decode_image
 from infsa_viz.io import read_json
-from infsa_viz.maps import METHODS
+from infsa_viz.maps import METHODS, attribute
 from infsa_viz.metrics import BoxCurve, box_curves
 from infsa_viz.overlay import ColourScale, colour_scale, overlay, with_colorbar
 from infsa_viz.preprocess import Prepared, prepare, preprocess
@@ -250,27 +250,23 @@ def misclassified(path: str, version: int) -> np.ndarray:
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def _probabilities(path: str, version: int, image_key: str, _image: ImageChoice) -> np.ndarray:
-    if _image.index is not None:
-        return test_probabilities(path, version)[_image.index]
+def _logits(path: str, version: int, image_key: str, _image: ImageChoice) -> np.ndarray:
     model, lock = get_model(path, version)
+    x = _prepared(path, version, image_key, _image).tensor
     with lock, torch.no_grad():
-        logits = model.eval()(preprocess(model, _image.data.images))
-    return torch.softmax(logits.double(), -1)[0].float().numpy()
+        return model.eval()(x)[0].numpy()
+
+
+def logits(entry: ModelEntry, image: ImageChoice) -> np.ndarray:
+    """``(classes,)``: the model's logits on the image, as it sees it (cached)."""
+    return _logits(entry.path, entry.version, image.key, image)
 
 
 def probabilities(entry: ModelEntry, image: ImageChoice) -> np.ndarray:
-    """``(classes,)``: the model's class probabilities on the image (cached)."""
-    return _probabilities(entry.path, entry.version, image.key, image)
-
-
-def resolve_target(entry: ModelEntry, image: ImageChoice, target: str | int) -> str | int:
-    """``"top k"`` → the model's k-th most probable class on the image; other targets as given."""
-    if isinstance(target, str) and target.startswith("top "):
-        rank = int(target.split()[1])
-        order = np.argsort(-probabilities(entry, image), kind="stable")
-        return int(order[min(rank, len(order)) - 1])
-    return target
+    """``(classes,)``: the model's softmax probabilities on the image (cached)."""
+    z = logits(entry, image).astype(np.float64)
+    e = np.exp(z - z.max())
+    return e / e.sum()
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -284,27 +280,57 @@ def model_input(entry: ModelEntry, image: ImageChoice) -> Prepared:
 
 
 @dataclass(frozen=True, eq=False)
-class Explained:
-    """One model's map of one image: the evaluation record, the map, what it is, and how to draw it.
+class MapView:
+    """One model's map of one image and how to draw it (no figures: cheap to compute).
 
-    ``display``, ``boxes`` and ``negative_boxes`` are in the model's input pixels."""
+    ``display``, ``boxes`` and ``negative_boxes`` are in the model's input pixels; ``target`` is
+    the class the map explains (class-explaining methods), ``validity`` the absorbing-chain
+    record (:meth:`~infsa_viz.maps.Validity.for_image`) for maps that rely on it."""
 
-    record: ImageRecord
     map: np.ndarray  # (h, w)
     options: dict[str, Any]
     metadata: dict[str, Any]
-    fractions: np.ndarray  # (K + 1,) x of record.morf / record.lerf
+    target: int | None
+    validity: dict[str, Any] | None
     display: np.ndarray
     boxes: np.ndarray
     negative_boxes: np.ndarray | None
+
+
+@dataclass(frozen=True, eq=False)
+class Explained:
+    """A :class:`MapView` with every per-image figure the evaluation computes for it."""
+
+    view: MapView
+    record: ImageRecord
+    fractions: np.ndarray  # (K + 1,) x of record.morf / record.lerf
     box_curve: BoxCurve | None
 
 
+def _boxes(prepared: Prepared, data: LabelledImages) -> tuple[np.ndarray, np.ndarray | None]:
+    boxes = prepared.boxes(0, data.boxes[0])
+    return boxes, None if data.negative_boxes is None else prepared.boxes(0, data.negative_boxes[0])
+
+
 @st.cache_data(show_spinner=False, max_entries=2048)
-def _explain(path: str, version: int, image_key: str, method: str, options_json: str, target_json: str,
+def _map_view(path: str, version: int, image_key: str, method: str, options_json: str, target: int | None,
+              _image: ImageChoice) -> MapView:
+    model, lock = get_model(path, version)
+    prepared = _prepared(path, version, image_key, _image)
+    with lock:
+        result = attribute(model, prepared.tensor, method, target=target, **json.loads(options_json))
+    boxes, negatives = _boxes(prepared, _image.data)
+    return MapView(map=result.maps[0].numpy(), options=result.options,
+                   metadata=json.loads(json.dumps(result.metadata, default=str)),
+                   target=None if result.target is None else int(result.target[0]),
+                   validity=None if result.validity is None else result.validity.for_image(0),
+                   display=prepared.display[0], boxes=boxes, negative_boxes=negatives)
+
+
+@st.cache_data(show_spinner=False, max_entries=2048)
+def _explain(path: str, version: int, image_key: str, method: str, options_json: str, target: int | None,
              _image: ImageChoice) -> Explained:
     model, lock = get_model(path, version)
-    target = json.loads(target_json)
     protocol = EvalProtocol() if target is None else EvalProtocol(target=target)
     indices = None if _image.index is None else [_image.index]
     data = _image.data
@@ -313,22 +339,42 @@ def _explain(path: str, version: int, image_key: str, method: str, options_json:
         records, result, protocols = score_images(model, data, method, protocol=protocol, name=Path(path).name,
                                                   indices=indices, options=json.loads(options_json),
                                                   prepared=prepared)
-    boxes = prepared.boxes(0, data.boxes[0])
-    negatives = None if data.negative_boxes is None else prepared.boxes(0, data.negative_boxes[0])
+    boxes, negatives = _boxes(prepared, data)
     curve = box_curves(result.maps, [boxes], image_size=int(prepared.tensor.shape[-1]))[0]
-    return Explained(record=records[0], map=result.maps[0].numpy(), options=result.options,
-                     metadata=json.loads(json.dumps(result.metadata, default=str)), fractions=protocols["steps"][0],
-                     display=prepared.display[0], boxes=boxes, negative_boxes=negatives, box_curve=curve)
+    view = MapView(map=result.maps[0].numpy(), options=result.options,
+                   metadata=json.loads(json.dumps(result.metadata, default=str)), target=records[0].target,
+                   validity=records[0].validity, display=prepared.display[0], boxes=boxes, negative_boxes=negatives)
+    return Explained(view=view, record=records[0], fractions=protocols["steps"][0], box_curve=curve)
+
+
+def class_target(entry: ModelEntry, image: ImageChoice, target: str | int) -> int:
+    """The class index a target choice names for this model and image: ``"predicted"`` (the
+    model's prediction), ``"label"`` (the true label; the prediction for an upload), ``"top k"``
+    (the k-th most probable class) or a class index."""
+    probs = probabilities(entry, image)
+    if target == "label" and image.label is not None:
+        return int(image.label)
+    if isinstance(target, str) and target.startswith("top "):
+        order = np.argsort(-probs, kind="stable")
+        return int(order[min(int(target.split()[1]), len(order)) - 1])
+    if isinstance(target, int):
+        return target
+    return int(probs.argmax())
+
+
+def map_view(entry: ModelEntry, image: ImageChoice, method: str, options: dict[str, Any],
+             target: str | int | None = None) -> MapView:
+    """The map of ``method`` only (cached; see :func:`explain` for the figures)."""
+    cls = class_target(entry, image, target) if METHODS[method].explains_class else None
+    return _map_view(entry.path, entry.version, image.key, method, json.dumps(options, sort_keys=True), cls, image)
 
 
 def explain(entry: ModelEntry, image: ImageChoice, method: str, options: dict[str, Any],
             target: str | int | None = None) -> Explained:
     """The map of ``method`` and its figures (cached); ``target`` only for methods that explain a
-    class (``"predicted"``, ``"label"``, ``"top k"`` or a class index). ``ValueError`` for bad
-    options or a model that does not load."""
-    target = resolve_target(entry, image, target) if METHODS[method].explains_class else None
-    return _explain(entry.path, entry.version, image.key, method, json.dumps(options, sort_keys=True),
-                    json.dumps(target), image)
+    class (see :func:`class_target`). ``ValueError`` for bad options or a model that does not load."""
+    cls = class_target(entry, image, target) if METHODS[method].explains_class else None
+    return _explain(entry.path, entry.version, image.key, method, json.dumps(options, sort_keys=True), cls, image)
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
@@ -368,7 +414,7 @@ class Display:
     show_boxes: bool = True
 
 
-def draw(display: Display, method: str, results: list[tuple[ModelEntry, Explained | str]]
+def draw(display: Display, method: str, results: list[tuple[ModelEntry, MapView | str]]
          ) -> tuple[dict[str, np.ndarray], ColourScale | None]:
     """Overlays (by model path, in order) of ``method``'s maps drawn together, each with its colour
     bar underneath, on one :func:`~infsa_viz.overlay.colour_scale` of exactly those maps (diverging,
@@ -446,12 +492,14 @@ def target_label(target: str | int, entry: ModelEntry | None = None) -> str:
     return class_name(entry, int(target))
 
 
-def prediction_line(entry: ModelEntry, image: ImageChoice, record: ImageRecord) -> str:
+def prediction_line(entry: ModelEntry, image: ImageChoice) -> str:
     """"predicts digit 3 (p = 0.912)" with the verdict against the label when there is one."""
-    line = f"predicts **{class_name(entry, record.predicted)}** (p = {record.probability:.3f})"
+    probs = probabilities(entry, image)
+    predicted = int(probs.argmax())
+    line = f"predicts **{class_name(entry, predicted)}** (p = {probs[predicted]:.3f})"
     if image.label is None:
         return line
-    if record.correct:
+    if predicted == image.label:
         return line + " :green[correct]"
     return line + f" :red[wrong: the image shows {class_name(entry, image.label)}]"
 

@@ -203,11 +203,21 @@ def require_inputs(sel: Selection) -> None:
 
 def explain_models(sel: Selection, method: str, options: dict[str, Any]
                    ) -> list[tuple[ModelEntry, common.Explained | str]]:
-    """:func:`common.explain` for every selected model: its result, or the one-line error."""
-    out: list[tuple[ModelEntry, common.Explained | str]] = []
+    """:func:`common.explain` (map and figures) for every selected model: its result, or the
+    one-line error."""
+    return _each(sel, common.explain, method, options)
+
+
+def map_views(sel: Selection, method: str, options: dict[str, Any]) -> list[tuple[ModelEntry, common.MapView | str]]:
+    """:func:`common.map_view` (the map only) for every selected model: its view, or the one-line error."""
+    return _each(sel, common.map_view, method, options)
+
+
+def _each(sel: Selection, compute, method: str, options: dict[str, Any]) -> list[tuple[ModelEntry, Any]]:
+    out: list[tuple[ModelEntry, Any]] = []
     for entry in sel.models:
         try:
-            out.append((entry, common.explain(entry, sel.image, method, options, sel.target)))
+            out.append((entry, compute(entry, sel.image, method, options, sel.target)))
         except ValueError as err:
             out.append((entry, str(err)))
     return out

@@ -37,7 +37,7 @@ def _picked() -> None:
         st.session_state["query_token"] = att.prefix + int(points[0]["point_index"])
 
 
-left, right = st.columns([2, 3])
+left, *cols = st.columns(4)
 with left:
     token = int(st.number_input(f"Query token (0 … {N - 1}; click a patch below)", 0, N - 1, key="query_token",
                                 help="0 is the CLS token when the model has one; patches follow row by row"))
@@ -53,26 +53,25 @@ with left:
     picker.add_scatter(x=cx, y=cy, mode="markers", hovertemplate="patch %{pointNumber}<extra></extra>",
                        marker={"symbol": "square", "size": 14, "opacity": 0.35,
                                "color": np.where(marked, "red", "white").tolist()})
-    picker.update_layout(height=300, margin={"l": 0, "r": 0, "t": 0, "b": 0}, showlegend=False,
+    picker.update_layout(height=230, margin={"l": 0, "r": 0, "t": 0, "b": 0}, showlegend=False,
                          xaxis={"visible": False}, yaxis={"visible": False}, clickmode="event+select")
     st.plotly_chart(picker, key="token_picker", on_select=_picked, selection_mode="points")
 
 layer = sel.layer % att.matrices.shape[0]
 reading = tokens.token_reading(att, layer, sel.head, token)
-with right:
-    maps = [reading.row, reading.visits, reading.perron]
-    names = [f"attention from {att.token_name(token)}", "expected visits from it", "Perron vector of the layer"]
-    cols = st.columns(3)
-    for i, (column, m, name) in enumerate(zip(cols, maps, names)):
-        scale = colour_scale([m], "raw", colormap=sel.display.colormap, clip=sel.display.clip)
-        tile = overlay(display, m, scale, alpha=sel.display.alpha, zoom=max(1, common.DISPLAY_PX // display.shape[0]))
-        column.image(with_colorbar(tile, scale, label="attention weight" if i == 0 else
-                                   "expected visits" if i == 1 else "eigenvector entry"),
-                     caption=name, width="stretch")
-    gamma = f"γ = {reading.gamma:.3g} ({'learned ρ' if reading.learned else 'fixed: this layer learns no ρ'})"
-    text = (f"absorbing-chain reading on this token's row: γ·Σ_j A_tj = {reading.row_mass:.3f} "
-            f"{'≤' if reading.row_mass <= 1 else '>'} 1; holds on {reading.share:.0%} of all rows; {gamma}")
-    st.markdown(f":green[{text}]" if reading.row_mass <= 1 and reading.share == 1 else f":orange[{text}]")
+maps = [reading.row, reading.visits, reading.perron]
+names = [f"attention from {att.token_name(token)}", "expected visits from it", "Perron vector of the layer"]
+for i, (column, m, name) in enumerate(zip(cols, maps, names)):
+    scale = colour_scale([m], "raw", colormap=sel.display.colormap, clip=sel.display.clip)
+    tile = overlay(display, m, scale, alpha=sel.display.alpha, zoom=max(1, common.DISPLAY_PX // display.shape[0]))
+    column.image(with_colorbar(tile, scale, label="attention weight" if i == 0 else
+                               "expected visits" if i == 1 else "eigenvector entry"),
+                 caption=name, width="stretch")
+gamma = f"γ = {reading.gamma:.3g} ({'learned ρ' if reading.learned else 'fixed: this layer learns no ρ'})"
+text = (f"absorbing-chain reading on this token's row: γ·Σ_j A_tj = {reading.row_mass:.3f} "
+        f"{'≤' if reading.row_mass <= 1 else '>'} 1; holds on {reading.share:.0%} of all rows; {gamma}")
+st.markdown(f":green[{text}]" if reading.row_mass <= 1 and reading.share == 1 else f":orange[{text}]")
+
 
 st.subheader("Every layer × head")
 st.caption(f"Row of {att.token_name(token)} in every layer (rows) and head (columns; 'mean' = head mean), "

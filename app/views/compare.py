@@ -21,35 +21,45 @@ explains = f" Explains {common.target_label(sel.target)}." if spec.explains_clas
 st.caption(f"**{sel.method}** ({spec.family}): {spec.description}.{explains} Image: {image.source}.")
 show_figures = st.toggle("Per-map figures (MoRF-AOC, pointing game, box AUCs)", value=True, key="badges")
 
-results = sidebar.explain_models(sel, sel.method, sel.options)
-tiles, scale = common.draw(sel.display, sel.method, results)
-details = {}
-for column, (entry, result) in zip(st.columns(len(results)), results):
+if show_figures and spec.explains_class:  # a gradient map is costly: compute it once, with its figures
+    explained = sidebar.explain_models(sel, sel.method, sel.options)
+    views = [(entry, r if isinstance(r, str) else r.view) for entry, r in explained]
+else:  # the maps first (milliseconds), the figures under them
+    explained, views = None, sidebar.map_views(sel, sel.method, sel.options)
+tiles, scale = common.draw(sel.display, sel.method, views)
+details, columns = {}, st.columns(len(views))
+for column, (entry, view) in zip(columns, views):
     with column:
-        if isinstance(result, str):
-            st.error(f"{entry.label}: {result}")
+        if isinstance(view, str):
+            st.error(f"{entry.label}: {view}")
             continue
-        i, tile, record = list(tiles).index(entry.path), tiles[entry.path], result.record
-        st.image(tile, caption=entry.label, width="stretch")  # sized to its column, colour bar under it
-        st.markdown(common.prediction_line(entry, image, record))
-        if spec.explains_class:
-            st.caption(f"explains {common.class_name(entry, record.target)}")
-        if (line := common.validity_line(record.validity)) is not None:
+        i = list(tiles).index(entry.path)
+        st.image(tiles[entry.path], caption=entry.label, width="stretch")  # sized to its column, colour bar under it
+        st.markdown(common.prediction_line(entry, image))
+        if view.target is not None:
+            st.caption(f"explains {common.class_name(entry, view.target)}")
+        if (line := common.validity_line(view.validity)) is not None:
             st.caption(line)
-        if show_figures:
-            st.markdown(common.badges(record))
         details[entry.label] = {
-            "logits": [round(float(v), 6) for v in record.logits], "options": result.options,
-            "target": record.target, "validity": record.validity, "metadata": result.metadata,
+            "logits": [round(float(v), 6) for v in common.logits(entry, image)], "options": view.options,
+            "target": view.target, "validity": view.validity, "metadata": view.metadata,
             "colour": {"divisor": scale.divisors[i], "limits": list(scale.limits[i]), "mode": scale.mode,
                        "signed": scale.signed, "colormap": scale.colormap, "clip": scale.clip},
         }
+records = []
+if show_figures and tiles:
+    if explained is None:
+        explained = sidebar.explain_models(sel, sel.method, sel.options)
+    for column, (entry, result) in zip(columns, explained):
+        if not isinstance(result, str):
+            column.markdown(common.badges(result.record))
+            records.append(result.record)
 
 if not tiles:
     st.stop()
 st.caption(common.scale_caption(scale))
 
-shown = [(entry, result) for entry, result in results if entry.path in tiles]
+shown = [(entry, view) for entry, view in views if entry.path in tiles]
 with st.expander("Model input: the exact pixels each model sees", expanded=image.index is None):
     for column, (entry, _) in zip(st.columns(len(shown)), shown):
         with column:
@@ -62,9 +72,9 @@ with st.expander("Model input: the exact pixels each model sees", expanded=image
                 st.warning(warning)
 
 probs = go.Figure()
-for entry, result in shown:
-    z = np.exp(result.record.logits - result.record.logits.max())
-    probs.add_bar(name=entry.label, x=[common.class_name(entry, c) for c in range(len(z))], y=z / z.sum())
+for entry, _ in shown:
+    p = common.probabilities(entry, image)
+    probs.add_bar(name=entry.label, x=[common.class_name(entry, c) for c in range(len(p))], y=p)
 probs.update_layout(barmode="group", height=260, margin={"l": 10, "r": 10, "t": 30, "b": 10},
                     title="Class probabilities (softmax of the logits)", legend_title_text="model",
                     xaxis={"title": "class"}, yaxis={"title": "probability", "range": [0, 1], "tickformat": ".0%"})
@@ -73,12 +83,12 @@ st.plotly_chart(probs, key="probabilities")
 with st.expander("What each map is (logits, resolved options, target, validity, metadata, colour scale)"):
     st.json(details)
 
-records = [result.record for _, result in shown]
 titles = [f"{entry.variant} ({entry.name})" for entry, _ in shown]  # ASCII: OpenCV draws the grid titles
 grid = overlay_grid(list(tiles.values()), titles)
 stem = f"{image.key.replace(':', '-')[:24]}-{sel.method}"
 left, middle, right = st.columns(3)
 left.download_button("Overlay grid (PNG)", encode_png(grid), f"{stem}.png", "image/png", key="download_png")
-middle.download_button("Figures (CSV)", records_csv(records), f"{stem}.csv", "text/csv", key="download_csv")
-right.download_button("Figures (JSON)", json.dumps([r.scalars() for r in records], indent=2) + "\n",
-                      f"{stem}.json", "application/json", key="download_json")
+if records:
+    middle.download_button("Figures (CSV)", records_csv(records), f"{stem}.csv", "text/csv", key="download_csv")
+    right.download_button("Figures (JSON)", json.dumps([r.scalars() for r in records], indent=2) + "\n",
+                          f"{stem}.json", "application/json", key="download_json")

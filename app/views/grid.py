@@ -24,7 +24,7 @@ for method in methods:
     spec = METHODS[method]
     st.markdown(f"**{method}** — {spec.description}" + (" (signed: diverging colours, white = 0)" if spec.signed else ""))
     options = selector_options(method, layer=sel.layer, head=sel.head, strict=False)
-    results = sidebar.explain_models(sel, method, options)
+    results = sidebar.map_views(sel, method, options)
     tiles, scale = common.draw(sel.display, method, results)
     for column, (entry, result) in zip(st.columns(len(results)), results):
         with column:
@@ -32,6 +32,6 @@ for method in methods:
                 st.error(f"{entry.label}: {result}")
                 continue
             st.image(tiles[entry.path], caption=f"{method} · {entry.label}", width="stretch")
-            st.caption(common.prediction_line(entry, sel.image, result.record))
+            st.caption(common.prediction_line(entry, sel.image))
     if scale is not None:
         st.caption(common.scale_caption(scale))

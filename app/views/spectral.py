@@ -31,7 +31,7 @@ st.caption(f"Layer {'last' if sel.layer == -1 else sel.layer}, head {sel.head} (
            "γ is the learned ρ for InfSA layers and a fixed γ for layers without one; the dashed circle is "
            "|λ| = 1/γ, where the Neumann series Σ γᵗAᵗ stops converging.")
 
-visits = sidebar.explain_models(sel, Visits.name, selector_options(Visits.name, layer=sel.layer, head=sel.head, strict=False))
+visits = sidebar.map_views(sel, Visits.name, selector_options(Visits.name, layer=sel.layer, head=sel.head, strict=False))
 tiles, scale = common.draw(sel.display, Visits.name, visits)
 rows = []
 for column, (entry, visit) in zip(st.columns(len(visits)), visits):
@@ -75,7 +75,7 @@ for column, (entry, visit) in zip(st.columns(len(visits)), visits):
             continue
         tile = tiles[entry.path]
         st.image(tile, caption=f"expected visits · {entry.label}", width="stretch")
-        st.caption(common.validity_line(visit.record.validity) or "")
+        st.caption(common.validity_line(visit.validity) or "")
 
 if scale is not None:
     st.caption(common.scale_caption(scale))
