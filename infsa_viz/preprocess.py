@@ -35,7 +35,7 @@ __all__ = [
     "preprocess",
 ]
 
-Resize = Literal["stretch", "center_crop"]
+Resize = Literal["stretch", "center_crop", "pad"]
 Resample = Literal["auto", "area", "bilinear", "bicubic", "nearest"]
 RESIZES: tuple[str, ...] = get_args(Resize)
 RESAMPLES: tuple[str, ...] = get_args(Resample)
@@ -64,8 +64,12 @@ class Preprocessing:
     Attributes:
         mean: per-channel mean of ``pixel / 255`` to subtract (one value applies to every channel).
         std: per-channel standard deviation to divide by (positive).
-        resize: ``"stretch"`` (both sides to ``img_size``, aspect ratio not kept) or
-            ``"center_crop"`` (shorter side to ``img_size``, aspect kept, centre square cut out).
+        resize: ``"stretch"`` (both sides to ``img_size``, aspect ratio not kept),
+            ``"center_crop"`` (shorter side to ``img_size``, aspect kept, centre square cut out) or
+            ``"pad"`` (letterbox: longer side to ``img_size``, aspect kept, the image centred on an
+            ``img_size`` square; extra pixels on the right/bottom when the margin is odd). Padding
+            pixels get the model's mean colour ``round(255 · mean)`` per channel (:meth:`pad_value`),
+            so they normalise to ≈ 0, the neutral input.
         resample: OpenCV interpolation: ``"auto"`` (``INTER_AREA`` when no side grows, else
             ``INTER_LINEAR``), ``"area"``, ``"bilinear"``, ``"bicubic"`` or ``"nearest"``.
     """
@@ -93,6 +97,11 @@ class Preprocessing:
                     f"preprocessing {name}={list(getattr(self, name))} has {len(getattr(self, name))} values; "
                     f"expected 1 or in_chans={channels}"
                 )
+
+    def pad_value(self, channels: int) -> tuple[int, ...]:
+        """The uint8 colour of ``resize="pad"`` margins: ``round(255 · mean)`` per channel, clipped."""
+        mean = self.mean * channels if len(self.mean) == 1 else self.mean
+        return tuple(int(min(255, max(0, round(255 * m)))) for m in mean[:channels])
 
     def to_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "mean": list(self.mean), "std": list(self.std)}
@@ -176,6 +185,9 @@ def _resize(image: np.ndarray, size: int, how: Preprocessing) -> tuple[np.ndarra
     h, w = image.shape[:2]
     if how.resize == "stretch":
         out_w, out_h = size, size
+    elif how.resize == "pad":
+        scale = size / max(h, w)
+        out_w, out_h = min(size, max(1, round(w * scale))), min(size, max(1, round(h * scale)))
     else:
         scale = size / min(h, w)
         out_w, out_h = max(size, round(w * scale)), max(size, round(h * scale))
@@ -183,6 +195,13 @@ def _resize(image: np.ndarray, size: int, how: Preprocessing) -> tuple[np.ndarra
     if (out_h, out_w) != (h, w):
         interpolation = _interpolation(how.resample, out_w <= w and out_h <= h)
         image = cv2.resize(image, (out_w, out_h), interpolation=interpolation)
+    if how.resize == "pad":  # centre on a size × size canvas of the mean colour; dx, dy ≤ 0
+        left, top = (size - out_w) // 2, (size - out_h) // 2
+        channels = 1 if image.ndim == 2 else image.shape[2]
+        canvas = np.empty((size, size) + image.shape[2:], dtype=np.uint8)
+        canvas[...] = np.array(how.pad_value(channels), dtype=np.uint8).reshape((-1,) if channels > 1 else ())
+        canvas[top : top + out_h, left : left + out_w] = image
+        return canvas, (sx, sy, -float(left), -float(top))
     dx, dy = (out_w - size) // 2, (out_h - size) // 2
     return np.ascontiguousarray(image[dy : dy + size, dx : dx + size]), (sx, sy, float(dx), float(dy))
 

@@ -54,6 +54,37 @@ def test_resize_stretch_and_center_crop_with_their_box_mapping():
     np.testing.assert_array_equal(cropped.boxes(0, [[20, 0, 40, 20], [0, 0, 5, 5]]), [[6, 0, 12, 12], [0, 0, 0, 3]])
 
 
+def test_resize_pad_keeps_the_aspect_ratio_centres_the_image_on_the_mean_colour_and_maps_boxes():
+    image = np.full((20, 40), 255, np.uint8)  # wide white image
+    padded = prepare(_config(channels=1, resize="pad", resample="nearest", mean=0.5, std=0.5), [image])
+    # Longer side 40 → 12 (scale 0.3): 12 × 6, centred: rows 3..8 white, 3 rows of mean colour above and below.
+    shown = padded.display[0]
+    assert shown.shape == (12, 12)
+    np.testing.assert_array_equal(shown[3:9], 255)
+    np.testing.assert_array_equal(shown[:3], round(255 * 0.5))
+    np.testing.assert_array_equal(shown[9:], round(255 * 0.5))
+    assert_close(padded.tensor[0, 0, 0], torch.full((12,), (128 / 255 - 0.5) / 0.5))  # margins normalise to ≈ 0
+    np.testing.assert_array_equal(padded.scales[0], [0.3, 0.3, 0.0, -3.0])
+    # (10, 0, 20, 20) → x·0.3, y·0.3 + 3, outwards: (3, 3, 6, 9); the whole image → its letterboxed rectangle.
+    np.testing.assert_array_equal(padded.boxes(0, [[10, 0, 20, 20], [0, 0, 40, 20]]), [[3, 3, 6, 9], [0, 3, 12, 9]])
+    tall = prepare(_config(channels=3, resize="pad", resample="nearest", mean=(1.0, 0.0, 0.2)),
+                   [np.zeros((30, 10, 3), np.uint8)])
+    # 30 × 10 → 12 × 4, odd margin 8 → 4 left, 4 right; RGB margin colour per channel.
+    np.testing.assert_array_equal(tall.display[0][:, :4], np.broadcast_to([255, 0, 51], (12, 4, 3)))
+    np.testing.assert_array_equal(tall.display[0][:, 4:8], 0)
+    np.testing.assert_array_equal(tall.boxes(0, [[0, 0, 10, 30]]), [[4, 0, 8, 12]])
+    odd = prepare(_config(channels=1, resize="pad", resample="nearest"), [np.zeros((10, 40), np.uint8)])
+    assert odd.scales[0][3] == -4.0  # 12 × 3 image, margin 9 → 4 above, 5 below
+
+
+def test_a_square_image_is_the_same_under_every_resize_policy():
+    image = np.random.default_rng(2).integers(0, 256, (24, 24, 3), dtype=np.uint8)
+    outputs = [prepare(_config(resize=r), [image]) for r in ("stretch", "center_crop", "pad")]
+    for out in outputs[1:]:
+        assert_close(out.tensor, outputs[0].tensor)
+        np.testing.assert_array_equal(out.scales, outputs[0].scales)
+
+
 def test_auto_resample_uses_area_when_shrinking_and_linear_when_growing():
     rng = np.random.default_rng(0)
     big, small = rng.integers(0, 256, (48, 48), dtype=np.uint8), rng.integers(0, 256, (6, 6), dtype=np.uint8)
