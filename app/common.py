@@ -14,6 +14,7 @@ the uploaded bytes), the method, its options and its target.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import math
@@ -183,12 +184,19 @@ def _class_names(path: str, version: int) -> tuple[str, ...]:
 @dataclass(frozen=True, eq=False)
 class ImageChoice:
     """One image to explain: ``key`` (cache identity), ``source`` (for people), ``data`` (one
-    image with its label, ``-1`` if unknown, and boxes in source pixels), ``index`` in the split."""
+    image with its label, ``-1`` if unknown, and boxes in source pixels), ``index`` in the split,
+    ``fit``: how it is resized to each model (``None``: the model's own preprocessing; ``"pad"``:
+    letterboxed, aspect kept, the default for uploads)."""
 
     key: str
     source: str
     data: LabelledImages
     index: int | None = None
+    fit: str | None = None
+
+    def fitted(self, fit: str | None) -> "ImageChoice":
+        """The same image resized by ``fit`` (part of the cache key)."""
+        return dataclasses.replace(self, key=f"{self.key.split('|')[0]}|{fit or 'model'}", fit=fit)
 
     @property
     def label(self) -> int | None:
@@ -271,7 +279,15 @@ def probabilities(entry: ModelEntry, image: ImageChoice) -> np.ndarray:
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _prepared(path: str, version: int, image_key: str, _image: ImageChoice) -> Prepared:
-    return prepare(get_model(path, version)[0], _image.data.images)
+    return prepare(input_config(get_model(path, version)[0], _image), _image.data.images)
+
+
+def input_config(model: torch.nn.Module, image: ImageChoice) -> Any:
+    """The model's config, its preprocessing's resize replaced by the image's ``fit`` if any."""
+    config = model.config
+    if image.fit is None or image.fit == config.preprocessing.resize:
+        return config
+    return dataclasses.replace(config, preprocessing=dataclasses.replace(config.preprocessing, resize=image.fit))
 
 
 def model_input(entry: ModelEntry, image: ImageChoice) -> Prepared:
@@ -380,7 +396,7 @@ def explain(entry: ModelEntry, image: ImageChoice, method: str, options: dict[st
 @st.cache_data(show_spinner=False, max_entries=512)
 def _spectra(path: str, version: int, image_key: str, matrix: str, _image: ImageChoice) -> list[LayerSpectrum]:
     model, lock = get_model(path, version)
-    x = preprocess(model, _image.data.images)
+    x = _prepared(path, version, image_key, _image).tensor
     with lock:
         _, records = capture_attention(model, x)
     return layer_spectra(records, matrix=matrix)
@@ -509,7 +525,7 @@ def input_summary(entry: ModelEntry, image: ImageChoice) -> str:
     """How the image became this model's input, in one line: source size and mode, resize policy,
     the model's side and channels."""
     model = get_model(entry.path, entry.version)[0]
-    config = model.config
+    config = input_config(model, image)
     how = config.preprocessing
     source = image.data.images[0]
     h, w = source.shape[:2]
@@ -519,7 +535,9 @@ def input_summary(entry: ModelEntry, image: ImageChoice) -> str:
               "center_crop": "shorter side resized, centre square cropped",
               "pad": "longer side resized, padded to a square (letterbox)"}.get(how.resize, how.resize)
     channels = "gray" if config.in_chans == 1 else "RGB"
-    return (f"{w}×{h} {mode} → {side}×{side} {channels}: {policy}; then (pixel/255 − {list(how.mean)}) / "
+    own = "" if how.resize == model.config.preprocessing.resize else \
+        f" (the model's own is {model.config.preprocessing.resize}; chosen in the sidebar)"
+    return (f"{w}×{h} {mode} → {side}×{side} {channels}: {policy}{own}; then (pixel/255 − {list(how.mean)}) / "
             f"{list(how.std)}")
 
 
@@ -528,7 +546,7 @@ def input_warnings(entry: ModelEntry, image: ImageChoice) -> list[str]:
     colour dropped, much larger/smaller than the model's side, or normalised intensity statistics
     out of range (mean beyond ±1 or standard deviation outside [0.33, 3] of the training data's)."""
     model = get_model(entry.path, entry.version)[0]
-    config = model.config
+    config = input_config(model, image)
     source = image.data.images[0]
     h, w = source.shape[:2]
     out = []

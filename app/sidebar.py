@@ -55,9 +55,8 @@ def _model_choices() -> list[ModelEntry]:
     sb = st.sidebar
     found, problems = common.find_models(common.model_roots())
     by_path = {e.path: e for e in found}
-    shipped = {e.path for e in common.discover_models(common.MODELS_DIR)}
     chosen = sb.multiselect(
-        "Models", list(by_path), default=[p for p in by_path if p in shipped] or list(by_path), key="models",
+        "Models", list(by_path), default=list(by_path), key="models",
         format_func=lambda p: by_path[p].label if p in by_path else p,
         help=f"The shipped models ({common.MODELS_DIR}) and any added with `streamlit run app -- --models DIR` "
              f"or the {common.MODELS_ENV} environment variable",
@@ -90,8 +89,13 @@ def _image_choice(models: list[ModelEntry]) -> tuple[ImageChoice | None, str | N
                                   key="upload")
         if upload is None:
             return None, None
+        fit = sb.radio("Fit to each model", ["pad", "model's own"], key="upload_fit", horizontal=True,
+                       help="pad: longer side to the model's size, aspect kept, margins in the mean colour "
+                            "(default, nothing is distorted); model's own: the model's stored resize "
+                            "(the shipped models stretch)")
         try:
-            return common.upload_image(upload.getvalue(), upload.name), None
+            choice = common.upload_image(upload.getvalue(), upload.name)
+            return choice.fitted("pad" if fit == "pad" else None), None
         except ValueError as err:
             return None, f"Cannot use this file: {err}"
     loadable = [e for e in models if common.load_error(e) is None]
