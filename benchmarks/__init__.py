@@ -11,7 +11,8 @@ Commands (:data:`BENCH_COMMANDS`; each is a module of :mod:`benchmarks.commands`
   memory and time limits;
 * ``maps``: time and peak memory of each registered map method vs tokens (:mod:`benchmarks.maps`);
 * ``morf``: our batched MoRF engine against ``quantus.RegionPerturbation`` (:mod:`benchmarks.morf`);
-* ``profile``: ``torch.profiler`` over one forward per variant (:mod:`benchmarks.profile`).
+* ``profile``: ``torch.profiler`` over one forward per variant (:mod:`benchmarks.profile`);
+* ``app-latency``: the real app in Chromium, first render and switch times (:mod:`benchmarks.app_latency`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ BENCH_COMMANDS: dict[str, tuple[str, str]] = {
     "maps": ("benchmarks.commands.maps", "time and peak memory of each map method vs tokens"),
     "morf": ("benchmarks.commands.morf", "time our batched MoRF engine against quantus.RegionPerturbation"),
     "profile": ("benchmarks.commands.profile", "where a forward spends its time (torch.profiler), per variant"),
+    "app-latency": ("benchmarks.commands.app_latency", "the real app in Chromium: first render and switch times"),
 }
 
 

@@ -66,7 +66,7 @@ for i, (column, m, name) in enumerate(zip(cols, maps, names)):
     tile = overlay(display, m, scale, alpha=sel.display.alpha, zoom=max(1, common.DISPLAY_PX // display.shape[0]))
     column.image(with_colorbar(tile, scale, label="attention weight" if i == 0 else
                                "expected visits" if i == 1 else "eigenvector entry"),
-                 caption=name, width="stretch")
+                 caption=name, width="stretch", output_format="PNG")
 gamma = f"γ = {reading.gamma:.3g} ({'learned ρ' if reading.learned else 'fixed: this layer learns no ρ'})"
 text = (f"absorbing-chain reading on this token's row: γ·Σ_j A_tj = {reading.row_mass:.3f} "
         f"{'≤' if reading.row_mass <= 1 else '>'} 1; holds on {reading.share:.0%} of all rows; {gamma}")
@@ -85,5 +85,5 @@ zoom = max(1, 96 // display.shape[0])
 tiles = [overlay(display, m, scale, i, alpha=sel.display.alpha, zoom=zoom) for i, m in enumerate(cells)]
 titles = [f"L{li} " + (f"H{hi}" if hi < H else "mean") for li in range(L) for hi in range(H + 1)]
 grid = overlay_grid(tiles, titles, ncols=H + 1)
-st.image(with_colorbar(grid, scale, label="attention weight; " + scale.clipping), width="stretch",
+st.image(with_colorbar(grid, scale, label="attention weight; " + scale.clipping), width="stretch", output_format="PNG",
          caption=f"{entry.label}: {L} layers × {H} heads + mean")

@@ -34,7 +34,7 @@ for column, (entry, view) in zip(columns, views):
             st.error(f"{entry.label}: {view}")
             continue
         i = list(tiles).index(entry.path)
-        st.image(tiles[entry.path], caption=entry.label, width="stretch")  # sized to its column, colour bar under it
+        st.image(tiles[entry.path], caption=entry.label, width="stretch", output_format="PNG")  # sized to its column, colour bar under it
         st.markdown(common.prediction_line(entry, image))
         if view.target is not None:
             st.caption(f"explains {common.class_name(entry, view.target)}")
@@ -66,7 +66,7 @@ with st.expander("Model input: the exact pixels each model sees", expanded=image
             prepared = common.model_input(entry, image)
             zoom = max(1, common.DISPLAY_PX // prepared.display[0].shape[0])
             pixels = np.repeat(np.repeat(prepared.display[0], zoom, 0), zoom, 1)
-            st.image(pixels, caption=f"{entry.label}: model input", width="stretch")
+            st.image(pixels, caption=f"{entry.label}: model input", width="stretch", output_format="PNG")
             st.caption(common.input_summary(entry, image))
             for warning in common.input_warnings(entry, image):
                 st.warning(warning)

@@ -31,7 +31,7 @@ for method in methods:
             if isinstance(result, str):
                 st.error(f"{entry.label}: {result}")
                 continue
-            st.image(tiles[entry.path], caption=f"{method} · {entry.label}", width="stretch")
+            st.image(tiles[entry.path], caption=f"{method} · {entry.label}", width="stretch", output_format="PNG")
             st.caption(common.prediction_line(entry, sel.image))
     if scale is not None:
         st.caption(common.scale_caption(scale))

@@ -74,7 +74,7 @@ for column, (entry, visit) in zip(st.columns(len(visits)), visits):
             st.error(f"visits: {visit}")
             continue
         tile = tiles[entry.path]
-        st.image(tile, caption=f"expected visits · {entry.label}", width="stretch")
+        st.image(tile, caption=f"expected visits · {entry.label}", width="stretch", output_format="PNG")
         st.caption(common.validity_line(visit.validity) or "")
 
 if scale is not None:
