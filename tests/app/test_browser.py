@@ -73,9 +73,10 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.wait()
 
 
-@pytest.fixture
-def server(tmp_path, shipped_models):
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, shipped_models):
     """The app on the shipped models plus a copy of the first one (four models side by side)."""
+    tmp_path = tmp_path_factory.mktemp("app")
     extra = tmp_path / "more"
     (extra / "copy-of-first").mkdir(parents=True)
     for f in Path(shipped_models[0].path).iterdir():
