@@ -3,7 +3,6 @@
 import json
 
 import numpy as np
-import plotly.graph_objects as go
 import streamlit as st
 
 import common
@@ -60,10 +59,14 @@ if not tiles:
 st.caption(common.scale_caption(scale))
 
 shown = [(entry, view) for entry, view in views if entry.path in tiles]
-with st.expander("Model input: the exact pixels each model sees", expanded=image.index is None):
-    for column, (entry, _) in zip(st.columns(len(shown)), shown):
+resized = [(entry, common.model_input(entry, image)) for entry, _ in shown]
+resized = [(entry, prepared) for entry, prepared in resized
+           if image.index is None or prepared.display[0].shape != image.data.images[0].shape]
+if not resized:
+    st.caption("Model input: the test image as it is (already each model's input size and channels).")
+with st.expander("Model input: the exact pixels each model sees", expanded=True) if resized else st.container():
+    for column, (entry, prepared) in zip(st.columns(max(1, len(resized))), resized):
         with column:
-            prepared = common.model_input(entry, image)
             zoom = max(1, common.DISPLAY_PX // prepared.display[0].shape[0])
             pixels = np.repeat(np.repeat(prepared.display[0], zoom, 0), zoom, 1)
             st.image(pixels, caption=f"{entry.label}: model input", width="stretch", output_format="PNG")
@@ -71,14 +74,10 @@ with st.expander("Model input: the exact pixels each model sees", expanded=image
             for warning in common.input_warnings(entry, image):
                 st.warning(warning)
 
-probs = go.Figure()
-for entry, _ in shown:
-    p = common.probabilities(entry, image)
-    probs.add_bar(name=entry.label, x=[common.class_name(entry, c) for c in range(len(p))], y=p)
-probs.update_layout(barmode="group", height=260, margin={"l": 10, "r": 10, "t": 30, "b": 10},
-                    title="Class probabilities (softmax of the logits)", legend_title_text="model",
-                    xaxis={"title": "class"}, yaxis={"title": "probability", "range": [0, 1], "tickformat": ".0%"})
-st.plotly_chart(probs, key="probabilities")
+st.markdown("**Most probable classes** (softmax of each model's logits): " + " · ".join(
+    f"{entry.label}: " + ", ".join(f"{common.class_name(entry, int(c))} {p[c]:.0%}"
+                                   for c in np.argsort(-p, kind="stable")[:3])
+    for entry, p in ((entry, common.probabilities(entry, image)) for entry, _ in shown)))
 
 with st.expander("What each map is (logits, resolved options, target, validity, metadata, colour scale)"):
     st.json(details)
