@@ -56,7 +56,7 @@ def _attention(path: str, version: int, image_key: str, _image: ImageChoice) -> 
     grid = records[0].grid
     n = matrices.shape[-1] - records[0].num_prefix_tokens
     if grid is None:
-        side = int(round(n ** 0.5))
+        side = round(n ** 0.5)
         grid = (side, side)
     return Attention(matrices, gamma, tuple(r.rho is not None for r in records), records[0].num_prefix_tokens,
                      tuple(grid))
