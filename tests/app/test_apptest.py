@@ -128,6 +128,31 @@ def test_only_misclassified_browses_errors(shipped_models):
     assert at.error or len(_captions(at)) == len(shipped_models)  # a perfect model says so in an error box
 
 
+def test_misclassified_browsing_shows_the_chosen_models_errors_in_order(shipped_models):
+    model_dir = shipped_models[-1].path
+    at = _app().run()
+    at.checkbox(key="only_wrong").check().run()
+    at.selectbox(key="wrong_model").set_value(model_dir).run()
+    at.number_input(key="wrong_pos").set_value(3).run()
+    _ok(at)
+    split = test_split()
+    model = load_model(model_dir).eval()
+    with torch.no_grad():
+        predicted = model(prepare(model.config, split.images).tensor).argmax(-1).numpy()
+    wrong = np.flatnonzero(predicted != split.labels)  # the model's errors, ascending
+    assert f"Image: test image #{int(wrong[3])}." in at.caption[0].value
+    assert at.number_input(key="wrong_pos").label == f"Misclassified image (of {len(wrong)})"
+
+
+def test_figures_toggle_hides_and_shows_the_per_map_figures(shipped_models):
+    at = _app().run()
+    assert sum("MoRF-AOC" in m.value for m in at.markdown) == len(shipped_models)
+    at.toggle(key="badges").set_value(False).run()
+    _ok(at)
+    assert sum("MoRF-AOC" in m.value for m in at.markdown) == 0
+    assert len(_captions(at)) == len(shipped_models)  # the overlays stay
+
+
 def test_bad_upload_shows_an_error_not_an_exception():
     at = _app().run()
     at.radio(key="image_source").set_value("Upload").run()

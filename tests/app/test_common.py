@@ -160,3 +160,33 @@ def test_a_model_that_does_not_load_gives_one_line(common, tmp_path):
     assert error and "\n" not in error
     with pytest.raises(ValueError, match="cannot load the model"):
         common.get_model(entry.path, entry.version)
+
+
+def test_draw_follows_opacity_and_boxes(common):
+    """Opacity 0 shows the model's input pixels (zoomed, nearest), opacity 1 only the map's colours;
+    boxes are drawn in the documented colours only when asked, and the colour bar sits underneath."""
+    rng = np.random.default_rng(0)
+    display = rng.integers(0, 256, (48, 48), dtype=np.uint8)
+    view = common.MapView(map=rng.random((6, 6)), options={}, metadata={}, target=None, validity=None,
+                          display=display, boxes=np.array([[8, 8, 24, 24]]), negative_boxes=np.array([[30, 30, 40, 40]]))
+    entry = common.ModelEntry("/m", "m", "softmax", 0)
+    zoom = common.DISPLAY_PX // 48
+    side = 48 * zoom
+
+    plain, _ = common.draw(common.Display(alpha=0.0, show_boxes=False), "attention", [(entry, view)])
+    tile = plain["/m"]
+    assert tile.shape[1] == side and tile.shape[0] > side  # the colour bar under the overlay
+    np.testing.assert_array_equal(tile[:side], np.repeat(np.repeat(display, zoom, 0), zoom, 1)[..., None].repeat(3, -1))
+
+    heat, scale = common.draw(common.Display(alpha=1.0, show_boxes=False), "attention", [(entry, view)])
+    top = scale.limits[0][1] * scale.divisors[0]  # colorize reads raw map values
+    colours = scale.colorize(0, np.linspace(0, top, 4096)).reshape(-1, 3)
+    pixels = heat["/m"][:side:zoom, :side:zoom].reshape(-1, 3)
+    assert all(np.abs(colours.astype(int) - p).max(-1).min() <= 2 for p in pixels[::97])  # only map colours
+
+    boxed, _ = common.draw(common.Display(alpha=0.0, show_boxes=True), "attention", [(entry, view)])
+    edge = boxed["/m"][8 * zoom, 12 * zoom], boxed["/m"][30 * zoom, 34 * zoom]
+    from infsa_viz.overlay import BOX_DISTRACTOR, BOX_TARGET
+
+    assert tuple(edge[0]) == tuple(BOX_TARGET) and tuple(edge[1]) == tuple(BOX_DISTRACTOR)
+    assert (boxed["/m"][side:] == tile[side:]).all()  # the colour bar does not depend on the boxes
