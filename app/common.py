@@ -13,10 +13,13 @@ the uploaded bytes), the method, its options and its target.
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import hashlib
 import json
 import math
 import os
+import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,14 +31,14 @@ import torch
 
 from infsa_viz import VARIANTS
 from infsa_viz.capture import capture_attention
-from infsa_viz.data import TEST_SIZE, LabelledImages, test_split
+from infsa_viz.data import LabelledImages, test_split
 from infsa_viz.evaluation import EvalProtocol, ImageRecord, score_images
-from infsa_viz.images import MAX_IMAGE_BYTES, decode_image
+from infsa_viz.images import decode_image
 from infsa_viz.io import read_json
-from infsa_viz.maps import METHODS, selector_options
+from infsa_viz.maps import METHODS, attribute
 from infsa_viz.metrics import BoxCurve, box_curves
-from infsa_viz.overlay import COLORMAPS, SCALES, ColourScale, colour_scale, overlay
-from infsa_viz.preprocess import prepare, preprocess
+from infsa_viz.overlay import ColourScale, colour_scale, overlay, with_colorbar
+from infsa_viz.preprocess import Prepared, prepare, preprocess
 from infsa_viz.spectral import LayerSpectrum, layer_spectra
 from infsa_viz.train import predict
 from infsa_viz.vit import CONFIG_FILE, WEIGHTS_FILE, load_model
@@ -43,8 +46,16 @@ from infsa_viz.vit import CONFIG_FILE, WEIGHTS_FILE, load_model
 ROOT = Path(__file__).resolve().parent.parent
 MODELS_DIR = ROOT / "models"
 METRICS_DIR = ROOT / "metrics"
-UPLOAD_TYPES = ["png", "jpg", "jpeg", "bmp"]
+#: Environment variable naming more model folders (``os.pathsep``-separated), like ``--models``.
+MODELS_ENV = "INFSA_VIZ_MODELS"
+UPLOAD_TYPES = ["png", "jpg", "jpeg"]
 DISPLAY_PX = 288  # overlays are zoomed (nearest) to about this side: 48 px inputs are drawn 6x
+#: The classes of the cluttered-digits benchmark the shipped models are trained on (a model's
+#: ``card.json`` may name its own as ``class_names``).
+DIGIT_NAMES = tuple(f"digit {i}" for i in range(10))
+#: Which way each per-image figure is better, shown beside it.
+BETTER = {"morf_aoc": "higher", "lerf_auc": "higher", "aopc": "higher", "box_roc_auc": "higher",
+          "box_pr_auc": "higher", "pointing_hit": "higher", "probability": "higher"}
 
 # One image through a small ViT is a few milliseconds of work: intra-op threads only add
 # synchronisation, and on a busy machine (or with several sessions, each in its own thread) they
@@ -96,15 +107,96 @@ def discover_models(root: str | Path) -> list[ModelEntry]:
     return sorted(entries, key=lambda e: (order.get(e.variant, len(order)), e.name))
 
 
+def user_model(directory: str | Path) -> ModelEntry:
+    """Describe a model directory the user named, in any format :func:`infsa_viz.load_model`
+    may read: its variant from a ``config.json`` when there is one (else ``"?"``), its version
+    the newest file's mtime. Whether it loads is found out when it is used (:func:`get_model`)."""
+    path = Path(directory).expanduser()
+    if not path.is_dir():
+        raise ValueError(f"model directory {str(directory)!r} does not exist")
+    files = [f for f in path.iterdir() if f.is_file()]
+    if not files:
+        raise ValueError(f"{str(directory)!r} is an empty directory, not a model")
+    variant = "?"
+    if (path / CONFIG_FILE).is_file():
+        try:
+            config = read_json(path / CONFIG_FILE)
+            variant = str(config.get("attention", config.get("model_type", "?"))) if isinstance(config, dict) else "?"
+        except ValueError:
+            pass
+    return ModelEntry(str(path.resolve()), path.name, variant, max(f.stat().st_mtime_ns for f in files))
+
+
+def model_roots(argv: list[str] | None = None, environ: dict[str, str] | None = None) -> list[Path]:
+    """Folders the user added: ``streamlit run app -- --models DIR …`` and :data:`MODELS_ENV`."""
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--models", nargs="*", default=[])
+    known, _ = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
+    env = (os.environ if environ is None else environ).get(MODELS_ENV, "")
+    return [Path(p).expanduser() for p in [*known.models, *env.split(os.pathsep)] if p.strip()]
+
+
+def find_models(roots: list[Path]) -> tuple[list[ModelEntry], list[str]]:
+    """The shipped models and every model under ``roots`` (a root may itself be a model), with a
+    one-line problem per root that holds none."""
+    entries, problems = discover_models(MODELS_DIR), []
+    for root in roots:
+        if not root.is_dir():
+            problems.append(f"{root}: not a directory")
+            continue
+        subs = [root] if any(f.is_file() for f in root.iterdir()) else sorted(d for d in root.iterdir() if d.is_dir())
+        found = []
+        for sub in subs:
+            try:
+                found.append(user_model(sub))
+            except ValueError as err:
+                problems.append(str(err))
+        if not found:
+            problems.append(f"{root}: no model directory inside")
+        entries += [e for e in found if e.path not in {x.path for x in entries}]
+    return entries, problems
+
+
+def class_name(entry: ModelEntry | None, index: int) -> str:
+    """The name of class ``index`` of a model: its card's ``class_names``, else a digit of the
+    cluttered-digits benchmark (10 classes), else ``class i``."""
+    names = _class_names(entry.path, entry.version) if entry is not None else DIGIT_NAMES
+    return names[index] if 0 <= index < len(names) else f"class {index}"
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _class_names(path: str, version: int) -> tuple[str, ...]:
+    card = Path(path) / "card.json"
+    try:
+        names = read_json(card).get("class_names") if card.is_file() else None
+    except (ValueError, AttributeError):
+        names = None
+    if isinstance(names, list) and all(isinstance(n, str) for n in names):
+        return tuple(names)
+    try:
+        config = read_json(Path(path) / CONFIG_FILE)
+        classes = int(config.get("num_classes", 10))
+    except (ValueError, AttributeError, TypeError, OSError):
+        classes = 10
+    return DIGIT_NAMES if classes == 10 else tuple(f"class {i}" for i in range(classes))
+
+
 @dataclass(frozen=True, eq=False)
 class ImageChoice:
     """One image to explain: ``key`` (cache identity), ``source`` (for people), ``data`` (one
-    image with its label, ``-1`` if unknown, and boxes in source pixels), ``index`` in the split."""
+    image with its label, ``-1`` if unknown, and boxes in source pixels), ``index`` in the split,
+    ``fit``: how it is resized to each model (``None``: the model's own preprocessing; ``"pad"``:
+    letterboxed, aspect kept, the default for uploads)."""
 
     key: str
     source: str
     data: LabelledImages
     index: int | None = None
+    fit: str | None = None
+
+    def fitted(self, fit: str | None) -> "ImageChoice":
+        """The same image resized by ``fit`` (part of the cache key)."""
+        return dataclasses.replace(self, key=f"{self.key.split('|')[0]}|{fit or 'model'}", fit=fit)
 
     @property
     def label(self) -> int | None:
@@ -127,83 +219,184 @@ def upload_image(data: bytes, name: str) -> ImageChoice:
 
 # ----------------------------------------------------------------------------------- caches
 @st.cache_resource(show_spinner="Loading model…", max_entries=16)
+def _load(path: str, version: int) -> tuple[torch.nn.Module | None, threading.Lock, str | None]:
+    try:
+        return load_model(path), threading.Lock(), None
+    except Exception as err:  # noqa: BLE001  # any model the user adds: its problem is shown, the app goes on
+        line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        return None, threading.Lock(), f"{type(err).__name__}: {line}"
+
+
 def get_model(path: str, version: int) -> tuple[torch.nn.Module, threading.Lock]:
-    """The model at ``path`` (``version``: weights' mtime, so a retrained model reloads)."""
-    return load_model(path), threading.Lock()
+    """The model at ``path`` (``version``: weights' mtime, so a retrained model reloads);
+    ``ValueError`` with a one-line reason when it does not load."""
+    model, lock, error = _load(path, version)
+    if model is None:
+        raise ValueError(f"cannot load the model: {error}")
+    return model, lock
+
+
+def load_error(entry: ModelEntry) -> str | None:
+    """Why ``entry`` does not load, in one line, or ``None``."""
+    return _load(entry.path, entry.version)[2]
 
 
 @st.cache_data(show_spinner="Classifying the test split…", max_entries=16)
-def misclassified(path: str, version: int) -> np.ndarray:
-    """Indices of the test images the model gets wrong, ascending."""
+def test_probabilities(path: str, version: int) -> np.ndarray:
+    """``(TEST_SIZE, classes)`` float32: the model's class probabilities on the whole test split,
+    computed once per model (so "only misclassified" and sorting the gallery are instant)."""
     model, lock = get_model(path, version)
     split = test_split()
     with lock:
-        predicted = predict(model, preprocess(model, split.images)).argmax(-1).numpy()
-    return np.flatnonzero(predicted != split.labels)
+        logits = predict(model, preprocess(model, split.images))
+    return torch.softmax(logits.double(), -1).float().numpy()
+
+
+def misclassified(path: str, version: int) -> np.ndarray:
+    """Indices of the test images the model gets wrong, ascending."""
+    return np.flatnonzero(test_probabilities(path, version).argmax(-1) != test_split().labels)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _logits(path: str, version: int, image_key: str, _image: ImageChoice) -> np.ndarray:
+    model, lock = get_model(path, version)
+    x = _prepared(path, version, image_key, _image).tensor
+    with lock, torch.no_grad():
+        return model.eval()(x)[0].numpy()
+
+
+def logits(entry: ModelEntry, image: ImageChoice) -> np.ndarray:
+    """``(classes,)``: the model's logits on the image, as it sees it (cached)."""
+    return _logits(entry.path, entry.version, image.key, image)
+
+
+def probabilities(entry: ModelEntry, image: ImageChoice) -> np.ndarray:
+    """``(classes,)``: the model's softmax probabilities on the image (cached)."""
+    z = logits(entry, image).astype(np.float64)
+    e = np.exp(z - z.max())
+    return e / e.sum()
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _prepared(path: str, version: int, image_key: str, _image: ImageChoice) -> Prepared:
+    return prepare(input_config(get_model(path, version)[0], _image), _image.data.images)
+
+
+def input_config(model: torch.nn.Module, image: ImageChoice) -> Any:
+    """The model's config, its preprocessing's resize replaced by the image's ``fit`` if any."""
+    config = model.config
+    if image.fit is None or image.fit == config.preprocessing.resize:
+        return config
+    return dataclasses.replace(config, preprocessing=dataclasses.replace(config.preprocessing, resize=image.fit))
+
+
+def model_input(entry: ModelEntry, image: ImageChoice) -> Prepared:
+    """The image as this model sees it (its own preprocessing; cached)."""
+    return _prepared(entry.path, entry.version, image.key, image)
+
+
+@dataclass(frozen=True, eq=False)
+class MapView:
+    """One model's map of one image and how to draw it (no figures: cheap to compute).
+
+    ``display``, ``boxes`` and ``negative_boxes`` are in the model's input pixels; ``target`` is
+    the class the map explains (class-explaining methods), ``validity`` the absorbing-chain
+    record (:meth:`~infsa_viz.maps.Validity.for_image`) for maps that rely on it."""
+
+    map: np.ndarray  # (h, w)
+    options: dict[str, Any]
+    metadata: dict[str, Any]
+    target: int | None
+    validity: dict[str, Any] | None
+    display: np.ndarray
+    boxes: np.ndarray
+    negative_boxes: np.ndarray | None
 
 
 @dataclass(frozen=True, eq=False)
 class Explained:
-    """One model's map of one image: the evaluation record, the map, what it is, and how to draw it.
+    """A :class:`MapView` with every per-image figure the evaluation computes for it."""
 
-    ``display``, ``boxes`` and ``negative_boxes`` are in the model's input pixels."""
-
+    view: MapView
     record: ImageRecord
-    map: np.ndarray  # (h, w)
-    options: dict[str, Any]
-    metadata: dict[str, Any]
     fractions: np.ndarray  # (K + 1,) x of record.morf / record.lerf
-    display: np.ndarray
-    boxes: np.ndarray
-    negative_boxes: np.ndarray | None
     box_curve: BoxCurve | None
 
 
+def _boxes(prepared: Prepared, data: LabelledImages) -> tuple[np.ndarray, np.ndarray | None]:
+    boxes = prepared.boxes(0, data.boxes[0])
+    return boxes, None if data.negative_boxes is None else prepared.boxes(0, data.negative_boxes[0])
+
+
 @st.cache_data(show_spinner=False, max_entries=2048)
-def _explain(path: str, version: int, image_key: str, method: str, options_json: str, target_json: str,
+def _map_view(path: str, version: int, image_key: str, method: str, options_json: str, target: int | None,
+              _image: ImageChoice) -> MapView:
+    model, lock = get_model(path, version)
+    prepared = _prepared(path, version, image_key, _image)
+    with lock:
+        result = attribute(model, prepared.tensor, method, target=target, **json.loads(options_json))
+    boxes, negatives = _boxes(prepared, _image.data)
+    return MapView(map=result.maps[0].numpy(), options=result.options,
+                   metadata=json.loads(json.dumps(result.metadata, default=str)),
+                   target=None if result.target is None else int(result.target[0]),
+                   validity=None if result.validity is None else result.validity.for_image(0),
+                   display=prepared.display[0], boxes=boxes, negative_boxes=negatives)
+
+
+@st.cache_data(show_spinner=False, max_entries=2048)
+def _explain(path: str, version: int, image_key: str, method: str, options_json: str, target: int | None,
              _image: ImageChoice) -> Explained:
     model, lock = get_model(path, version)
-    target = json.loads(target_json)
     protocol = EvalProtocol() if target is None else EvalProtocol(target=target)
     indices = None if _image.index is None else [_image.index]
     data = _image.data
-    prepared = prepare(model, data.images)  # once: for the scores and for the overlay
+    prepared = _prepared(path, version, image_key, _image)  # once: for the scores and for the overlay
     with lock:
         records, result, protocols = score_images(model, data, method, protocol=protocol, name=Path(path).name,
                                                   indices=indices, options=json.loads(options_json),
                                                   prepared=prepared)
-    boxes = prepared.boxes(0, data.boxes[0])
-    negatives = None if data.negative_boxes is None else prepared.boxes(0, data.negative_boxes[0])
+    boxes, negatives = _boxes(prepared, data)
     curve = box_curves(result.maps, [boxes], image_size=int(prepared.tensor.shape[-1]))[0]
-    return Explained(record=records[0], map=result.maps[0].numpy(), options=result.options,
-                     metadata=json.loads(json.dumps(result.metadata, default=str)), fractions=protocols["steps"][0],
-                     display=prepared.display[0], boxes=boxes, negative_boxes=negatives, box_curve=curve)
+    view = MapView(map=result.maps[0].numpy(), options=result.options,
+                   metadata=json.loads(json.dumps(result.metadata, default=str)), target=records[0].target,
+                   validity=records[0].validity, display=prepared.display[0], boxes=boxes, negative_boxes=negatives)
+    return Explained(view=view, record=records[0], fractions=protocols["steps"][0], box_curve=curve)
+
+
+def class_target(entry: ModelEntry, image: ImageChoice, target: str | int) -> int:
+    """The class index a target choice names for this model and image: ``"predicted"`` (the
+    model's prediction), ``"label"`` (the true label; the prediction for an upload), ``"top k"``
+    (the k-th most probable class) or a class index."""
+    probs = probabilities(entry, image)
+    if target == "label" and image.label is not None:
+        return int(image.label)
+    if isinstance(target, str) and target.startswith("top "):
+        order = np.argsort(-probs, kind="stable")
+        return int(order[min(int(target.split()[1]), len(order)) - 1])
+    if isinstance(target, int):
+        return target
+    return int(probs.argmax())
+
+
+def map_view(entry: ModelEntry, image: ImageChoice, method: str, options: dict[str, Any],
+             target: str | int | None = None) -> MapView:
+    """The map of ``method`` only (cached; see :func:`explain` for the figures)."""
+    cls = class_target(entry, image, target) if METHODS[method].explains_class else None
+    return _map_view(entry.path, entry.version, image.key, method, json.dumps(options, sort_keys=True), cls, image)
 
 
 def explain(entry: ModelEntry, image: ImageChoice, method: str, options: dict[str, Any],
             target: str | int | None = None) -> Explained:
     """The map of ``method`` and its figures (cached); ``target`` only for methods that explain a
-    class (``"predicted"``, ``"label"`` or a class index). ``ValueError`` for bad options."""
-    target = target if METHODS[method].explains_class else None
-    return _explain(entry.path, entry.version, image.key, method, json.dumps(options, sort_keys=True),
-                    json.dumps(target), image)
-
-
-def explain_models(sel: Selection, method: str, options: dict[str, Any]) -> list[tuple[ModelEntry, Explained | str]]:
-    """:func:`explain` for every selected model: its result, or the error message."""
-    out: list[tuple[ModelEntry, Explained | str]] = []
-    for entry in sel.models:
-        try:
-            out.append((entry, explain(entry, sel.image, method, options, sel.target)))
-        except ValueError as err:
-            out.append((entry, str(err)))
-    return out
+    class (see :func:`class_target`). ``ValueError`` for bad options or a model that does not load."""
+    cls = class_target(entry, image, target) if METHODS[method].explains_class else None
+    return _explain(entry.path, entry.version, image.key, method, json.dumps(options, sort_keys=True), cls, image)
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
 def _spectra(path: str, version: int, image_key: str, matrix: str, _image: ImageChoice) -> list[LayerSpectrum]:
     model, lock = get_model(path, version)
-    x = preprocess(model, _image.data.images)
+    x = _prepared(path, version, image_key, _image).tensor
     with lock:
         _, records = capture_attention(model, x)
     return layer_spectra(records, matrix=matrix)
@@ -225,28 +418,56 @@ def metrics_report(path: Path) -> Any:
 
 
 # ---------------------------------------------------------------------------------- drawing
-def draw(sel: Selection, results: list[tuple[ModelEntry, Explained | str]]
+@dataclass(frozen=True)
+class Display:
+    """How maps are drawn: colormap (sequential; signed maps use a diverging one), opacity,
+    scale mode, clipping percentile (``None``: the extremes) and whether boxes are drawn."""
+
+    colormap: str = "inferno"
+    alpha: float = 0.5
+    scale: str = "shared"
+    clip: float | None = 99.0
+    show_boxes: bool = True
+
+
+def draw(display: Display, method: str, results: list[tuple[ModelEntry, MapView | str]]
          ) -> tuple[dict[str, np.ndarray], ColourScale | None]:
-    """Overlays (by model path, in order) of the maps drawn together, on one
-    :func:`~infsa_viz.overlay.colour_scale` of exactly those maps; errors are left out."""
+    """Overlays (by model path, in order) of ``method``'s maps drawn together, each with its colour
+    bar underneath, on one :func:`~infsa_viz.overlay.colour_scale` of exactly those maps (diverging,
+    centred at 0, for a signed method); errors are left out."""
     shown = [(entry, e) for entry, e in results if not isinstance(e, str)]
     if not shown:
         return {}, None
-    scale = colour_scale([e.map for _, e in shown], sel.scale, colormap=sel.colormap)
-    tiles = {entry.path: overlay(e.display, e.map, scale, i, alpha=sel.alpha,
-                                 boxes=e.boxes if sel.show_boxes else None,
-                                 distractor_boxes=e.negative_boxes if sel.show_boxes else None,
-                                 zoom=max(1, DISPLAY_PX // e.display.shape[0]))
-             for i, (entry, e) in enumerate(shown)}
+    signed = METHODS[method].signed
+    scale = colour_scale([e.map for _, e in shown], display.scale, colormap=None if signed else display.colormap,
+                         signed=signed, clip=display.clip)
+    tiles = {}
+    for i, (entry, e) in enumerate(shown):
+        tile = overlay(e.display, e.map, scale, i, alpha=display.alpha,
+                       boxes=e.boxes if display.show_boxes else None,
+                       distractor_boxes=e.negative_boxes if display.show_boxes else None,
+                       zoom=max(1, DISPLAY_PX // e.display.shape[0]))
+        tiles[entry.path] = with_colorbar(tile, scale, i, label=short_unit(scale))
     return tiles, scale
 
 
+def short_unit(scale: ColourScale) -> str:
+    """The colour bar's one line: unit and clipping, short enough for a 288 px bar."""
+    unit = {"shared": "share of map mass", "raw": "map value", "per-map": "map value"}[scale.mode]
+    clip = "" if scale.clip is None else f", clipped at p{scale.clip:g}"
+    return unit + clip
+
+
 def scale_caption(scale: ColourScale) -> str:
-    """What the colours of a set of overlays mean."""
+    """What the colours of a set of overlays mean, in one line."""
+    kind = "diverging, white = 0, red > 0, blue < 0" if scale.signed else "sequential, dark = low"
     if scale.common_limits is None:
-        return "Each map stretched to its own range (per-map colour scale): compare shapes, not values."
+        return (f"Each map stretched to its own range ({kind}; {scale.clipping}): compare shapes, not values.")
     lo, hi = scale.common_limits
-    return f"One colour scale for all maps ({scale.unit}): {lo:.4g} (dark) to {hi:.4g} (bright)."
+    why = {"shared": "each map divided by its mass Σ|m| first, so methods with different units compare",
+           "raw": "raw values, comparable only within one method"}[scale.mode]
+    return (f"One colour scale for all maps ({scale.unit}): {lo:.4g} to {hi:.4g}, {kind}; {why}; "
+            f"{scale.clipping}.")
 
 
 def validity_line(validity: dict[str, Any] | None) -> str | None:
@@ -268,173 +489,79 @@ def _fmt(value: Any, spec: str) -> str:
 
 
 def badges(record: ImageRecord) -> str:
-    """One markdown line of a map's per-image figures (``n/a`` where undefined)."""
+    """One markdown line of a map's per-image figures (``n/a`` where undefined), each with the
+    direction that is better (all of them: higher)."""
     hit = record.pointing_hit
     point = "n/a" if not math.isfinite(hit) else (":green[hit]" if hit else ":red[miss]")
     return (f"MoRF-AOC **{_fmt(record.morf_aoc, '.1f')}** · LeRF-AUC {_fmt(record.lerf_auc, '.1f')} · "
             f"pointing {point} · box ROC-AUC **{_fmt(record.box_roc_auc, '.3f')}** · "
-            f"PR-AUC {_fmt(record.box_pr_auc, '.3f')}")
+            f"PR-AUC {_fmt(record.box_pr_auc, '.3f')} (all: higher is better)")
 
 
-def target_label(target: str | int) -> str:
+def target_label(target: str | int, entry: ModelEntry | None = None) -> str:
     """What a class-explaining map explains, in words."""
-    return {"predicted": "the prediction", "label": "the label"}.get(str(target), f"class {target}")
+    if isinstance(target, str):
+        if target.startswith("top "):
+            rank = int(target.split()[1])
+            return f"the {rank}{'nd' if rank == 2 else 'rd' if rank == 3 else 'th'}-most-probable class"
+        return {"predicted": "the prediction", "label": "the true label"}.get(target, target)
+    return class_name(entry, int(target))
 
 
-# ---------------------------------------------------------------------------------- sidebar
-_SELECTION = "_selection"
+def prediction_line(entry: ModelEntry, image: ImageChoice) -> str:
+    """"predicts digit 3 (p = 0.912)" with the verdict against the label when there is one."""
+    probs = probabilities(entry, image)
+    predicted = int(probs.argmax())
+    line = f"predicts **{class_name(entry, predicted)}** (p = {probs[predicted]:.3f})"
+    if image.label is None:
+        return line
+    if predicted == image.label:
+        return line + " :green[correct]"
+    return line + f" :red[wrong: the image shows {class_name(entry, image.label)}]"
 
 
-@dataclass(frozen=True, eq=False)
-class Selection:
-    """What the sidebar selects: models, image (or an error), method with options and target, display."""
-
-    models: list[ModelEntry]
-    image: ImageChoice | None
-    error: str | None
-    method: str
-    options: dict[str, Any]
-    target: str | int
-    layer: int
-    head: int | str
-    colormap: str
-    alpha: float
-    scale: str
-    show_boxes: bool
-
-
-def _random_index(key: str, count: int) -> None:
-    st.session_state[key] = int(np.random.default_rng().integers(count)) if count else 0
-
-
-def _clamp(key: str, count: int) -> None:
-    if st.session_state.get(key, 0) > max(count - 1, 0):
-        st.session_state[key] = 0
+# ------------------------------------------------------------------------------ model input
+def input_summary(entry: ModelEntry, image: ImageChoice) -> str:
+    """How the image became this model's input, in one line: source size and mode, resize policy,
+    the model's side and channels."""
+    model = get_model(entry.path, entry.version)[0]
+    config = input_config(model, image)
+    how = config.preprocessing
+    source = image.data.images[0]
+    h, w = source.shape[:2]
+    mode = "gray" if source.ndim == 2 else "RGB"
+    side = config.img_size
+    policy = {"stretch": "stretched to a square (aspect ratio not kept)",
+              "center_crop": "shorter side resized, centre square cropped",
+              "pad": "longer side resized, padded to a square (letterbox)"}.get(how.resize, how.resize)
+    channels = "gray" if config.in_chans == 1 else "RGB"
+    own = "" if how.resize == model.config.preprocessing.resize else \
+        f" (the model's own is {model.config.preprocessing.resize}; chosen in the sidebar)"
+    return (f"{w}×{h} {mode} → {side}×{side} {channels}: {policy}{own}; then (pixel/255 − {list(how.mean)}) / "
+            f"{list(how.std)}")
 
 
-def _model_choices() -> list[ModelEntry]:
-    found = discover_models(MODELS_DIR)
-    by_path = {e.path: e for e in found}
-    chosen = st.sidebar.multiselect(
-        "Models", list(by_path), default=list(by_path), key="models",
-        format_func=lambda p: by_path[p].label if p in by_path else p,
-        help=f"Model directories found under {MODELS_DIR}",
-    )
-    if not found:
-        st.sidebar.info(f"No trained model found under `{MODELS_DIR}`: train one with `infsa-viz train`, "
-                        "or enter a model directory below.")
-    entries = [by_path[p] for p in chosen if p in by_path]
-    extra = st.sidebar.text_input("Another model directory", key="extra_model", placeholder="/path/to/model")
-    if extra.strip():
-        try:
-            entry = model_entry(extra.strip())
-            get_model(entry.path, entry.version)
-        except Exception as err:  # noqa: BLE001  # a typed path: any unreadable model is the user's to fix
-            st.sidebar.error(f"Cannot load {extra.strip()!r}: {err}")
-        else:
-            if entry.path not in {e.path for e in entries}:
-                entries.append(entry)
-    return entries
-
-
-def _image_choice(models: list[ModelEntry]) -> tuple[ImageChoice | None, str | None]:
-    sb = st.sidebar
-    source = sb.radio("Image", ["Test split", "Upload"], key="image_source", horizontal=True)
-    if source == "Upload":
-        upload = sb.file_uploader(f"PNG or JPEG (up to {MAX_IMAGE_BYTES // 2**20} MB)", type=UPLOAD_TYPES,
-                                  key="upload")
-        if upload is None:
-            return None, None
-        try:
-            return upload_image(upload.getvalue(), upload.name), None
-        except ValueError as err:
-            return None, f"Cannot use this file: {err}"
-    only_wrong = sb.checkbox("Only misclassified", key="only_wrong", disabled=not models)
-    if only_wrong and models:
-        by_path = {e.path: e for e in models}
-        path = sb.selectbox("…by model", list(by_path), key="wrong_model", format_func=lambda p: by_path[p].label)
-        entry = by_path[path]
-        wrong = misclassified(entry.path, entry.version)
-        if not len(wrong):
-            return None, f"{entry.label} classifies every test image correctly."
-        _clamp("wrong_pos", len(wrong))
-        position = sb.number_input(f"Misclassified image (of {len(wrong)})", 0, len(wrong) - 1, key="wrong_pos")
-        sb.button("Random", key="random_image", on_click=_random_index, args=("wrong_pos", len(wrong)))
-        index = int(wrong[int(position)])
-    else:
-        index = int(sb.number_input(f"Test image (of {TEST_SIZE})", 0, TEST_SIZE - 1, key="image_index"))
-        sb.button("Random", key="random_image", on_click=_random_index, args=("image_index", TEST_SIZE))
-    image = test_image(index)
-    sb.caption(f"{image.source}: label {image.label}; target box green, distractors red")
-    return image, None
-
-
-def _method_choice(models: list[ModelEntry], image: ImageChoice | None) -> tuple[str, dict[str, Any], str | int,
-                                                                                  int, int | str]:
-    sb = st.sidebar
-    method = sb.selectbox("Method", list(METHODS), key="method", format_func=lambda m: f"{m} ({METHODS[m].family})",
-                          help="\n".join(f"- **{m}**: {s.description}" for m, s in METHODS.items()))
-    spec = METHODS[method]
-    configs = [get_model(e.path, e.version)[0].config for e in models]
-    depth = max((c.depth for c in configs), default=1)
-    heads = min((c.num_heads for c in configs), default=1)
-    classes = min((c.num_classes for c in configs), default=1)
-
-    def used_by(option: str) -> str:
-        return (f"Used by {method} and the Spectral page" if option in spec.defaults else
-                f"Used by the Spectral page only ({method} takes no {option})")
-
-    layer = sb.selectbox("Layer", [-1, *range(depth)], key="layer", format_func=lambda v: "last" if v == -1 else str(v),
-                         help=used_by("layer"))
-    head = sb.selectbox("Head", ["mean", *range(heads)], key="head",
-                        help=used_by("head") + "; 'mean' fuses the heads as the method does by default")
-    targets: list[str | int] = ["predicted", *(["label"] if image is not None and image.label is not None else []),
-                                *range(classes)]
-    if st.session_state.get("target", "predicted") not in targets:
-        st.session_state["target"] = "predicted"
-    target = sb.selectbox("Explain", targets, key="target", format_func=target_label, disabled=not spec.explains_class,
-                          help="The class a gradient method explains" + ("" if spec.explains_class else
-                                                                         f" ({method} explains no class)"))
-    return method, selector_options(method, layer=layer, head=head, strict=False), target, int(layer), head
-
-
-def sidebar() -> Selection:
-    """Render the shared sidebar and remember its :class:`Selection` for the page of this run.
-
-    Called by the entry point, so the widgets' state survives page switches.
-    """
-    models = _model_choices()
-    image, error = _image_choice(models)
-    method, options, target, layer, head = _method_choice(models, image)
-    with st.sidebar.expander("Display"):
-        colormap = st.selectbox("Colormap", COLORMAPS, key="colormap")
-        alpha = st.slider("Map opacity", 0.0, 1.0, 0.5, 0.05, key="alpha")
-        scale = st.radio("Colour scale", SCALES, key="scale", horizontal=True,
-                         help="shared: one scale after dividing each map by its mass; raw: one scale on raw "
-                              "values; per-map: each map stretched to its own range")
-        show_boxes = st.checkbox("Draw boxes", value=True, key="show_boxes")
-    sel = Selection(models=models, image=image, error=error, method=method, options=options, target=target,
-                    layer=layer, head=head, colormap=colormap, alpha=float(alpha), scale=scale, show_boxes=show_boxes)
-    st.session_state[_SELECTION] = sel
-    return sel
-
-
-def selection() -> Selection:
-    """The sidebar's choices of this run (the entry point renders the sidebar before the page)."""
-    sel = st.session_state.get(_SELECTION)
-    if sel is None:
-        raise RuntimeError("no sidebar selection: run the app through app/streamlit_app.py")
-    return sel
-
-
-def require_inputs(sel: Selection) -> None:
-    """Stop the page with a clear message when there is no model or no usable image."""
-    if sel.error:
-        st.error(sel.error)
-        st.stop()
-    if not sel.models:
-        st.info("Select at least one model in the sidebar.")
-        st.stop()
-    if sel.image is None:
-        st.info("Upload an image in the sidebar (PNG or JPEG), or switch to the test split.")
-        st.stop()
+def input_warnings(entry: ModelEntry, image: ImageChoice) -> list[str]:
+    """Ways the image is unlike the model's training data: aspect ratio changed by a stretch,
+    colour dropped, much larger/smaller than the model's side, or normalised intensity statistics
+    out of range (mean beyond ±1 or standard deviation outside [0.33, 3] of the training data's)."""
+    model = get_model(entry.path, entry.version)[0]
+    config = input_config(model, image)
+    source = image.data.images[0]
+    h, w = source.shape[:2]
+    out = []
+    if config.preprocessing.resize == "stretch" and max(h, w) > 1.1 * min(h, w):
+        out.append(f"aspect ratio {w / h:.2f} is stretched to 1 (shapes are distorted)")
+    if source.ndim == 3 and config.in_chans == 1:
+        rgb = source[..., :3].astype(np.float32)
+        if float(np.abs(rgb - rgb.mean(-1, keepdims=True)).mean()) > 8:
+            out.append("a colour image: the model sees gray only")
+    if max(h, w) > 4 * config.img_size:
+        out.append(f"{max(h, w)} px is shrunk {max(h, w) / config.img_size:.0f}× to {config.img_size} px: small "
+                   "details vanish")
+    x = model_input(entry, image).tensor
+    mean, std = float(x.mean()), float(x.std())
+    if abs(mean) > 1 or not 1 / 3 <= std <= 3:
+        out.append(f"intensity statistics unlike the training data: normalised mean {mean:.2f} (training ≈ 0), "
+                   f"std {std:.2f} (training ≈ 1)")
+    return out

@@ -1,4 +1,4 @@
-"""infsa-viz app: ``streamlit run app`` from the repository root.
+"""infsa-viz app: ``streamlit run app`` from the repository root (``-- --models DIR …`` adds models).
 
 Wires the pages; the shared sidebar (models, image, method, display) is rendered here, before the
 page, so its state survives page switches.
@@ -6,13 +6,17 @@ page, so its state survives page switches.
 
 import streamlit as st
 
-import common
+import sidebar
 
 st.set_page_config(page_title="infsa-viz", layout="wide")
 page = st.navigation([
     st.Page("views/compare.py", title="Side by side", icon=":material/compare:", default=True),
+    st.Page("views/grid.py", title="Methods × models", icon=":material/grid_view:"),
+    st.Page("views/attention.py", title="Attention", icon=":material/visibility:"),
     st.Page("views/spectral.py", title="Spectral", icon=":material/blur_on:"),
+    st.Page("views/gallery.py", title="Gallery", icon=":material/photo_library:"),
     st.Page("views/curves.py", title="Curves & reports", icon=":material/show_chart:"),
+    st.Page("views/glossary.py", title="Glossary", icon=":material/menu_book:"),
 ])
-common.sidebar()
+sidebar.render(page.title)
 page.run()

@@ -13,7 +13,8 @@ Commands (:data:`BENCH_COMMANDS`; each is a module of :mod:`benchmarks.commands`
 * ``morf``: our batched MoRF engine against ``quantus.RegionPerturbation`` (:mod:`benchmarks.morf`);
 * ``profile``: ``torch.profiler`` over one forward per variant (:mod:`benchmarks.profile`);
 * ``reliability``: the bad-input matrix, a SIGKILL + resume of ``evaluate`` and the full
-  evaluation's peak memory (:mod:`benchmarks.reliability`).
+  evaluation's peak memory (:mod:`benchmarks.reliability`);
+* ``app-latency``: the real app in Chromium, first render and switch times (:mod:`benchmarks.app_latency`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ BENCH_COMMANDS: dict[str, tuple[str, str]] = {
     "profile": ("benchmarks.commands.profile", "where a forward spends its time (torch.profiler), per variant"),
     "reliability": ("benchmarks.commands.reliability",
                     "bad-input matrix, SIGKILL + resume of evaluate, and the full evaluation's peak memory"),
+    "app-latency": ("benchmarks.commands.app_latency", "the real app in Chromium: first render and switch times"),
 }
 
 

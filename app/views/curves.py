@@ -9,9 +9,10 @@ from plotly.colors import qualitative
 import streamlit as st
 
 import common
+import sidebar
 from infsa_viz.reports import dataset_curves, group_series, metrics_files, report_tables
 
-LAYOUT = dict(height=340, margin=dict(l=10, r=10, t=40, b=10))
+LAYOUT = {"height": 340, "margin": {"l": 10, "r": 10, "t": 40, "b": 10}}
 #: Charts of the known reports: file stem (or prefix) → (table, x, y, group) to plot.
 CHARTS = {
     "training": ("results", "variant", "test_accuracy", "model"),
@@ -19,13 +20,59 @@ CHARTS = {
     "eigencheck": ("per_layer", "layer", "left.mean", "variant"),
 }
 
-sel = common.selection()
+PERCENT_HINTS = ("accuracy", "share", "pointing", "hit", "rate")
+
+
+def _ci(row: dict, y: str) -> tuple[float, float] | None:
+    """The confidence interval ``<y>_ci`` of a table row (JSON ``[lo, hi]`` or dotted ``lo``/``hi``)."""
+    value = row.get(f"{y}_ci")
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            value = None
+    if isinstance(value, (list, tuple)) and len(value) == 2 and all(isinstance(v, (int, float)) for v in value):
+        return float(value[0]), float(value[1])
+    for lo, hi in (("lo", "hi"), ("low", "high"), ("lower", "upper")):
+        if isinstance(row.get(f"{y}_ci.{lo}"), (int, float)) and isinstance(row.get(f"{y}_ci.{hi}"), (int, float)):
+            return float(row[f"{y}_ci.{lo}"]), float(row[f"{y}_ci.{hi}"])
+    return None
+
+
+def _bars(rows: list[dict], x: str, y: str, group: str, stem: str) -> go.Figure:
+    """Grouped bars of ``y`` by ``x``, one colour per ``group``, with 95 % CI error bars where the
+    report has ``<y>_ci``; axes titled, shares as percentages, the better direction stated."""
+    fig = go.Figure()
+    groups: dict[str, list[dict]] = {}
+    for row in rows:
+        if isinstance(row.get(y), (int, float)):
+            groups.setdefault(str(row.get(group)), []).append(row)
+    with_ci = False
+    for i, (name, members) in enumerate(groups.items()):
+        cis = [_ci(r, y) for r in members]
+        error = None
+        if any(c is not None for c in cis):
+            with_ci = True
+            error = {"type": "data", "symmetric": False,
+                     "array": [0 if c is None else max(0.0, c[1] - r[y]) for r, c in zip(members, cis)],
+                     "arrayminus": [0 if c is None else max(0.0, r[y] - c[0]) for r, c in zip(members, cis)]}
+        fig.add_bar(name=name, x=[str(r.get(x)) for r in members], y=[r[y] for r in members], error_y=error,
+                    marker_color=qualitative.Plotly[i % len(qualitative.Plotly)])
+    better = common.BETTER.get(y.split(".")[-1])
+    percent = any(h in y for h in PERCENT_HINTS)
+    fig.update_layout(barmode="group", title=f"{y} by {x}" + (" (error bars: 95 % CI)" if with_ci else ""),
+                      xaxis_title=x, yaxis_title=y + (f" ({better} is better)" if better else ""),
+                      legend_title_text=group, yaxis_tickformat=".0%" if percent else None, **LAYOUT)
+    return fig
+
+
+sel = sidebar.selection()
 st.title("Curves & reports")
-common.require_inputs(sel)
+sidebar.require_inputs(sel)
 image = sel.image
 
 st.header("This image")
-results = common.explain_models(sel, sel.method, sel.options)
+results = sidebar.explain_models(sel, sel.method, sel.options)
 perturb, roc, pr = go.Figure(), go.Figure(), go.Figure()
 for i, (entry, result) in enumerate(results):
     label, color = entry.label, qualitative.Plotly[i % len(qualitative.Plotly)]
@@ -47,8 +94,9 @@ st.caption(f"{image.source}, method **{sel.method}** {json.dumps(sel.options)}: 
            f"{'the label' if image.label is not None else 'the predicted class'} as ViT patches are removed "
            f"most- (MoRF) or least-relevant first (LeRF), mean baseline, {steps} steps; box curves score every "
            "pixel of the bilinearly upsampled map against the target box.")
-perturb.update_layout(title="MoRF / LeRF", xaxis_title="fraction of patches removed",
-                      yaxis_title="probability", yaxis_range=[0, 1.02], **LAYOUT)
+perturb.update_layout(title="MoRF (solid; a fast drop is better) / LeRF (dashed; a slow drop is better)",
+                      xaxis_title="patches removed", yaxis_title="probability", yaxis_range=[0, 1.02],
+                      xaxis_tickformat=".0%", yaxis_tickformat=".0%", legend_title_text="model, order", **LAYOUT)
 st.plotly_chart(perturb, key="perturbation_curves")
 if roc.data:
     left, right = st.columns(2)
@@ -123,18 +171,16 @@ for stem, path in files.items():
                 y = st.selectbox("Metric", numeric, key=f"chart-metric-{stem}",
                                  index=numeric.index("morf_aoc") if "morf_aoc" in numeric else 0) if numeric else None
             if y is not None:
-                series = group_series(rows, x=x, y=y, group=group)
-                bars = go.Figure([go.Bar(name=g, x=[str(v) for v in xs], y=ys) for g, (xs, ys) in series.items()])
-                bars.update_layout(barmode="group", title=f"{y} by {x}", **LAYOUT)
-                st.plotly_chart(bars, key=f"chart-{stem}")
+                st.plotly_chart(_bars(rows, x, y, group, stem), key=f"chart-{stem}")
         if "cases" in tables:  # benchmark: latency against tokens, log-log
             lines = group_series(tables["cases"], x="tokens", y="latency_s",
                                          group=("section", "shape", "variant"), where={"status": "ok"})
             if lines:
                 bench = go.Figure([go.Scatter(x=xs, y=ys, mode="lines+markers", name=name)
                                    for name, (xs, ys) in lines.items()])
-                bench.update_layout(xaxis_type="log", yaxis_type="log", xaxis_title="tokens",
-                                    yaxis_title="latency (s)", title="Latency against tokens", **LAYOUT)
+                bench.update_layout(xaxis_type="log", yaxis_type="log", xaxis_title="tokens (log)",
+                                    yaxis_title="latency (s, log; lower is better)", title="Latency against tokens",
+                                    legend_title_text="section · shape · variant", **LAYOUT)
                 st.plotly_chart(bench, key=f"chart-{stem}")
         for name, rows in tables.items():
             st.caption(f"`{name}` ({len(rows)} rows)")

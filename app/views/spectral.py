@@ -7,25 +7,32 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import common
+import sidebar
 from infsa_viz.maps import selector_options
 from infsa_viz.maps.spectral import Visits
 from infsa_viz.spectral import MATRICES
 
-sel = common.selection()
+sel = sidebar.selection()
 st.title("Spectral")
-common.require_inputs(sel)
+sidebar.require_inputs(sel)
 image = sel.image
 left, right = st.columns(2)
 matrix = left.radio("Matrix", MATRICES, key="spectral_matrix", horizontal=True,
                     help="native: what each layer applies (softmax P, pure InfSA Â, Linear-InfSA 1·aᵀ); "
                          "infsa: Â = ReLU(QKᵀ)/‖·‖_F built from each layer's own q, k")
 view_kind = right.radio("Spectrum", ["complex plane", "sorted magnitudes"], key="spectrum_view", horizontal=True)
+left, right = st.columns(2)
+axis = left.radio("Magnitude axis", ["linear", "log"], key="spectrum_axis", horizontal=True,
+                  help="log shows the small eigenvalues, which are mostly numerical noise; linear (default) "
+                       "shows the few that matter")
+top_k = right.slider("Show the top k eigenvalues", 1, 64, 12, key="spectrum_top_k",
+                     help="by magnitude; the rest are near zero")
 st.caption(f"Layer {'last' if sel.layer == -1 else sel.layer}, head {sel.head} (sidebar); {image.source}. "
            "γ is the learned ρ for InfSA layers and a fixed γ for layers without one; the dashed circle is "
            "|λ| = 1/γ, where the Neumann series Σ γᵗAᵗ stops converging.")
 
-visits = common.explain_models(sel, Visits.name, selector_options(Visits.name, layer=sel.layer, head=sel.head, strict=False))
-tiles, scale = common.draw(sel, visits)
+visits = sidebar.map_views(sel, Visits.name, selector_options(Visits.name, layer=sel.layer, head=sel.head, strict=False))
+tiles, scale = common.draw(sel.display, Visits.name, visits)
 rows = []
 for column, (entry, visit) in zip(st.columns(len(visits)), visits):
     spectra = common.spectra(entry, image, matrix)
@@ -38,7 +45,7 @@ for column, (entry, visit) in zip(st.columns(len(visits)), visits):
         if spec is None:
             st.error(f"layer {sel.layer} / head {sel.head} does not exist in this model")
             continue
-        lam = spec.eigenvalues
+        lam = spec.eigenvalues[np.argsort(-np.abs(spec.eigenvalues), kind="stable")][:top_k]
         fig = go.Figure()
         if view_kind == "complex plane":
             t = np.linspace(0, 2 * np.pi, 181)
@@ -48,9 +55,9 @@ for column, (entry, visit) in zip(st.columns(len(visits)), visits):
                             text=[f"|λ| = {abs(v):.4g}" for v in lam])
             fig.update_layout(xaxis_title="Re λ", yaxis_title="Im λ", yaxis_scaleanchor="x")
         else:
-            fig.add_scatter(x=np.arange(len(lam)), y=np.abs(lam), mode="lines+markers", name="|λ|")
+            fig.add_scatter(x=np.arange(1, len(lam) + 1), y=np.abs(lam), mode="lines+markers", name="|λ|")
             fig.add_hline(y=1 / spec.gamma, line_dash="dash", annotation_text="1/γ")
-            fig.update_layout(xaxis_title="rank", yaxis_title="|λ|", yaxis_type="log")
+            fig.update_layout(xaxis_title="rank (by |λ|)", yaxis_title="|λ|", yaxis_type=axis)
         fig.update_layout(height=320, margin=dict(l=10, r=10, t=30, b=10), showlegend=False,
                           title=f"layer {spec.layer}, head {spec.head} ({spec.matrix})")
         st.plotly_chart(fig, key=f"spectrum-{entry.path}")
@@ -67,8 +74,8 @@ for column, (entry, visit) in zip(st.columns(len(visits)), visits):
             st.error(f"visits: {visit}")
             continue
         tile = tiles[entry.path]
-        st.image(tile, caption=f"expected visits · {entry.label}")
-        st.caption(common.validity_line(visit.record.validity) or "")
+        st.image(tile, caption=f"expected visits · {entry.label}", width="stretch", output_format="PNG")
+        st.caption(common.validity_line(visit.validity) or "")
 
 if scale is not None:
     st.caption(common.scale_caption(scale))

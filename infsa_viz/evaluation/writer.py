@@ -77,10 +77,18 @@ def evaluation_html(record: dict[str, Any]) -> str:
         "LeRF: p(f)/p(0), least relevant removed first (higher = better map)",
         "Precision-recall of target-box pixels (mean interpolated precision)",
         "Box PR-AUC by method"))
+    from plotly.colors import qualitative
+
+    # one colour per method, one dash per variant: 30 curves stay tellable apart (10 colours did not)
+    methods = list(dict.fromkeys(r["method"] for r in record["results"]))
+    variants = list(dict.fromkeys(r["variant"] for r in record["results"]))
+    dashes = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
     for row in record["results"]:
         name = f"{row['variant']} · {row['method']}"
         curves = row["curves"]
-        group = dict(legendgroup=name, name=name)
+        line = {"color": qualitative.Dark24[methods.index(row["method"]) % len(qualitative.Dark24)],
+                "dash": dashes[variants.index(row["variant"]) % len(dashes)]}
+        group = dict(legendgroup=name, name=name, line=line)
         if curves.get("morf_mean"):
             fig.add_trace(go.Scatter(x=curves["fractions"], y=curves["morf_mean"], mode="lines", **group), 1, 1)
             fig.add_trace(go.Scatter(x=curves["fractions"], y=curves["lerf_mean"], mode="lines", showlegend=False,

@@ -4,7 +4,9 @@ lines it shows); the library parts it calls are tested with the library."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -109,8 +111,82 @@ def test_badges_show_undefined_figures_as_na(common):
     assert "pointing :green[hit]" in common.badges(Record()) and "**0.912**" in common.badges(Record())
 
 
-def test_scale_caption_names_the_shared_limits(common):
+def test_scale_caption_names_the_shared_limits_the_kind_and_the_clip(common):
     maps = [np.array([[0.0, 1.0], [1.0, 2.0]]), np.array([[1.0, 1.0], [1.0, 1.0]])]
-    shared = common.scale_caption(colour_scale(maps, "shared"))
-    assert shared == "One colour scale for all maps (share of the map's absolute mass): 0 (dark) to 0.5 (bright)."
+    shared = common.scale_caption(colour_scale(maps, "shared", clip=None))
+    assert shared.startswith("One colour scale for all maps (share of the map's absolute mass): 0 to 0.5, "
+                             "sequential, dark = low; each map divided by its mass")
+    assert shared.endswith("no clipping (limits are the extremes).")
     assert "own range" in common.scale_caption(colour_scale(maps, "per-map"))
+    signed = common.scale_caption(colour_scale([np.array([[-1.0, 2.0]])], "raw", signed=True))
+    assert "diverging, white = 0" in signed and "99th percentile of |value|" in signed
+
+
+def test_model_roots_from_the_command_line_and_the_environment(common, tmp_path):
+    roots = common.model_roots(["--models", "a", str(tmp_path)], {"INFSA_VIZ_MODELS": f"b{os.pathsep}c"})
+    assert roots == [Path("a"), tmp_path, Path("b"), Path("c")]
+    assert common.model_roots([], {}) == []
+
+
+def test_find_models_lists_user_models_and_says_what_is_wrong(common, tmp_path, make_config):
+    save_model(VisionTransformer(make_config("softmax")), tmp_path / "root" / "mine")
+    (tmp_path / "root" / "empty").mkdir()
+    alone = tmp_path / "alone"
+    save_model(VisionTransformer(make_config("pure_infsa")), alone)  # a root that is itself a model
+    found, problems = common.find_models([tmp_path / "root", alone, tmp_path / "missing"])
+    names = [e.name for e in found]
+    assert "mine" in names and "alone" in names
+    assert next(e for e in found if e.name == "alone").variant == "pure_infsa"
+    assert any("empty" in p and "empty directory" in p for p in problems)
+    assert any(p.endswith("missing: not a directory") for p in problems)
+
+
+def test_class_names_default_to_digits_or_the_cards_names(common, tmp_path, make_config):
+    assert common.class_name(None, 4) == "digit 4"
+    save_model(VisionTransformer(make_config("softmax")), tmp_path / "m")
+    entry = common.user_model(tmp_path / "m")
+    classes = VisionTransformer(make_config("softmax")).config.num_classes
+    assert common.class_name(entry, 1) == ("digit 1" if classes == 10 else "class 1")
+    (tmp_path / "m" / "card.json").write_text(json.dumps({"class_names": [f"c{i}" for i in range(classes)]}))
+    assert common.class_name(common.user_model(tmp_path / "m"), 1) == "c1"
+
+
+def test_a_model_that_does_not_load_gives_one_line(common, tmp_path):
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "config.json").write_text("{not json")
+    entry = common.user_model(tmp_path / "bad")
+    assert entry.variant == "?"
+    error = common.load_error(entry)
+    assert error and "\n" not in error
+    with pytest.raises(ValueError, match="cannot load the model"):
+        common.get_model(entry.path, entry.version)
+
+
+def test_draw_follows_opacity_and_boxes(common):
+    """Opacity 0 shows the model's input pixels (zoomed, nearest), opacity 1 only the map's colours;
+    boxes are drawn in the documented colours only when asked, and the colour bar sits underneath."""
+    rng = np.random.default_rng(0)
+    display = rng.integers(0, 256, (48, 48), dtype=np.uint8)
+    view = common.MapView(map=rng.random((6, 6)), options={}, metadata={}, target=None, validity=None,
+                          display=display, boxes=np.array([[8, 8, 24, 24]]), negative_boxes=np.array([[30, 30, 40, 40]]))
+    entry = common.ModelEntry("/m", "m", "softmax", 0)
+    zoom = common.DISPLAY_PX // 48
+    side = 48 * zoom
+
+    plain, _ = common.draw(common.Display(alpha=0.0, show_boxes=False), "attention", [(entry, view)])
+    tile = plain["/m"]
+    assert tile.shape[1] == side and tile.shape[0] > side  # the colour bar under the overlay
+    np.testing.assert_array_equal(tile[:side], np.repeat(np.repeat(display, zoom, 0), zoom, 1)[..., None].repeat(3, -1))
+
+    heat, scale = common.draw(common.Display(alpha=1.0, show_boxes=False), "attention", [(entry, view)])
+    top = scale.limits[0][1] * scale.divisors[0]  # colorize reads raw map values
+    colours = scale.colorize(0, np.linspace(0, top, 4096)).reshape(-1, 3)
+    pixels = heat["/m"][:side:zoom, :side:zoom].reshape(-1, 3)
+    assert all(np.abs(colours.astype(int) - p).max(-1).min() <= 2 for p in pixels[::97])  # only map colours
+
+    boxed, _ = common.draw(common.Display(alpha=0.0, show_boxes=True), "attention", [(entry, view)])
+    edge = boxed["/m"][8 * zoom, 12 * zoom], boxed["/m"][30 * zoom, 34 * zoom]
+    from infsa_viz.overlay import BOX_DISTRACTOR, BOX_TARGET
+
+    assert tuple(edge[0]) == tuple(BOX_TARGET) and tuple(edge[1]) == tuple(BOX_DISTRACTOR)
+    assert (boxed["/m"][side:] == tile[side:]).all()  # the colour bar does not depend on the boxes

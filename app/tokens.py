@@ -1,0 +1,98 @@
+"""Token-level attention of one model on one image: every layer × head row of a query token, and
+the absorbing-chain reading (expected visits from that token, the Perron vector, validity).
+
+A thin composition of library calls (:func:`infsa_viz.capture.capture_attention`,
+:meth:`~infsa_viz.capture.AttentionRecord.attention_matrix`, :func:`infsa_viz.spectral.expected_visits`,
+:func:`~infsa_viz.spectral.perron_vector`, :func:`~infsa_viz.spectral.absorption_check`), cached.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import streamlit as st
+import torch
+
+from common import ImageChoice, ModelEntry, get_model, model_input
+from infsa_viz.capture import capture_attention
+from infsa_viz.spectral import absorption_check, expected_visits, perron_vector
+from infsa_viz.spectral.graph import UNLEARNED_GAMMA
+
+
+@dataclass(frozen=True, eq=False)
+class Attention:
+    """Dense attention of every layer: ``matrices (L, H, N, N)`` (what each layer applies to v,
+    without ρ), ``gamma (L, H)`` (learned ρ, or the fixed γ of layers without one), the number of
+    prefix (CLS) tokens and the patch ``grid (h, w)``."""
+
+    matrices: np.ndarray
+    gamma: np.ndarray
+    learned: tuple[bool, ...]
+    prefix: int
+    grid: tuple[int, int]
+
+    def token_name(self, token: int) -> str:
+        if token < self.prefix:
+            return "CLS" if self.prefix == 1 else f"prefix token {token}"
+        r, c = divmod(token - self.prefix, self.grid[1])
+        return f"patch (row {r}, col {c})"
+
+    def to_grid(self, values: np.ndarray) -> np.ndarray:
+        """``(..., N)`` per-token values → ``(..., h, w)`` (prefix tokens dropped)."""
+        return values[..., self.prefix:].reshape(*values.shape[:-1], *self.grid)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _attention(path: str, version: int, image_key: str, _image: ImageChoice) -> Attention:
+    model, lock = get_model(path, version)
+    x = model_input(ModelEntry(path, "", "", version), _image).tensor
+    with lock:
+        _, records = capture_attention(model, x)
+    matrices = np.stack([r.attention_matrix()[0].double().numpy() for r in records])  # (L, H, N, N)
+    heads = matrices.shape[1]
+    gamma = np.stack([np.full(heads, UNLEARNED_GAMMA) if r.rho is None else
+                      r.rho.detach().double().expand(heads).numpy() for r in records])
+    grid = records[0].grid
+    n = matrices.shape[-1] - records[0].num_prefix_tokens
+    if grid is None:
+        side = round(n ** 0.5)
+        grid = (side, side)
+    return Attention(matrices, gamma, tuple(r.rho is not None for r in records), records[0].num_prefix_tokens,
+                     tuple(grid))
+
+
+def attention(entry: ModelEntry, image: ImageChoice) -> Attention:
+    """Dense attention of every layer and head of ``entry`` on ``image`` (cached)."""
+    return _attention(entry.path, entry.version, image.key, image)
+
+
+@dataclass(frozen=True)
+class TokenReading:
+    """One layer's graph (one head, or the head mean) read from query token ``token``.
+
+    ``row``: the attention row of the token ``(h, w)``; ``visits``: expected visits from the token
+    ``e_tᵀ(I − γA)⁻¹`` ``(h, w)``; ``perron``: the left Perron vector of A ``(h, w)``;
+    ``row_mass``: ``γ·Σ_j A_tj`` (the reading holds on the token's row when ≤ 1); ``share``: the
+    share of all rows where it holds; ``gamma``: the discount used."""
+
+    row: np.ndarray
+    visits: np.ndarray
+    perron: np.ndarray
+    row_mass: float
+    share: float
+    gamma: float
+    learned: bool
+
+
+def token_reading(att: Attention, layer: int, head: int | str, token: int) -> TokenReading:
+    """The :class:`TokenReading` of ``token`` in ``layer`` (``head``: an index or ``"mean"``)."""
+    A = att.matrices[layer].mean(0) if head == "mean" else att.matrices[layer][int(head)]  # (N, N)
+    gamma = float(att.gamma[layer].mean() if head == "mean" else att.gamma[layer][int(head)])
+    a = torch.from_numpy(A)[None]  # (1, N, N)
+    visits = expected_visits(a, gamma, start=int(token)).visits[0].numpy()
+    perron = perron_vector(a).vector[0].numpy()
+    check = absorption_check(a, gamma)
+    return TokenReading(row=att.to_grid(A[token]), visits=att.to_grid(visits), perron=att.to_grid(perron),
+                        row_mass=float(1.0 - check.absorption[0, token]), share=float(check.valid_share[0]),
+                        gamma=gamma, learned=att.learned[layer])

@@ -1,0 +1,46 @@
+"""Glossary: the words, methods and figures the app shows, one line each."""
+
+import streamlit as st
+
+from infsa_viz.maps import METHODS
+
+st.title("Glossary")
+st.markdown("""
+**InfSA (Infinite Self-Attention)** — per head Â = ReLU(QKᵀ)/‖ReLU(QKᵀ)‖_F, output ρ·Â·V with a learned
+discount ρ; stacked layers sum a discounted Neumann series Σ ρᵗÂᵗ (Roffo & Palmer, arXiv 2603.00175).
+
+**Linear-InfSA** — an O(N) variant: one global query q̄ and weights a_j ∝ ReLU(q̄·k_j), an estimate of
+the Perron (dominant) eigenvector of Â.
+
+**Absorbing-chain reading** — (I − γA)⁻¹ counts the expected visits of a random walk on the tokens
+only where every row has γ·Σ_j A_ij ≤ 1; the app shows the share of rows where this holds (green: all
+rows, orange: some rows fail, so the map is a well-defined series but not a visit count).
+
+**Expected visits** — sᵀ(I − γA)⁻¹: how often a walk started at s (the CLS token) visits each patch.
+
+**Perron vector** — the dominant eigenvector of a layer's attention graph (its stationary importance).
+
+**CLS row** — the attention the classification token pays to every patch in one layer.
+
+**Colour scale** — *shared*: each map divided by its mass Σ|m|, one scale for all (compare where maps
+put their mass); *raw*: raw values on one scale (one method only); *per-map*: each map its own range.
+Non-negative maps use a sequential colormap (dark = low); signed maps a diverging one (blue < 0,
+white = 0, red > 0). The top colour is the 99th percentile of the values (of |value| if signed), as
+Captum clips outliers; the colour bar under every overlay gives the numbers.
+""")
+st.subheader("Figures (all: higher is better)")
+st.markdown("""
+| figure | what it measures | better |
+|---|---|---|
+| MoRF-AOC | area over the curve of the class probability as the most relevant patches are removed first | higher |
+| LeRF-AUC | area under that curve when the least relevant patches are removed first | higher |
+| AOPC | average drop of the probability over the MoRF steps | higher |
+| pointing game | the map's maximum lies in the target box (hit / miss) | hit |
+| box ROC-AUC | map values rank the target box's pixels above the others | higher (0.5 = chance) |
+| box PR-AUC | precision–recall of the same ranking | higher (chance = the box's share of pixels) |
+| probability (p) | the model's softmax probability of its predicted class | higher |
+""")
+st.subheader("Methods")
+st.table([{"method": name, "family": spec.family, "what it shows": spec.description,
+           "explains a class": "yes" if spec.explains_class else "no", "signed": "yes" if spec.signed else "no",
+           "reference": spec.reference} for name, spec in METHODS.items()])

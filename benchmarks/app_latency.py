@@ -1,0 +1,151 @@
+"""How fast the app answers a researcher: the real app in Chromium, timed from the browser.
+
+Run as ``python -m benchmarks app-latency --out metrics/app-latency.json``. Starts
+``streamlit run app`` on a free local port, opens it in Debian's Chromium (Playwright) at
+1280 × 800, and times, from the user's action until the page has settled (no element of the
+previous run left stale, no "running" indicator, the new method's caption and one overlay per
+model shown):
+
+* ``cold_first_render_s``: a fresh server's first page load (imports, models, maps, figures),
+  and ``cold_first_overlays_s``: until the overlays are shown (the figures still computing);
+* ``cached_method_switch_s``: switching back to a method already computed for this image;
+* ``uncached_attention_switch_s``: switching for the first time to another attention-family
+  method (attention → rollout → visits → neumann → perron → linear_estimate);
+* ``integrated_gradients_s`` and ``only_misclassified_s`` (first time; the test split's predictions
+  are then cached for every later toggle, ``only_misclassified_cached_s``).
+
+The machine is shared: the report records ``os.getloadavg()`` before and after and the CPU count.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+__all__ = ["GOALS", "measure_app"]
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+#: The issue's goals (seconds) on 2 cores.
+GOALS = {"cold_first_render_s": 5.0, "cached_method_switch_s": 0.3, "uncached_attention_switch_s": 0.6}
+ATTENTION_METHODS = ["rollout", "visits", "neumann", "perron", "linear_estimate"]
+TIMEOUT_MS = 300_000
+
+SETTLED_JS = """([method, models, text]) => {
+  if (text && !document.body.innerText.includes(text)) return false;
+  if (document.querySelector('[data-testid="stStatusWidgetRunningIcon"], [data-testid="stStatusWidgetRunningManIcon"]'))
+    return false;
+  if (document.querySelector('[data-stale="true"]')) return false;
+  const caption = [...document.querySelectorAll('[data-testid="stCaptionContainer"]')]
+    .some(c => c.innerText.startsWith(method + ' ('));
+  const overlays = [...document.querySelectorAll('[data-testid="stImageCaption"]')]
+    .filter(c => c.innerText.includes(' · ') && !c.innerText.includes('model input')).length;
+  return caption && overlays >= models;
+}"""
+
+
+OVERLAYS_JS = """models => [...document.querySelectorAll('[data-testid="stImageCaption"]')]
+  .filter(c => c.innerText.includes(' · ') && !c.innerText.includes('model input')).length >= models"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _serve(log: Path) -> tuple[subprocess.Popen, str]:
+    port = _free_port()
+    with log.open("w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app", "--server.headless", "true",
+                                 "--server.port", str(port), "--server.address", "127.0.0.1",
+                                 "--browser.gatherUsageStats", "false"], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited with code {proc.returncode}: {log.read_text()[-500:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2):
+                return proc, url
+        except OSError:
+            time.sleep(0.2)
+    proc.terminate()
+    raise RuntimeError("streamlit was not healthy within 120 s")
+
+
+def _settle(page, method: str, models: int, text: str = "") -> None:
+    """Wait until the page shows ``method``'s caption (and ``text``) with nothing stale."""
+    page.wait_for_timeout(30)  # let the click reach the server before polling for the settled page
+    page.wait_for_function(SETTLED_JS, arg=[method, models, text], timeout=TIMEOUT_MS, polling=20)
+
+
+def _choose(page, method: str, models: int) -> float:
+    start = time.perf_counter()
+    page.get_by_label("Method", exact=True).click()
+    page.keyboard.type(method)
+    page.keyboard.press("Enter")
+    _settle(page, method, models)
+    return time.perf_counter() - start
+
+
+def measure_app(*, models: int, repeats: int = 5, log: Path) -> dict[str, Any]:
+    """Drive the app in Chromium; seconds per interaction (see the module docstring)."""
+    from playwright.sync_api import sync_playwright
+
+    proc, url = _serve(log)
+    out: dict[str, Any] = {}
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            start = time.perf_counter()
+            page.goto(url)
+            page.wait_for_function(OVERLAYS_JS, arg=models, timeout=TIMEOUT_MS, polling=20)
+            out["cold_first_overlays_s"] = time.perf_counter() - start
+            _settle(page, "attention", models)
+            out["cold_first_render_s"] = time.perf_counter() - start
+            first = [_choose(page, m, models) for m in ATTENTION_METHODS]
+            out["uncached_attention_switch_s"] = statistics.median(first)
+            out["uncached_attention_switch_all_s"] = dict(zip(ATTENTION_METHODS, first))
+            cached = []
+            for i in range(repeats):
+                cached.append(_choose(page, "attention" if i % 2 == 0 else "visits", models))
+            out["cached_method_switch_s"] = statistics.median(cached)
+            out["cached_method_switch_all_s"] = cached
+            out["integrated_gradients_s"] = _choose(page, "integrated_gradients", models)
+            _choose(page, "attention", models)
+            for key in ("only_misclassified_s", "only_misclassified_cached_s"):
+                start = time.perf_counter()
+                page.get_by_text("Only misclassified", exact=True).click()
+                _settle(page, "attention", models, "Misclassified image (of")  # the browser shows the errors
+                out[key] = time.perf_counter() - start
+                page.get_by_text("Only misclassified", exact=True).click()  # back to the whole split
+                _settle(page, "attention", models, "Test image (of")
+            browser.close()
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    return out
+
+
+def goals_report(measured: dict[str, Any]) -> dict[str, Any]:
+    """Each goal with the measured value, whether it is met, and the gap (measured − goal)."""
+    return {key: {"goal_s": goal, "measured_s": round(measured[key], 3), "met": measured[key] <= goal,
+                  "gap_s": round(max(0.0, measured[key] - goal), 3)} for key, goal in GOALS.items()}
+
+
+def cpu_count() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
