@@ -35,7 +35,16 @@ visits = sidebar.map_views(sel, Visits.name, selector_options(Visits.name, layer
 tiles, scale = common.draw(sel.display, Visits.name, visits)
 rows = []
 for column, (entry, visit) in zip(st.columns(len(visits)), visits):
-    spectra = common.spectra(entry, image, matrix)
+    if isinstance(visit, str):  # the model could not be read or explained: its one-line reason
+        column.subheader(entry.label)
+        column.error(visit)
+        continue
+    try:
+        spectra = common.spectra(entry, image, matrix)
+    except ValueError as err:
+        column.subheader(entry.label)
+        column.error(str(err))
+        continue
     rows += [{"model": entry.name, **s.row()} for s in spectra]
     layers = sorted({s.layer for s in spectra})
     layer = layers[sel.layer] if -len(layers) <= sel.layer < len(layers) else None

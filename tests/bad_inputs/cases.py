@@ -113,12 +113,29 @@ def _run_api(case: Case, paths: Paths) -> Outcome:
     return Outcome(False, "", "accepted the input")
 
 
+def _run_app(case: Case, paths: Paths) -> Outcome:
+    """Drive the Streamlit app (AppTest): no exception, and one ``st.error`` line matching."""
+    try:
+        at = case.call(paths)
+    except Exception as err:  # noqa: BLE001 - an uncaught exception in the harness is the finding
+        return Outcome(False, f"{type(err).__name__}: {err}", "the app run raised")
+    if at.exception:
+        return Outcome(False, at.exception[0].value, "uncaught exception on the page")
+    errors = [e.value for e in at.error if re.search(case.match, e.value)]
+    if len(errors) != 1:
+        return Outcome(False, " | ".join(e.value for e in at.error), f"{len(errors)} matching error lines")
+    if "\n" in errors[0].strip() or "Traceback" in errors[0]:
+        return Outcome(False, errors[0], "the error is not one line")
+    return Outcome(True, errors[0])
+
+
 def run_case(case: Case, paths: Paths) -> Outcome:
     """Run one case; its :class:`Outcome` (also fails if a file appeared in the output folder)."""
     before = _files(paths["out"])
     context = case.setup(paths) if case.setup else contextlib.nullcontext()
+    run = {"cli": _run_cli, "api": _run_api, "app": _run_app}[case.surface]
     with context:
-        outcome = _run_cli(case, paths) if case.surface == "cli" else _run_api(case, paths)
+        outcome = run(case, paths)
     created = _files(paths["out"]) - before
     if outcome.passed and created:
         return Outcome(False, outcome.message, f"left files behind: {sorted(str(p.name) for p in created)[:3]}")
@@ -366,9 +383,70 @@ def _cli_cases() -> list[Case]:
     ]
 
 
+APP = ROOT / "app" / "streamlit_app.py"
+
+
+def _app_upload(name: str, as_name: str | None = None) -> Callable[[Paths], Any]:
+    def run(paths: Paths):
+        from streamlit.testing.v1 import AppTest
+
+        at = AppTest.from_file(str(APP), default_timeout=120).run()
+        at.radio(key="image_source").set_value("Upload").run()
+        upload = (as_name or paths[name].name, paths[name].read_bytes(), "image/png")
+        return at.file_uploader(key="upload").set_value(upload).run()
+
+    return run
+
+
+@contextlib.contextmanager
+def _user_models(paths: Paths, name: str):
+    import os
+
+    old = os.environ.get("INFSA_VIZ_MODELS")
+    os.environ["INFSA_VIZ_MODELS"] = str(paths[name])
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("INFSA_VIZ_MODELS", None)
+        else:
+            os.environ["INFSA_VIZ_MODELS"] = old
+
+
+def _app_model(name: str, page: str | None) -> Callable[[Paths], Any]:
+    def run(paths: Paths):
+        from streamlit.testing.v1 import AppTest
+
+        with _user_models(paths, name):
+            at = AppTest.from_file(str(APP), default_timeout=120).run()
+            at.multiselect(key="models").select(str(paths[name].resolve())).run()
+            if page is not None:
+                at.switch_page(f"views/{page}.py").run()
+            return at
+
+    return run
+
+
+def _app_cases() -> list[Case]:
+    P = lambda id, call, match: Case(id, "app", match, call=call)  # noqa: E731
+    cases = [
+        P("upload-empty", _app_upload("empty_png"), r"empty.png: the file is empty"),
+        P("upload-text", _app_upload("text_png"), r"text.png: not a readable image"),
+        P("upload-bomb", _app_upload("bomb_png"), r"25000x25000 pixels is over the limit"),
+        P("upload-truncated-jpeg", _app_upload("truncated_jpg"), r"cut.jpg: not a readable image"),
+        P("upload-gif-as-png", _app_upload("gif", "anim.png"), r"anim.png: not a readable image"),
+    ]
+    for model, match in (("weights_nan", r"NaN/Inf"), ("config_huge", r"asks for depth=100000"),
+                         ("weights_garbage", r"not a readable safetensors file"),
+                         ("config_malformed", r"not valid JSON")):
+        for page in (None, "spectral", "curves", "attention"):
+            cases.append(P(f"model-{model}-{page or 'side-by-side'}", _app_model(model, page), match))
+    return cases
+
+
 def all_cases() -> list[Case]:
-    """Every case, API then CLI (the app's cases live in ``tests/app``)."""
-    cases = _api_cases() + _cli_cases()
+    """Every case: library API, CLI and app."""
+    cases = _api_cases() + _cli_cases() + _app_cases()
     ids = [(c.surface, c.id) for c in cases]
     if len(ids) != len(set(ids)):
         raise RuntimeError("duplicate case ids")
