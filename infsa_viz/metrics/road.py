@@ -63,7 +63,8 @@ def _impute_one(image: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return out.reshape(C, H, W)
 
 
-def noisy_linear_imputation(images: Tensor, masks: Any, *, noise: float = 0.01, seed: int = 0) -> Tensor:
+def noisy_linear_imputation(images: Tensor, masks: Any, *, noise: float = 0.01, seed: int = 0,
+                            keys: Any = None) -> Tensor:
     """ROAD's noisy linear imputation of the ``masks`` pixels of each image.
 
     Args:
@@ -71,7 +72,9 @@ def noisy_linear_imputation(images: Tensor, masks: Any, *, noise: float = 0.01, 
         masks: ``(B, H, W)`` bool, ``True`` = removed.
         noise: standard deviation of the Gaussian noise added to each filled pixel (default 0.01,
             in the images' units).
-        seed: noise seed; image ``i`` draws from ``default_rng([seed, i])``.
+        seed: noise seed; image ``i`` draws from ``default_rng([seed, *keys[i]])``.
+        keys: ``(B, k)`` non-negative integers naming each image's noise stream (default ``[[i]]``),
+            so that an image's noise does not depend on the batch it comes in.
 
     Returns:
         ``(B, C, H, W) float64`` filled images (unmasked pixels unchanged).
@@ -88,11 +91,14 @@ def noisy_linear_imputation(images: Tensor, masks: Any, *, noise: float = 0.01, 
         raise ValueError(f"masks has shape {m.shape}; expected (B, H, W) = {(x.shape[0], *x.shape[2:])}")
     noise = check_float("noise", noise, minimum=0.0)
     seed = check_int("seed", seed, minimum=0)
+    streams = np.arange(len(x))[:, None] if keys is None else np.asarray(keys, dtype=np.int64).reshape(len(x), -1)
+    if (streams < 0).any():
+        raise ValueError("keys must be non-negative integers")
     out = np.empty_like(x)
     for i in range(len(x)):
         out[i] = _impute_one(x[i], m[i])
         if noise > 0:
-            jitter = np.random.default_rng([seed, i]).normal(0.0, noise, size=x[i].shape)
+            jitter = np.random.default_rng([seed, *streams[i].tolist()]).normal(0.0, noise, size=x[i].shape)
             out[i] = np.where(m[i][None], out[i] + jitter, out[i])
     return torch.from_numpy(out)
 
@@ -110,14 +116,16 @@ class ROADCurves:
 
 
 def road_curves(model: nn.Module, images: Tensor, maps: Any, targets: Any, *, patch_size: int, steps: int = 10,
-                noise: float = 0.01, seed: int = 0, batch_size: int = 256) -> ROADCurves:
+                noise: float = 0.01, seed: int = 0, batch_size: int = 256, image_ids: Any = None) -> ROADCurves:
     """ROAD MoRF / LeRF curves on ViT patches with noisy linear imputation.
 
     At ``f_k = n_k/(h·w)``, ``n_k = floor(k·h·w/K + 1/2)``, ``k = 0..K−1`` (the last step, every
     patch removed, has nothing left to impute from and is left out), the first ``n_k`` patches of
     the order are imputed; scores as :func:`~infsa_viz.metrics.morf_aoc` /
     :func:`~infsa_viz.metrics.lerf_auc`: ``100·trapz(1 − p_k/p_0, f)`` and ``100·trapz(p_k/p_0, f)``
-    over ``[0, f_{K−1}]``.
+    over ``[0, f_{K−1}]``. The noise of image ``b``'s copy at step ``k`` of order ``o`` (0 MoRF,
+    1 LeRF) is drawn from ``default_rng([seed, image_ids[b], o, k])`` (``image_ids`` default
+    ``0..B−1``; the evaluation passes each image's index in the data set).
     """
     images, values, labels = _inputs(model, images, maps, targets, patch_size)
     steps = check_int("steps", steps, minimum=2)
@@ -126,13 +134,16 @@ def road_curves(model: nn.Module, images: Tensor, maps: Any, targets: Any, *, pa
     counts = ((2 * np.arange(steps) * h * w + steps) // (2 * steps)).astype(np.int64)  # (K,)
     fractions = counts / (h * w)
     device = _resolve_device(model, images, None)
+    ids = np.arange(B) if image_ids is None else np.asarray(image_ids, dtype=np.int64).reshape(B)
     out = {}
-    for order in ("morf", "lerf"):
+    for code, order in enumerate(("morf", "lerf")):
         ranks = _ranks(values, order, seed)  # (B, N)
         masks = (ranks[:, None, :] < counts[None, :, None]).reshape(B * steps, h, w)
         masks = masks.repeat(patch_size, 1).repeat(patch_size, 2)
         repeated = images.repeat_interleave(steps, 0)
-        filled = noisy_linear_imputation(repeated, masks, noise=noise, seed=seed).to(device=device, dtype=images.dtype)
+        keys = np.stack([np.repeat(ids, steps), np.full(B * steps, code), np.tile(np.arange(steps), B)], 1)
+        filled = noisy_linear_imputation(repeated, masks, noise=noise, seed=seed, keys=keys)
+        filled = filled.to(device=device, dtype=images.dtype)
         probs = []
         with torch.inference_mode():
             for s in range(0, len(filled), batch_size):
@@ -146,7 +157,8 @@ def road_curves(model: nn.Module, images: Tensor, maps: Any, targets: Any, *, pa
     protocol = {"metric": "road", "reference": "Rong et al., ICML 2022 (ROAD)", "steps": steps,
                 "fractions": fractions.round(6).tolist(), "noise": noise, "seed": seed,
                 "imputation": "noisy linear: 8-neighbour mean (1/6 direct, 1/12 diagonal) solved jointly "
-                              "(scipy spsolve), plus N(0, noise^2) per filled pixel, default_rng([seed, copy])",
+                              "(scipy spsolve), plus N(0, noise^2) per filled pixel, "
+                              "default_rng([seed, image index, order (0 morf, 1 lerf), step])",
                 "morf_aoc": "100 * trapz(1 - p_k/p_0, f_k)", "lerf_auc": "100 * trapz(p_k/p_0, f_k)"}
     return ROADCurves(fractions=fractions, morf=out["morf"], lerf=out["lerf"],
                       morf_aoc=100 * _trapz(1 - morf_ratio, fractions), lerf_auc=100 * _trapz(lerf_ratio, fractions),
