@@ -76,13 +76,13 @@ class EvalProtocol:
     seed: int = 0
     chunk: int = 50
     batch_size: int = 512
-    subsample: int = 200
+    subsample: int = 100
     insertion_steps: int = 20
     blur_sigma: float | None = None
-    road_images: int = 50
-    road_steps: int = 10
+    road_images: int = 30
+    road_steps: int = 8
     road_noise: float = 0.01
-    sanity_images: int = 50
+    sanity_images: int = 30
 
     def __post_init__(self) -> None:
         check_int("steps", self.steps, minimum=1)

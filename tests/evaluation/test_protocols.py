@@ -12,7 +12,12 @@ import torch
 from infsa_viz.data import LabelledImages
 from infsa_viz.evaluation import EvalProtocol, evaluate, score_images
 from infsa_viz.maps import attribute
-from infsa_viz.metrics import class_switch, complexity, deletion_insertion, energy_pointing_game
+from infsa_viz.metrics import (
+    class_switch,
+    complexity,
+    deletion_insertion,
+    energy_pointing_game,
+)
 from infsa_viz.preprocess import Preprocessing, preprocess
 from infsa_viz.vit import VisionTransformer
 
@@ -36,7 +41,7 @@ def test_records_hold_the_metric_functions_on_their_subsets(model):
     data = _data()
     protocol = EvalProtocol(steps=3, select="all", subsample=2, road_images=1, road_steps=3, insertion_steps=4,
                             sanity_images=0)
-    records, result, parts = score_images(model, data, "chefer2021", protocol=protocol, name="m")
+    records, _, parts = score_images(model, data, "chefer2021", protocol=protocol, name="m")
     x = preprocess(model, data.images)
     maps = attribute(model, x, "chefer2021", target=torch.as_tensor(data.labels)).maps
     energy = energy_pointing_game(maps, data.boxes, image_size=16)
