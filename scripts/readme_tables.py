@@ -98,10 +98,10 @@ def _num(value: float | None, fmt: str) -> str:
 
 def beyond_morf_table() -> str:
     """The protocols beyond MoRF and box AUC, and the mean rank over every criterion, per row."""
-    lines = ["| model | method | deletion ↓ | insertion ↑ | pos. pert. ↓ | neg. pert. ↑ | ROAD MoRF ↑ | ROAD LeRF ↑ | "
-             "energy pointing % | rank acc. % | complexity ↓ | class-switch shift ↑ | randomised ρ ↓ | "
-             "passes MoRF, fails sanity | mean rank |",
-             "|---|---|" + "---:|" * 11 + "---|---:|"]
+    header = ("| model | method | deletion ↓ | insertion ↑ | pos. pert. ↓ | neg. pert. ↑ | ROAD MoRF ↑ | ROAD LeRF ↑ | "
+              "energy pointing % | rank acc. % | complexity ↓ | class-switch shift ↑ | randomised ρ ↓ | "
+              "passes MoRF, fails sanity | mean rank |")
+    lines = [header, "|---|---|" + "---:|" * 11 + "---|---:|"]
     for r in _quality():
         flag = r.get("passes_morf_fails_sanity")
         lines.append(
