@@ -243,7 +243,7 @@ def _row_protocol(protocol: EvalProtocol, method: str, chunks: list[tuple[MapRes
                 **_merged([r.metadata for r in results])},
         **{k: v for k, v in chunks[0][1].items() if k != "steps"},
         "aggregation": f"curve scores: mean over the '{protocol.select}' images whose score is defined "
-                       "(n_scored); box and pointing scores: mean over images where they are defined "
+                       "(n_scored; ROAD: those of its subset, n_road); box and pointing scores: mean over images where they are defined "
                        "(box_undefined counts the others)",
     }
 

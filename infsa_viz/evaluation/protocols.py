@@ -42,7 +42,7 @@ from ..metrics import (
     switch_classes,
 )
 
-__all__ = ["EXTRA_FIELDS", "extra_protocols", "finish_rows", "sanity_row", "score_extra", "summarise_extra"]
+__all__ = ["CURVE_FIELDS", "EXTRA_FIELDS", "extra_protocols", "finish_rows", "sanity_row", "score_extra", "summarise_extra"]
 
 #: Per-image figures of these protocols: record field → (subset it is measured on, rule).
 EXTRA_FIELDS: dict[str, str] = {
@@ -153,15 +153,31 @@ def extra_protocols(protocol: Any) -> dict[str, Any]:
             "sanity": f"sanity checks on the first {protocol.sanity_images} images"}
 
 
-def summarise_extra(records: Sequence[Any]) -> dict[str, Any]:
-    """Row means of :data:`EXTRA_FIELDS` over the images where each is defined, with counts."""
+#: Fields normalised by the clean probability ``p_0``, averaged like MoRF/LeRF over the curve selection.
+CURVE_FIELDS = ("road_morf_aoc", "road_lerf_auc")
+
+
+def summarise_extra(records: Sequence[Any], *, selected: np.ndarray | None = None) -> dict[str, Any]:
+    """Row means of :data:`EXTRA_FIELDS` over the images where each is defined, with counts.
+
+    Args:
+        records: the (model, method)'s image records.
+        selected: ``(B,)`` booleans, the images of the MoRF/LeRF curve scores (the protocol's
+            ``select``, e.g. correctly classified). The ROAD scores (:data:`CURVE_FIELDS`) divide
+            by ``p_0`` like MoRF, so a misclassified image with a tiny ``p_0`` would dominate
+            the mean; they are averaged over these images only. Default: every image.
+    """
+    keep = np.ones(len(records), dtype=bool) if selected is None else np.asarray(selected, dtype=bool)
+    if keep.shape != (len(records),):
+        raise ValueError(f"selected has shape {keep.shape}; expected ({len(records)},)")
     row: dict[str, Any] = {}
     for name in EXTRA_FIELDS:
         values = np.array([getattr(r, name) for r in records], dtype=np.float64)
-        finite = values[np.isfinite(values)]
-        row[name] = round(float(finite.mean()), 5) if finite.size else None
-    for group, key in (("subsample", "deletion_auc"), ("road", "road_morf_aoc"), ("class_switch", "class_switch_shift")):
+        ok = np.isfinite(values) & (keep if name in CURVE_FIELDS else True)
+        row[name] = round(float(values[ok].mean()), 5) if ok.any() else None
+    for group, key in (("subsample", "deletion_auc"), ("class_switch", "class_switch_shift")):
         row[f"n_{group}"] = int(sum(math.isfinite(getattr(r, key)) for r in records))
+    row["n_road"] = int(sum(math.isfinite(r.road_morf_aoc) and k for r, k in zip(records, keep, strict=True)))
     return row
 
 

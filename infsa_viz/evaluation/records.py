@@ -191,7 +191,7 @@ def summarise(records: Sequence[ImageRecord], *, select: str, steps: tuple[np.nd
         "positive_fraction": _round(_nanmean([r.positive_fraction for r in records]), 5),
         "chain_valid_images": _round(float(np.mean([v["holds"] for v in validity])), 5) if validity else None,
         "chain_valid_rows": _round(float(np.mean([np.mean(v["row_share"]) for v in validity])), 5) if validity else None,
-        **summarise_extra(records),
+        **summarise_extra(records, selected=included),
         "curves": {
             "fractions": [round(float(f), 5) for f in steps[0]],
             "morf_mean": (probs[included] / probs[included, :1]).mean(0).round(5).tolist() if included.any() else None,

@@ -76,3 +76,22 @@ def test_evaluate_adds_sanity_flags_and_ranks(model):
     assert all(r["passes_morf_fails_sanity"] in (True, False, None) for r in result.rows)
     assert {r["method"] for r in result.rankings} == set(rows) and all(r["mean_rank"] for r in result.rows)
     assert rows["chefer2021"]["n_subsample"] == 2 and rows["chefer2021"]["n_class_switch"] == 2
+
+
+def test_road_row_mean_is_over_the_curve_selection_only():
+    """ROAD divides by p_0: a misclassified image (tiny p_0, huge score) must not enter the row mean."""
+    from types import SimpleNamespace
+
+    from infsa_viz.evaluation.protocols import EXTRA_FIELDS, summarise_extra
+
+    def record(road, deletion):
+        fields = dict.fromkeys(EXTRA_FIELDS, math.nan)
+        return SimpleNamespace(**{**fields, "road_morf_aoc": road, "road_lerf_auc": road, "deletion_auc": deletion})
+
+    records = [record(40.0, 0.2), record(-300.0, 0.4), record(60.0, 0.6), record(math.nan, math.nan)]
+    row = summarise_extra(records, selected=np.array([True, False, True, True]))
+    assert row["road_morf_aoc"] == pytest.approx(50.0) and row["n_road"] == 2
+    assert row["deletion_auc"] == pytest.approx(0.4) and row["n_subsample"] == 3  # not a curve-selected field
+    assert summarise_extra(records)["road_morf_aoc"] == pytest.approx(-200.0 / 3)
+    with pytest.raises(ValueError, match="selected"):
+        summarise_extra(records, selected=np.ones(2, dtype=bool))
