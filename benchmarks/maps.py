@@ -39,8 +39,8 @@ def map_cases() -> list[tuple[str, dict[str, Any]]]:
     Rules:
 
     * every registered method except the ``baseline`` family, with its default options, except
-      that gradient-family methods with an ``n_steps`` option run with ``n_steps`` =
-      :data:`GRADIENT_STEPS`;
+      that gradient-family methods with an ``n_steps`` (or ``steps``, e.g. TAM) option run with
+      :data:`GRADIENT_STEPS` steps;
     * in addition, for every method whose defaults contain a ``matrix`` option, the InfSA reading
       ``{"matrix": "infsa"}``: the graph ``Â`` built from the layer's q, k whatever the variant,
       matrix-free where the method works on operators (e.g. ``visits`` through GMRES).
@@ -53,7 +53,8 @@ def map_cases() -> list[tuple[str, dict[str, Any]]]:
     for name, method in METHODS.items():
         if method.family == "baseline":
             continue
-        steps = {"n_steps": GRADIENT_STEPS} if method.family == "gradient" and "n_steps" in method.defaults else {}
+        key = next((k for k in ("n_steps", "steps") if k in method.defaults), None)
+        steps = {key: GRADIENT_STEPS} if method.family == "gradient" and key else {}
         cases.append((name, steps))
         if "matrix" in method.defaults:
             cases.append((name, {"matrix": "infsa"}))
@@ -105,9 +106,12 @@ def run_map_benchmark(*, variants: tuple[str, ...] = VARIANTS,
 
     Returns:
         One row per (variant, method, options, side): ``status`` (``ok``, ``oom``, ``timeout``,
-        ``error`` or ``skipped``), ``tokens``, and for ``ok`` the child's ``seconds``,
-        ``warmup_seconds``, ``peak_rss_bytes``, ``rss_before_bytes`` and ``finite``.
+        ``error`` or ``skipped``), ``tokens``, ``cost`` (the method's forwards/backwards per image,
+        :attr:`~infsa_viz.maps.MapMethod.cost`), ``reference``, and for ``ok`` the child's
+        ``seconds``, ``warmup_seconds``, ``peak_rss_bytes``, ``rss_before_bytes`` and ``finite``.
     """
+    from infsa_viz.maps import METHODS
+
     rows: list[dict[str, Any]] = []
     plan = [(variant, method, options) for variant in variants for method, options in map_cases()]
     for variant, method, options in progress(plan, desc="maps", unit="method"):
@@ -116,7 +120,8 @@ def run_map_benchmark(*, variants: tuple[str, ...] = VARIANTS,
             spec = {"variant": variant, "method": method, "options": options, "side": side, "threads": threads,
                     "memory_gb": memory_gb}
             row = {"method": method, "options": options, "variant": variant, "side": side,
-                   "tokens": (side // SHAPES["shipped"].patch_size) ** 2 + 1}
+                   "tokens": (side // SHAPES["shipped"].patch_size) ** 2 + 1, "cost": METHODS[method].cost,
+                   "reference": METHODS[method].reference}
             if failed:
                 row.update(status="skipped", message=f"{failed} at a smaller size")
             else:

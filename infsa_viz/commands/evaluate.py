@@ -42,6 +42,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="class explained by gradient methods (default: label, the ground truth)")
     parser.add_argument("--seed", type=int, default=d.seed, help="tie-breaking and random-map seed")
     parser.add_argument("--chunk", type=int, default=d.chunk, help="images per map call")
+    parser.add_argument("--subsample", type=int, default=d.subsample, metavar="N",
+                        help="deletion/insertion, positive/negative perturbation and the class switch on images "
+                             f"with index < N (0 = off; default {d.subsample})")
+    parser.add_argument("--insertion-steps", type=int, default=d.insertion_steps,
+                        help=f"deletion/insertion steps (default {d.insertion_steps})")
+    parser.add_argument("--blur-sigma", type=float, default=d.blur_sigma,
+                        help="deletion/insertion blur sigma in pixels (default patch_size / 2)")
+    parser.add_argument("--road-images", type=int, default=d.road_images, metavar="N",
+                        help=f"ROAD on images with index < N (0 = off; default {d.road_images})")
+    parser.add_argument("--road-steps", type=int, default=d.road_steps, help=f"ROAD steps (default {d.road_steps})")
+    parser.add_argument("--road-noise", type=float, default=d.road_noise,
+                        help=f"ROAD imputation noise, normalised units (default {d.road_noise})")
+    parser.add_argument("--sanity-images", type=int, default=d.sanity_images, metavar="N",
+                        help=f"sanity checks (randomisation, random logit) on the first N images (0 = off; "
+                             f"default {d.sanity_images})")
     parser.add_argument("--per-image", action="store_true",
                         help="also write every image's figures to OUT.images.csv")
     parser.add_argument("--out", default=None, help="report .json (CSV and HTML written next to it); a killed "
@@ -82,7 +97,10 @@ def run(args: argparse.Namespace) -> int:
     if args.out and not args.out.endswith(".json"):
         raise ValueError(f"--out={args.out!r} must end in .json (CSV and HTML are written next to it)")
     protocol = EvalProtocol(steps=args.steps, baseline=args.baseline, score=args.score, select=args.select,
-                            target=args.target, seed=args.seed, chunk=args.chunk)
+                            target=args.target, seed=args.seed, chunk=args.chunk, subsample=args.subsample,
+                            insertion_steps=args.insertion_steps, blur_sigma=args.blur_sigma,
+                            road_images=args.road_images, road_steps=args.road_steps, road_noise=args.road_noise,
+                            sanity_images=args.sanity_images)
     models = [(d, load_model(d)) for d in args.models]
     data = load_data(args, models)
     dist = init_distributed()

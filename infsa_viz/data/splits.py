@@ -84,6 +84,8 @@ class LabelledImages:
             or ``None``.
         names: ``n`` names, e.g. ``"test:17"`` or a file path.
         description: JSON-able record of where the images come from.
+        negative_labels: ``n`` arrays ``(K_i,)``: the class of each negative box (e.g. each
+            distractor digit's class), or ``None`` where unknown. Needs ``negative_boxes``.
     """
 
     images: np.ndarray | Sequence[np.ndarray]
@@ -92,12 +94,23 @@ class LabelledImages:
     negative_boxes: Sequence[np.ndarray] | None = None
     names: Sequence[str] = ()
     description: dict[str, Any] = field(default_factory=dict)
+    negative_labels: Sequence[np.ndarray] | None = None
 
     def __post_init__(self) -> None:
         n = len(self.labels)
         lengths = {"images": len(self.images), "boxes": len(self.boxes)}
         if self.negative_boxes is not None:
             lengths["negative_boxes"] = len(self.negative_boxes)
+        if self.negative_labels is not None:
+            if self.negative_boxes is None:
+                raise ValueError("negative_labels is given without negative_boxes; expected both or neither")
+            lengths["negative_labels"] = len(self.negative_labels)
+            wrong = [i for i, (b, c) in enumerate(zip(self.negative_boxes, self.negative_labels, strict=False))
+                     if len(np.asarray(b).reshape(-1, 4)) != len(c)]
+            if wrong:
+                raise ValueError(f"negative_labels[{wrong[0]}] has {len(self.negative_labels[wrong[0]])} classes for "
+                                 f"{len(np.asarray(self.negative_boxes[wrong[0]]).reshape(-1, 4))} negative boxes; "
+                                 "expected one class per box")
         if self.names:
             lengths["names"] = len(self.names)
         bad = {k: v for k, v in lengths.items() if v != n}
@@ -122,6 +135,7 @@ class LabelledImages:
             names=[self.names[i] for i in picked] if self.names else (),
             description={**self.description, "indices": picked if len(picked) <= 16 else
                          f"{len(picked)} indices from {picked[0]} to {picked[-1]}"},
+            negative_labels=None if self.negative_labels is None else [self.negative_labels[i] for i in picked],
         )
 
 
@@ -130,13 +144,15 @@ def _full_test_split(benchmark: str) -> LabelledImages:
     spec = BENCHMARKS[benchmark]
     config, seed = spec.config, spec.test_seed
     sample = generate_cluttered(TEST_SIZE, split="test", seed=seed, config=config)
-    for array in (sample.images, sample.labels, sample.target_boxes, sample.distractor_boxes):
+    for array in (sample.images, sample.labels, sample.target_boxes, sample.distractor_boxes,
+                  sample.distractor_labels):
         array.setflags(write=False)
     return LabelledImages(
         images=sample.images,
         labels=sample.labels,
         boxes=[b[None] for b in sample.target_boxes],
         negative_boxes=list(sample.distractor_boxes),
+        negative_labels=list(sample.distractor_labels),
         names=[f"test:{i}" for i in range(TEST_SIZE)],
         description={
             "name": benchmark,
@@ -148,6 +164,7 @@ def _full_test_split(benchmark: str) -> LabelledImages:
             "images": f"generate_cluttered(split='test', seed={seed}): image i depends only on "
                       "(split, seed, i)",
             "boxes": "target digit (positive); distractor digits are the negative boxes",
+            "negative_labels": "each distractor digit's class",
         },
     )
 
@@ -174,7 +191,7 @@ def test_split(n: int | None = None, *, benchmark: str = DEFAULT_BENCHMARK) -> L
         raise ValueError(f"n={n!r} is invalid; the test split holds {TEST_SIZE} images, expected 1..{TEST_SIZE}")
     part = full.subset(range(int(n)))
     return LabelledImages(part.images, part.labels, part.boxes, part.negative_boxes, part.names,
-                          {**full.description, "n_images": int(n)})
+                          {**full.description, "n_images": int(n)}, part.negative_labels)
 
 
 test_split.__test__ = False  # type: ignore[attr-defined]  # a data function, not a pytest test

@@ -24,11 +24,12 @@ from ..distributed import Dist, shard_indices
 from ..maps import METHODS, MapResult, attribute, check_method
 from ..metrics import RECALL_GRID, UndefinedMetricWarning, box_auc, box_curves, perturbation_curves, pointing_game
 from ..metrics import aopc, lerf_auc, morf_aoc
-from .._checks import check_choice, check_int
+from .._checks import check_choice, check_float, check_int
 from ..metrics.protocol import BASELINES, SCORES, SELECTIONS
 from ..preprocess import Prepared, prepare
 from ..progress import progress
 from .journal import Journal
+from .protocols import extra_protocols, finish_rows, sanity_row, score_extra
 from .records import ImageRecord, summarise
 from .reference import box_oracle, check_evaluation_method, is_reference
 
@@ -59,6 +60,14 @@ class EvalProtocol:
         seed: tie-breaking seed (and random-map seed).
         chunk: images per map call (also bounds memory of dense spectral maps).
         batch_size: perturbed copies per forward pass (does not change the results).
+        subsample: deletion/insertion, positive/negative perturbation and the class switch run
+            on the images with index below this (0 = off); see :mod:`.protocols`.
+        insertion_steps: deletion/insertion steps.
+        blur_sigma: deletion/insertion blur sigma in pixels (``None``: patch_size / 2).
+        road_images: ROAD runs on the images with index below this (0 = off).
+        road_steps: ROAD steps (fractions 0 .. (K-1)/K).
+        road_noise: ROAD's imputation noise (normalised units).
+        sanity_images: the sanity checks run on this many first images (0 = off).
     """
 
     steps: int = 20
@@ -69,6 +78,13 @@ class EvalProtocol:
     seed: int = 0
     chunk: int = 50
     batch_size: int = 512
+    subsample: int = 100
+    insertion_steps: int = 20
+    blur_sigma: float | None = None
+    road_images: int = 30
+    road_steps: int = 8
+    road_noise: float = 0.01
+    sanity_images: int = 30
 
     def __post_init__(self) -> None:
         check_int("steps", self.steps, minimum=1)
@@ -81,6 +97,13 @@ class EvalProtocol:
         check_int("seed", self.seed, minimum=0)
         check_int("chunk", self.chunk, minimum=1)
         check_int("batch_size", self.batch_size, minimum=1)
+        for name in ("subsample", "road_images", "sanity_images"):
+            check_int(name, getattr(self, name), minimum=0)
+        check_int("insertion_steps", self.insertion_steps, minimum=1)
+        check_int("road_steps", self.road_steps, minimum=2)
+        if self.blur_sigma is not None:
+            check_float("blur_sigma", self.blur_sigma, positive=True)
+        check_float("road_noise", self.road_noise, minimum=0.0)
 
     def to_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self),
@@ -152,6 +175,9 @@ def score_images(
     precision = [np.full(len(RECALL_GRID), np.nan) if c is None else c.interpolated_precision()
                  for c in box_curves(result.maps, boxes, image_size=size)]
     positions = list(range(len(labels))) if indices is None else [int(i) for i in indices]
+    beyond, beyond_protocols = score_extra(model, x, labels, result, positions=positions, boxes=boxes,
+                                           negatives=negatives, negative_labels=data.negative_labels, size=size,
+                                           protocol=protocol, map_options=extra)
     names = list(data.names) if data.names else [str(i) for i in positions]
     variant = getattr(getattr(model, "config", None), "attention", "unknown")
     maps = result.maps.double()
@@ -169,9 +195,11 @@ def score_images(
             precision=precision[i], map_min=float(maps[i].min()), map_max=float(maps[i].max()),
             map_mass=float(maps[i].abs().sum()),
             validity=None if result.validity is None else result.validity.for_image(i),
+            **{k: float(v[i]) for k, v in beyond.items()},
         ))
     protocols = {"perturbation": {k: v for k, v in curves["morf"].protocol.items() if k != "order"},
                  "box_auc": auc.protocol, "pointing_game": point.protocol,
+                 "beyond_morf": {**extra_protocols(protocol), **beyond_protocols},
                  "steps": (curves["morf"].fractions, curves["morf"].removed)}
     return records, result, protocols
 
@@ -187,12 +215,15 @@ class Evaluation:
         dataset: the data set's description.
         comparisons: ``paired_tests``, ``benchmark_quality`` and ``seeds``
             (:func:`~infsa_viz.evaluation.comparisons.compare`).
+        rankings: each method's rank on each criterion and its mean rank, per model
+            (:func:`~infsa_viz.metrics.rank_methods`).
     """
 
     records: list[ImageRecord]
     rows: list[dict[str, Any]]
     protocol: dict[str, Any]
     dataset: dict[str, Any]
+    rankings: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     comparisons: dict[str, Any] = field(default_factory=dict)
 
 
@@ -223,7 +254,7 @@ def _row_protocol(protocol: EvalProtocol, method: str, chunks: list[tuple[MapRes
                 **_merged([r.metadata for r in results])},
         **{k: v for k, v in chunks[0][1].items() if k != "steps"},
         "aggregation": f"curve scores: mean over the '{protocol.select}' images whose score is defined "
-                       "(n_scored); box and pointing scores: mean over images where they are defined "
+                       "(n_scored; ROAD: those of its subset, n_road); box and pointing scores: mean over images where they are defined "
                        "(box_undefined counts the others)",
     }
 
@@ -288,10 +319,32 @@ def evaluate(
                 rows.append(summarise(merged, select=protocol.select, steps=ordered[0][2]["steps"],
                                       protocol=row_protocol))
                 log.info("%s %s: MoRF-AOC %s, PR-AUC %s", name, method, rows[-1]["morf_aoc"], rows[-1]["box_pr_auc"])
+                if protocol.sanity_images and not is_reference(check_evaluation_method(method)):
+                    _add_sanity(rows[-1], model, data, method, protocol)
     if not dist.is_main:
         return None
+    rankings = finish_rows(rows)
     from .comparisons import compare
 
     return Evaluation(records=records, rows=rows, dataset=data.description,
-                      protocol={"settings": protocol.to_dict(), "world_size": dist.world_size},
+                      protocol={"settings": protocol.to_dict(), "world_size": dist.world_size}, rankings=rankings,
                       comparisons=compare(records, rows, select=protocol.select, seed=protocol.seed))
+
+
+def _add_sanity(row: dict[str, Any], model: nn.Module, data: LabelledImages, method: str,
+                protocol: EvalProtocol) -> None:
+    """The sanity checks of one row on the first ``protocol.sanity_images`` images (rank 0)."""
+    part = data.subset(range(min(protocol.sanity_images, len(data))))
+    x = prepare(model, part.images).tensor
+    labels = np.asarray(part.labels, dtype=np.int64)
+    if (labels < 0).any():
+        with torch.no_grad():
+            labels = np.where(labels >= 0, labels, model(x).argmax(-1).numpy())
+    options = {"seed": protocol.seed} if check_method(method).seeded else {}
+    report = sanity_row(model, x, labels, method, options=options, protocol=protocol)
+    row["sanity_randomised_spearman"] = report["randomised_spearman"]
+    row["sanity_randomised_ssim"] = report["randomised_ssim"]
+    row["sanity_random_logit_spearman"] = None if report["random_logit"] is None else \
+        report["random_logit"]["spearman"]["mean"]
+    row["sanity_fails"] = report["fails"]
+    row["sanity"] = report

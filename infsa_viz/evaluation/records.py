@@ -16,6 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..metrics import RECALL_GRID, PerturbationCurves, aopc, lerf_auc, morf_aoc
+from .protocols import summarise_extra
 
 __all__ = ["INTERVALS", "ROW_FIGURES", "SCALAR_FIELDS", "ImageRecord", "per_image_figures", "summarise"]
 
@@ -48,6 +49,8 @@ class ImageRecord:
         map_min, map_max, map_mass: the map's minimum, maximum and ``Σ|m|``.
         validity: where the absorbing-chain reading of the map's graph holds
             (:meth:`~infsa_viz.maps.Validity.for_image`), or ``None`` for maps that do not rely on it.
+        energy_pointing_game … road_lerf_auc: the protocols beyond MoRF and box AUC
+            (:data:`~infsa_viz.evaluation.protocols.EXTRA_FIELDS`; ``nan`` where not measured).
     """
 
     model: str
@@ -74,6 +77,18 @@ class ImageRecord:
     map_max: float
     map_mass: float
     validity: dict[str, Any] | None = None
+    energy_pointing_game: float = math.nan
+    relevance_rank_accuracy: float = math.nan
+    complexity: float = math.nan
+    deletion_auc: float = math.nan
+    insertion_auc: float = math.nan
+    positive_perturbation_auc: float = math.nan
+    negative_perturbation_auc: float = math.nan
+    class_switch_shift: float = math.nan
+    class_switch_target_drop: float = math.nan
+    class_switch_distractor_gain: float = math.nan
+    road_morf_aoc: float = math.nan
+    road_lerf_auc: float = math.nan
 
     @property
     def predicted(self) -> int:
@@ -225,6 +240,7 @@ def summarise(records: Sequence[ImageRecord], *, select: str, steps: tuple[np.nd
         "positive_fraction": _round(_nanmean([r.positive_fraction for r in records]), 5),
         "chain_valid_images": _round(float(np.mean([v["holds"] for v in validity])), 5) if validity else None,
         "chain_valid_rows": _round(float(np.mean([np.mean(v["row_share"]) for v in validity])), 5) if validity else None,
+        **summarise_extra(records, selected=included),
         "curves": {
             "fractions": [round(float(f), 5) for f in steps[0]],
             "morf_mean": (probs[included] / probs[included, :1]).mean(0).round(5).tolist() if included.any() else None,

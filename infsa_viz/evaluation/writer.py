@@ -21,14 +21,19 @@ log = logging.getLogger(__name__)
 #: Columns of the evaluation table, in order (the JSON rows hold more: curves and protocol).
 TABLE_COLUMNS = ("model", "variant", "method", "n_images", "n_scored", "accuracy", "morf_aoc", "lerf_auc",
                  "aopc", "box_roc_auc", "box_pr_auc", "pointing_game", "distractor_roc_auc", "box_undefined",
-                 "chain_valid_images", "chain_valid_rows")
+                 "chain_valid_images", "chain_valid_rows",
+                 # beyond MoRF and box AUC (evaluation/protocols.py)
+                 "energy_pointing_game", "relevance_rank_accuracy", "complexity", "deletion_auc", "insertion_auc",
+                 "positive_perturbation_auc", "negative_perturbation_auc", "road_morf_aoc", "road_lerf_auc",
+                 "class_switch_shift", "sanity_randomised_spearman", "sanity_fails", "passes_morf_fails_sanity",
+                 "mean_rank")
 
 
 def report(evaluation: Evaluation, *, command: str | None = None) -> dict[str, Any]:
     """The JSON record: run settings, data set, one row per (model, method) with its protocol, and
-    the comparisons (``paired_tests``, ``benchmark_quality``, ``seeds``)."""
+    the multi-criteria ``rankings`` and the comparisons (``paired_tests``, ``benchmark_quality``, ``seeds``)."""
     return {"protocol": {**evaluation.protocol, "command": command}, "dataset": evaluation.dataset,
-            "results": evaluation.rows, **evaluation.comparisons}
+            "results": evaluation.rows, "rankings": evaluation.rankings, **evaluation.comparisons}
 
 
 def _csv(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:

@@ -10,6 +10,8 @@ about itself (options, cost, reference, whether it explains a class or has signe
 from . import attention  # noqa: F401, I001
 from . import spectral  # noqa: F401
 from . import gradient  # noqa: F401
+from . import relevance  # noqa: F401
+from . import flow  # noqa: F401
 from . import baseline  # noqa: F401
 from .attention import fuse_heads, rollout
 from .base import (

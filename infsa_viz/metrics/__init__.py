@@ -1,36 +1,90 @@
 """Attribution metrics: MoRF / LeRF patch-removal curves and their scores, box ROC-AUC /
-PR-AUC and the pointing game, each returned with its resolved protocol.
+PR-AUC and the pointing game, each returned with its resolved protocol; deletion / insertion,
+positive / negative perturbation, ROAD, mass-based localisation, complexity, sanity checks, the
+class-switch test and a multi-criteria ranking.
 
 Plain functions over maps ``(B, h, w)`` on the ViT patch grid (or pixel maps ``(B, H, W)`` for
 the localisation metrics). OpenCV and scikit-learn are imported by the functions that use them.
 """
 
 from ._checks import UndefinedMetricWarning
-from .localisation import RECALL_GRID, BoxAUCResult, BoxCurve, PointingResult, box_auc, box_curves, pointing_game
+from .class_switch import class_switch, switch_classes
+from .insertion import (
+    DeletionInsertion,
+    PositiveNegative,
+    deletion_insertion,
+    positive_negative_perturbation,
+)
+from .localisation import (
+    RECALL_GRID,
+    BoxAUCResult,
+    BoxCurve,
+    PointingResult,
+    box_auc,
+    box_curves,
+    pointing_game,
+)
+from .mass import (
+    box_mass_share,
+    complexity,
+    energy_pointing_game,
+    relevance_rank_accuracy,
+)
 from .perturbation import PerturbationCurves, perturbation_curves, removal_order
 from .protocol import BoxAUCProtocol, PerturbationProtocol, PointingProtocol
+from .ranking import CRITERIA, rank_methods
+from .road import ROADCurves, noisy_linear_imputation, road_curves
+from .sanity import (
+    cascading_randomisation,
+    map_similarity,
+    random_other_class,
+    sanity_report,
+    spearman,
+    ssim,
+)
 from .scores import CurveScore, aopc, lerf_auc, morf_aoc
 from .upsample import boxes_to_mask, upsample_map
 
 __all__ = [
+    "CRITERIA",
     "RECALL_GRID",
     "BoxAUCProtocol",
     "BoxAUCResult",
     "BoxCurve",
     "CurveScore",
+    "DeletionInsertion",
     "PerturbationCurves",
     "PerturbationProtocol",
     "PointingProtocol",
     "PointingResult",
+    "PositiveNegative",
+    "ROADCurves",
     "UndefinedMetricWarning",
     "aopc",
     "box_auc",
     "box_curves",
+    "box_mass_share",
     "boxes_to_mask",
+    "cascading_randomisation",
+    "class_switch",
+    "complexity",
+    "deletion_insertion",
+    "energy_pointing_game",
     "lerf_auc",
+    "map_similarity",
     "morf_aoc",
+    "noisy_linear_imputation",
     "perturbation_curves",
     "pointing_game",
+    "positive_negative_perturbation",
+    "random_other_class",
+    "rank_methods",
+    "relevance_rank_accuracy",
     "removal_order",
+    "road_curves",
+    "sanity_report",
+    "spearman",
+    "ssim",
+    "switch_classes",
     "upsample_map",
 ]

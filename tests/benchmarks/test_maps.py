@@ -25,8 +25,15 @@ def test_cases_cover_every_registered_method_but_the_baselines():
             assert "matrix" in method.defaults
         elif method.family == "gradient" and "n_steps" in method.defaults:
             assert options == {"n_steps": GRADIENT_STEPS}
+        elif method.family == "gradient" and "steps" in method.defaults:  # TAM
+            assert options == {"steps": GRADIENT_STEPS}
         else:
             assert options == {}
+
+
+def test_the_state_of_the_art_baselines_are_measured():
+    measured = {name for name, _ in map_cases()}
+    assert {"chefer2021", "attn_lrp", "grad_cam", "tam", "attention_flow"} <= measured
 
 
 def test_methods_with_a_matrix_option_are_also_measured_on_the_infsa_reading():
@@ -69,3 +76,4 @@ def test_every_variant_runs_every_case_at_every_side_in_order(monkeypatch):
         (v, m, o, side) for v in ("softmax", "linear_infsa") for m, o in map_cases() for side in (32, 64)
     ]
     assert {r["status"] for r in rows} == {"ok"} and {r["seconds"] for r in rows} == {0.5}
+    assert all(r["cost"] == METHODS[r["method"]].cost and r["cost"] for r in rows)  # forwards/backwards per image

@@ -28,7 +28,8 @@ def models(tmp_path_factory):
     return dirs, str(root / "small")
 
 
-ARGS = ["--methods", "attention,random", "--n-images", "12", "--chunk", "4", "--steps", "6", "--select", "all"]
+ARGS = ["--methods", "attention,random", "--n-images", "12", "--chunk", "4", "--steps", "6", "--select", "all",
+        "--subsample", "4", "--road-images", "2", "--road-steps", "3", "--sanity-images", "4"]
 
 
 def test_report_has_rows_protocol_and_side_files(tmp_path, models):
@@ -53,6 +54,9 @@ def test_report_has_rows_protocol_and_side_files(tmp_path, models):
         assert protocol["evaluation"]["target"] == "label" and "ground-truth" in protocol["evaluation"]["target_rule"]
         assert protocol["map"]["method"] == r["method"] and "options" in protocol["map"]
         assert {"box_auc", "pointing_game", "aggregation"} <= set(protocol)
+        assert {"deletion_insertion", "road", "class_switch", "subsample"} <= set(protocol["beyond_morf"])
+        assert r["n_subsample"] == 4 and r["n_road"] == 2 and r["sanity"]["n_images"] == 4
+    assert report["protocol"]["settings"]["road_images"] == 2 and len(report["rankings"]) == 4
     with open(out.with_suffix(".csv")) as f:
         assert len(list(csv.DictReader(f))) == 4
     html = out.with_suffix(".html").read_text()

@@ -72,3 +72,24 @@ def test_benchmarks_name_their_test_splits():
     assert hard.config.canvas_size // 8 == 12  # 144 tokens at patch 8
     with pytest.raises(ValueError, match="benchmark="):
         data.test_split(3, benchmark="cluttered-digits-easy")
+
+
+def test_the_test_split_carries_each_distractors_class():
+    from infsa_viz.data.cluttered import generate_cluttered
+    from infsa_viz.data.splits import TEST_SEED
+
+    part = data.test_split(5)
+    sample = generate_cluttered(5, split="test", seed=TEST_SEED)
+    np.testing.assert_array_equal(np.stack(part.negative_labels), sample.distractor_labels)
+    np.testing.assert_array_equal(part.images, sample.images)  # the images are unchanged
+    picked = part.subset([3, 1])
+    np.testing.assert_array_equal(np.stack(picked.negative_labels), sample.distractor_labels[[3, 1]])
+
+
+def test_negative_labels_need_one_class_per_negative_box():
+    boxes = [np.zeros((1, 4))]
+    with pytest.raises(ValueError, match="negative_labels"):
+        data.LabelledImages(np.zeros((1, 4, 4), np.uint8), np.array([0]), boxes, [np.zeros((2, 4))],
+                            negative_labels=[np.array([1])])
+    with pytest.raises(ValueError, match="negative_labels"):
+        data.LabelledImages(np.zeros((1, 4, 4), np.uint8), np.array([0]), boxes, negative_labels=[np.array([1])])

@@ -1,0 +1,97 @@
+"""The protocols beyond MoRF and box AUC inside the engine, on a tiny model: per-image figures
+equal the metric functions, subsets follow the image index, class switch, sanity and ranks."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from infsa_viz.data import LabelledImages
+from infsa_viz.evaluation import EvalProtocol, evaluate, score_images
+from infsa_viz.maps import attribute
+from infsa_viz.metrics import (
+    class_switch,
+    complexity,
+    deletion_insertion,
+    energy_pointing_game,
+)
+from infsa_viz.preprocess import Preprocessing, preprocess
+from infsa_viz.vit import VisionTransformer
+
+
+def _data(n: int = 4) -> LabelledImages:
+    rng = np.random.default_rng(0)
+    labels = np.array([0, 1, 2, 0, 1, 2][:n])
+    return LabelledImages(
+        images=rng.integers(0, 256, (n, 16, 16), dtype=np.uint8), labels=labels,
+        boxes=[np.array([[0, 0, 8, 8]])] * n, negative_boxes=[np.array([[8, 8, 16, 16]])] * n,
+        names=[f"img{i}" for i in range(n)], negative_labels=[np.array([(c + 1) % 3]) for c in labels],
+    )
+
+
+@pytest.fixture
+def model(make_config):
+    return VisionTransformer(make_config("softmax", preprocessing=Preprocessing(mean=0.4, std=0.3))).eval()
+
+
+def test_records_hold_the_metric_functions_on_their_subsets(model):
+    data = _data()
+    protocol = EvalProtocol(steps=3, select="all", subsample=2, road_images=1, road_steps=3, insertion_steps=4,
+                            sanity_images=0)
+    records, _, parts = score_images(model, data, "chefer2021", protocol=protocol, name="m")
+    x = preprocess(model, data.images)
+    maps = attribute(model, x, "chefer2021", target=torch.as_tensor(data.labels)).maps
+    energy = energy_pointing_game(maps, data.boxes, image_size=16)
+    di = deletion_insertion(model, x[:2], maps[:2], data.labels[:2], patch_size=4, steps=4)
+    switched = attribute(model, x[:2], "chefer2021", target=torch.tensor([1, 2])).maps
+    shift = class_switch(maps[:2], switched, data.boxes[:2], [b[None] for b in [data.negative_boxes[0][0]] * 2],
+                         image_size=16)["shift"]
+    for i, r in enumerate(records):
+        assert r.energy_pointing_game == pytest.approx(energy[i], abs=1e-6)
+        assert r.complexity == pytest.approx(complexity(maps)[i], abs=1e-6)
+        assert math.isfinite(r.deletion_auc) == (i < 2) and math.isfinite(r.road_morf_aoc) == (i < 1)
+        if i < 2:
+            assert r.deletion_auc == pytest.approx(di.deletion_auc[i], abs=1e-6)
+            assert r.class_switch_shift == pytest.approx(shift[i], abs=1e-6)
+    assert "road" in parts["beyond_morf"] and "class_switch" in parts["beyond_morf"]
+
+
+def test_a_map_without_a_class_does_not_shift(model):
+    protocol = EvalProtocol(steps=2, select="all", road_images=0, sanity_images=0)
+    records, _, _ = score_images(model, _data(2), "rollout", protocol=protocol)
+    assert all(r.class_switch_shift == 0 for r in records)
+
+
+def test_evaluate_adds_sanity_flags_and_ranks(model):
+    protocol = EvalProtocol(steps=2, select="all", subsample=2, road_images=0, sanity_images=3)
+    result = evaluate([("m", model)], ["attention", "chefer2021", "random"], _data(4), protocol=protocol)
+    rows = {r["method"]: r for r in result.rows}
+    assert rows["random"]["sanity_fails"] is True  # seeded noise ignores the model entirely
+    assert rows["random"]["sanity_random_logit_spearman"] is None
+    assert rows["chefer2021"]["sanity"]["random_logit"] is not None
+    assert [s["stage"] for s in rows["attention"]["sanity"]["stages"]] == ["head", "block_1", "block_0", "embedding"]
+    assert all(r["passes_morf_fails_sanity"] in (True, False, None) for r in result.rows)
+    assert {r["method"] for r in result.rankings} == set(rows) and all(r["mean_rank"] for r in result.rows)
+    assert rows["chefer2021"]["n_subsample"] == 2 and rows["chefer2021"]["n_class_switch"] == 2
+
+
+def test_road_row_mean_is_over_the_curve_selection_only():
+    """ROAD divides by p_0: a misclassified image (tiny p_0, huge score) must not enter the row mean."""
+    from types import SimpleNamespace
+
+    from infsa_viz.evaluation.protocols import EXTRA_FIELDS, summarise_extra
+
+    def record(road, deletion):
+        fields = dict.fromkeys(EXTRA_FIELDS, math.nan)
+        return SimpleNamespace(**{**fields, "road_morf_aoc": road, "road_lerf_auc": road, "deletion_auc": deletion})
+
+    records = [record(40.0, 0.2), record(-300.0, 0.4), record(60.0, 0.6), record(math.nan, math.nan)]
+    row = summarise_extra(records, selected=np.array([True, False, True, True]))
+    assert row["road_morf_aoc"] == pytest.approx(50.0) and row["n_road"] == 2
+    assert row["deletion_auc"] == pytest.approx(0.4) and row["n_subsample"] == 3  # not a curve-selected field
+    assert summarise_extra(records)["road_morf_aoc"] == pytest.approx(-200.0 / 3)
+    with pytest.raises(ValueError, match="selected"):
+        summarise_extra(records, selected=np.ones(2, dtype=bool))
