@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-__all__ = ["KEY_BLOCK", "TILE_ELEMENTS", "blockwise_infsa", "tile_sizes"]
+__all__ = ["KEY_BLOCK", "TILE_ELEMENTS", "blockwise_infsa", "tile_sizes", "tiled_relu_product"]
 
 #: Default numbers per tile across the batch and heads (4 MiB in float32): cache-sized tiles were
 #: the fastest on CPU (one attention layer at 16,385 tokens, 4 heads, D = 16).
@@ -67,8 +67,9 @@ def _ranges(n: int, size: int) -> list[tuple[int, int]]:
     return [(i, min(i + size, n)) for i in range(0, n, size)]
 
 
-def _forward(q: Tensor, k: Tensor, v: Tensor, rows: int, cols: int) -> tuple[Tensor, Tensor]:
-    """``U = ReLU(q kᵀ) v`` in ``v``'s dtype and ``‖ReLU(q kᵀ)‖_F`` in ≥ float32, tile by tile."""
+def tiled_relu_product(q: Tensor, k: Tensor, v: Tensor, rows: int, cols: int) -> tuple[Tensor, Tensor]:
+    """``U = ReLU(q kᵀ) v`` in ``v``'s dtype and ``‖ReLU(q kᵀ)‖_F`` in ≥ float32, over tiles of
+    ``rows × cols`` entries (no autograd; :func:`blockwise_infsa` is the differentiable entry point)."""
     acc = _accumulation_dtype(v.dtype)
     n = q.shape[-2]
     key_tiles = _ranges(n, cols)
@@ -92,7 +93,7 @@ class BlockwiseInfSA(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx: Any, q: Tensor, k: Tensor, v: Tensor, rows: int, cols: int) -> tuple[Tensor, Tensor]:
-        out, norm = _forward(q, k, v, rows, cols)
+        out, norm = tiled_relu_product(q, k, v, rows, cols)
         ctx.save_for_backward(q, k, v, norm)
         ctx.tiles = (rows, cols)
         return out, norm
@@ -156,4 +157,4 @@ def blockwise_infsa(q: Tensor, k: Tensor, v: Tensor, *, block_size: int | None =
     rows, cols = tile_sizes(batch, q.shape[-2], block_size=block_size, key_block_size=key_block_size)
     if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
         return BlockwiseInfSA.apply(q, k, v, rows, cols)
-    return _forward(q, k, v, rows, cols)
+    return tiled_relu_product(q, k, v, rows, cols)
