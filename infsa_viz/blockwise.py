@@ -69,11 +69,17 @@ def _ranges(n: int, size: int) -> list[tuple[int, int]]:
 
 def tiled_relu_product(q: Tensor, k: Tensor, v: Tensor, rows: int, cols: int) -> tuple[Tensor, Tensor]:
     """``U = ReLU(q kᵀ) v`` in ``v``'s dtype and ``‖ReLU(q kᵀ)‖_F`` in ≥ float32, over tiles of
-    ``rows × cols`` entries (no autograd; :func:`blockwise_infsa` is the differentiable entry point)."""
+    ``rows × cols`` entries (no autograd; :func:`blockwise_infsa` is the differentiable entry point).
+
+    The norm costs no pass of its own: ``S_ij² = S_ij (q_i·k_j)`` (``S = ReLU(q kᵀ)``), so
+    ``Σ_j S_ij² = q_i · (S k)_i`` and one product ``S [v | k]`` per tile gives both ``U`` and ``‖S‖_F²``.
+    """
     acc = _accumulation_dtype(v.dtype)
-    n = q.shape[-2]
+    n, d_v = q.shape[-2], v.shape[-1]
+    q, k = q.to(acc), k.to(acc)
+    vk = torch.cat([v.to(acc), k], dim=-1)  # (..., N, D_v + D)
     key_tiles = _ranges(n, cols)
-    out = torch.empty_like(v)  # (..., N, D)
+    out = torch.empty_like(v)  # (..., N, D_v)
     squares = torch.zeros(q.shape[:-2], dtype=acc, device=q.device)  # (...)
     k_t = k.transpose(-2, -1)  # (..., D, N)
     for i0, i1 in _ranges(n, rows):
@@ -81,11 +87,11 @@ def tiled_relu_product(q: Tensor, k: Tensor, v: Tensor, rows: int, cols: int) ->
         block = None
         for j0, j1 in key_tiles:
             s = torch.relu_(q_i @ k_t[..., j0:j1])  # (..., b, c)
-            squares += torch.linalg.vector_norm(s, dim=(-2, -1), dtype=acc).square()
-            part = s @ v[..., j0:j1, :]  # (..., b, D)
+            part = s @ vk[..., j0:j1, :]  # (..., b, D_v + D)
             block = part if block is None else block.add_(part)
-        out[..., i0:i1, :] = block
-    return out, squares.sqrt()
+        out[..., i0:i1, :] = block[..., :d_v]
+        squares += (q_i * block[..., d_v:]).sum(dim=(-2, -1))  # Σ_ij S_ij (q_i·k_j) = Σ_ij S_ij²
+    return out, squares.clamp_min_(0).sqrt()
 
 
 class BlockwiseInfSA(torch.autograd.Function):
