@@ -152,7 +152,8 @@ class _BlockwiseQK(SpectralOperator):
     ``k`` stays in cache while every query block passes over it; ``block_size`` sets the rows.
     """
 
-    def __init__(self, q: Tensor, k: Tensor, *, block_size: int | None = None) -> None:
+    def __init__(self, q: Tensor, k: Tensor, *, block_size: int | None = None,
+                 key_block_size: int | None = None) -> None:
         _check_qk(q, k)
         self.dtype = _compute_dtype(q.dtype)
         self.device = q.device
@@ -162,7 +163,8 @@ class _BlockwiseQK(SpectralOperator):
         self.batch_shape = q.shape[:-2]
         self.num_tokens = q.shape[-2]
         self.block_size, self.key_block_size = tile_sizes(
-            self.batch_shape.numel(), self.num_tokens, block_size=_check_block_size(block_size))
+            self.batch_shape.numel(), self.num_tokens, block_size=_check_block_size(block_size),
+            key_block_size=key_block_size)
 
     @abstractmethod
     def _tile(self, i0: int, i1: int, j0: int, j1: int) -> Tensor:
@@ -173,7 +175,7 @@ class _BlockwiseQK(SpectralOperator):
         return [(i, min(i + b, n)) for i in range(0, n, b)]
 
     def matvec(self, x: Tensor) -> Tensor:
-        x = self._vector(x).unsqueeze(-1)  # (..., N, 1)
+        x = self._vector(x).unsqueeze(-1).contiguous()  # (..., N, 1)
         out = torch.zeros_like(x)
         for i0, i1 in self._ranges():
             for j0, j1 in self._ranges(self.key_block_size):
@@ -181,7 +183,7 @@ class _BlockwiseQK(SpectralOperator):
         return out.squeeze(-1)
 
     def rmatvec(self, x: Tensor) -> Tensor:
-        x = self._vector(x).unsqueeze(-2)  # (..., 1, N)
+        x = self._vector(x).unsqueeze(-2).contiguous()  # (..., 1, N)
         out = torch.zeros_like(x)
         for i0, i1 in self._ranges():
             for j0, j1 in self._ranges(self.key_block_size):
@@ -208,14 +210,16 @@ class InfSAOperator(_BlockwiseQK):
         k: keys ``(..., N, D)``.
         eps: added to the Frobenius norm, as in the layer.
         block_size: query rows per tile; ``None`` (default): tiles of about 2²⁰ numbers.
+        key_block_size: key columns per tile; ``None`` (default): ``min(N, 2048)``.
     """
 
     description = "pure InfSA Â = ReLU(q kᵀ)/(‖ReLU(q kᵀ)‖_F + ε)"
 
     def __init__(
-        self, q: Tensor, k: Tensor, *, eps: float = EPS, block_size: int | None = None
+        self, q: Tensor, k: Tensor, *, eps: float = EPS, block_size: int | None = None,
+        key_block_size: int | None = None,
     ) -> None:
-        super().__init__(q, k, block_size=block_size)
+        super().__init__(q, k, block_size=block_size, key_block_size=key_block_size)
         self.eps = float(eps)
         self._norm: Tensor | None = None
 
@@ -225,7 +229,8 @@ class InfSAOperator(_BlockwiseQK):
 
     def _product(self, a: Tensor, b: Tensor, x: Tensor) -> Tensor:
         """``ReLU(a bᵀ) x`` for ``x (..., N)`` by the attention's tiled kernel; caches ``‖S‖_F``."""
-        out, norm = tiled_relu_product(a, b, self._vector(x).unsqueeze(-1), self.block_size, self.key_block_size)
+        x = self._vector(x).unsqueeze(-1).contiguous()  # (..., N, 1); a stride-0 batch slows bmm
+        out, norm = tiled_relu_product(a, b, x, self.block_size, self.key_block_size)
         if self._norm is None:
             self._norm = norm  # the same sum of squares over every tile, in either orientation
         return out.squeeze(-1)
@@ -265,13 +270,15 @@ class SoftmaxOperator(_BlockwiseQK):
         q: queries ``(..., N, D)``.
         k: keys ``(..., N, D)``.
         block_size: query rows per tile; ``None`` (default): tiles of about 2²⁰ numbers.
+        key_block_size: key columns per tile; ``None`` (default): ``min(N, 2048)``.
     """
 
     description = "softmax P = softmax(q kᵀ/√D) (row-stochastic)"
     row_stochastic = True
 
-    def __init__(self, q: Tensor, k: Tensor, *, block_size: int | None = None) -> None:
-        super().__init__(q, k, block_size=block_size)
+    def __init__(self, q: Tensor, k: Tensor, *, block_size: int | None = None,
+                 key_block_size: int | None = None) -> None:
+        super().__init__(q, k, block_size=block_size, key_block_size=key_block_size)
         self.scale = q.shape[-1] ** -0.5
         self._lse: Tensor | None = None
 
