@@ -69,12 +69,12 @@ def _ranges(n: int, size: int) -> list[tuple[int, int]]:
 
 
 def _row_blocks(q: Tensor, k_t: Tensor, vk: Tensor, out: Tensor, blocks: list[tuple[int, int]],
-                cols: int) -> Tensor:
+                cols: int, inference: bool = False) -> Tensor:
     """Fill ``out`` for the query ``blocks``; return their ``Σ S_ij²`` per batch element."""
     d_v = out.shape[-1]
     squares = torch.zeros(q.shape[:-2], dtype=q.dtype, device=q.device)  # (...)
     key_tiles = _ranges(q.shape[-2], cols)
-    with torch.no_grad():
+    with torch.inference_mode(inference), torch.no_grad():  # a worker thread starts in neither mode
         for i0, i1 in blocks:
             q_i = q[..., i0:i1, :]  # (..., b, D)
             block = None
@@ -100,7 +100,6 @@ def tiled_relu_product(q: Tensor, k: Tensor, v: Tensor, rows: int, cols: int) ->
     (one layer at 8,192 tokens on 2 loaded cores: 71 s wall with per-tile threading).
     """
     acc = _accumulation_dtype(v.dtype)
-    d_v = v.shape[-1]
     q, k = q.detach().to(acc), k.detach().to(acc)
     vk = torch.cat([v.detach().to(acc), k], dim=-1)  # (..., N, D_v + D)
     out = torch.empty(v.shape, dtype=acc, device=v.device)  # (..., N, D_v)
@@ -115,7 +114,9 @@ def tiled_relu_product(q: Tensor, k: Tensor, v: Tensor, rows: int, cols: int) ->
         torch.set_num_threads(1)
         try:
             with ThreadPoolExecutor(workers) as pool:
-                parts = list(pool.map(lambda share: _row_blocks(q, k_t, vk, out, share, cols), shares))
+                inference = torch.is_inference_mode_enabled()
+                parts = list(pool.map(lambda share: _row_blocks(q, k_t, vk, out, share, cols, inference),
+                                      shares))
         finally:
             torch.set_num_threads(threads)
         squares = torch.stack(parts).sum(0)

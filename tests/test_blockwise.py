@@ -124,3 +124,22 @@ def test_training_steps_match_dense_step_for_step():
         rho = torch.sigmoid(torch.stack([b.attn.rho_logit for b in model.blocks])).detach()
         assert not torch.allclose(rho, torch.full_like(rho, 0.5))  # ρ moved
     assert losses["dense"] == pytest.approx(losses["blockwise"], rel=1e-10)
+
+
+@pytest.mark.parametrize("mode", ["inference", "no_grad", "grad"])
+def test_threaded_tiles_equal_dense_in_every_autograd_mode(mode):
+    previous = torch.get_num_threads()
+    torch.set_num_threads(2)  # query blocks shared among 2 Python threads
+    try:
+        gen = torch.Generator().manual_seed(5)
+        q, k, v = (torch.randn(2, 3, 50, 4, generator=gen, dtype=torch.float64) for _ in range(3))
+        s = (q @ k.transpose(-2, -1)).clamp_min(0)  # naive S = ReLU(q kᵀ)
+        context = {"inference": torch.inference_mode(), "no_grad": torch.no_grad(),
+                   "grad": torch.enable_grad()}[mode]
+        with context:
+            out, norm = blockwise_infsa(q, k, v, block_size=7, key_block_size=9)
+            out = out.clone()
+        assert_close(out, s @ v)
+        assert_close(norm, s.square().sum((-2, -1)).sqrt())
+    finally:
+        torch.set_num_threads(previous)
