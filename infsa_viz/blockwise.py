@@ -107,14 +107,14 @@ def tiled_relu_product(q: Tensor, k: Tensor, v: Tensor, rows: int, cols: int) ->
     blocks = _ranges(q.shape[-2], rows)
     threads = torch.get_num_threads() if q.device.type == "cpu" else 1
     workers = min(threads, len(blocks))
+    inference = torch.is_inference_mode_enabled()
     if workers <= 1:
-        squares = _row_blocks(q, k_t, vk, out, blocks, cols)
+        squares = _row_blocks(q, k_t, vk, out, blocks, cols, inference)
     else:
         shares = [blocks[w::workers] for w in range(workers)]  # interleaved: equal work per thread
         torch.set_num_threads(1)
         try:
             with ThreadPoolExecutor(workers) as pool:
-                inference = torch.is_inference_mode_enabled()
                 parts = list(pool.map(lambda share: _row_blocks(q, k_t, vk, out, share, cols, inference),
                                       shares))
         finally:

@@ -126,10 +126,11 @@ def test_training_steps_match_dense_step_for_step():
     assert losses["dense"] == pytest.approx(losses["blockwise"], rel=1e-10)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("mode", ["inference", "no_grad", "grad"])
-def test_threaded_tiles_equal_dense_in_every_autograd_mode(mode):
+def test_tiles_equal_dense_in_every_autograd_mode(mode, threads):
     previous = torch.get_num_threads()
-    torch.set_num_threads(2)  # query blocks shared among 2 Python threads
+    torch.set_num_threads(threads)  # 2: query blocks shared among 2 Python threads
     try:
         gen = torch.Generator().manual_seed(5)
         q, k, v = (torch.randn(2, 3, 50, 4, generator=gen, dtype=torch.float64) for _ in range(3))

@@ -6,7 +6,12 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from infsa_viz.spectral import InfSAOperator, SoftmaxOperator, expected_visits, perron_vector
+from infsa_viz.spectral import (
+    InfSAOperator,
+    SoftmaxOperator,
+    expected_visits,
+    perron_vector,
+)
 
 F64 = torch.float64
 
