@@ -5,12 +5,18 @@ from __future__ import annotations
 import html
 import math
 import warnings
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
-from infsa_viz.attention import VARIANTS, LinearInfSAAttention, SoftmaxAttention
+from infsa_viz.attention import (
+    VARIANTS,
+    LinearInfSAAttention,
+    PureInfSAAttention,
+    SoftmaxAttention,
+)
 from infsa_viz.io import atomic_write, write_json
 
 __all__ = ["GOALS", "check_goals", "loglog_slope", "summarize", "write_html", "write_report"]
@@ -22,6 +28,10 @@ GOALS = {
     "largest_resolution": 9216,
     "peak_memory_max_bytes": 16 * 10**9,
     "attention_slope_max": 1.1,
+    "pure_resolution": 2048,
+    "pure_memory_max_ratio": 2.0,
+    "pure_ratio_at": 1024,
+    "pure_ratio_min": 0.5,
 }
 
 
@@ -128,11 +138,40 @@ def check_goals(
     ``met`` is ``None`` when the benchmark did not measure what a goal needs. The slope goal is
     stated over 1k … 256k tokens; ``tokens`` gives the range the slope was actually fitted on.
     """
+    return [*_linear_goals(summary, cases, shape), *_pure_goals(summary, cases, shape)]
+
+
+def _case(cases: list[dict[str, Any]], shape: str, variant: str, resolution: int) -> dict[str, Any] | None:
+    return next((c for c in cases if c["section"] == "model" and c["shape"] == shape
+                 and c["variant"] == variant and c["resolution"] == resolution), None)
+
+
+def _pure_goals(summary: dict[str, Any], cases: list[dict[str, Any]], shape: str) -> list[dict[str, Any]]:
+    """Pure InfSA (blockwise) reaches ``pure_resolution`` within ``pure_memory_max_ratio``× softmax's
+    peak memory there, and runs ``≥ pure_ratio_min``× softmax's images/s at ``pure_ratio_at``."""
+    pure, softmax = PureInfSAAttention.variant, SoftmaxAttention.variant
+    side, at = GOALS["pure_resolution"], GOALS["pure_ratio_at"]
+    big, base = _case(cases, shape, pure, side), _case(cases, shape, softmax, side)
+    memory = None
+    if big is not None and base is not None and big["status"] == base["status"] == "ok":
+        memory = round(big["peak_memory_bytes"] / base["peak_memory_bytes"], 4)
+    ratio = summary["throughput_ratio"].get(shape, {}).get(str(at), {}).get(f"{pure}/{softmax}")
+    return [
+        {"goal": f"{pure} completes {side}² ({shape}) with peak memory ≤ {GOALS['pure_memory_max_ratio']:g}× "
+                 f"{softmax}'s",
+         "value": memory if memory is not None else (big["status"] if big else None),
+         "met": None if big is None else (big["status"] == "ok" and memory is not None
+                                          and memory <= GOALS["pure_memory_max_ratio"])},
+        {"goal": f"{pure} images/s ≥ {GOALS['pure_ratio_min']:g}× {softmax} at {at}² ({shape})",
+         "value": ratio, "met": None if ratio is None else ratio >= GOALS["pure_ratio_min"]},
+    ]
+
+
+def _linear_goals(summary: dict[str, Any], cases: list[dict[str, Any]], shape: str) -> list[dict[str, Any]]:
     linear, softmax = LinearInfSAAttention.variant, SoftmaxAttention.variant
     at, side = GOALS["throughput_ratio_at"], GOALS["largest_resolution"]
     ratio = summary["throughput_ratio"].get(shape, {}).get(str(at), {}).get(f"{linear}/{softmax}")
-    big = next((c for c in cases if c["section"] == "model" and c["shape"] == shape
-                and c["variant"] == linear and c["resolution"] == side), None)
+    big = _case(cases, shape, linear, side)
     big_ok = big is not None and big["status"] == "ok"
     fit = summary["attention_slope"].get(shape, {}).get(linear, {})
     slope = fit.get("slope")

@@ -23,28 +23,41 @@ Attention masks and causal flags are not supported by InfSA; every operator rais
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .blockwise import blockwise_infsa, tile_sizes
+
 __all__ = [
     "ATTENTION_REGISTRY",
+    "BLOCKWISE_MIN_TOKENS",
     "DEFAULT_VARIANT",
+    "INFSA_IMPLS",
     "VARIANTS",
     "Attention",
     "LinearInfSAAttention",
     "PureInfSAAttention",
     "SoftmaxAttention",
     "build_attention",
+    "check_impl",
     "check_variant",
     "infsa_affinity",
     "linear_infsa_weights",
+    "set_infsa_impl",
     "softmax_matrix",
 ]
 
 EPS = 1e-6
+#: Pure InfSA's ``impl="auto"`` switches from the dense to the blockwise path above this many
+#: tokens (at 4,097 tokens the blockwise path was already faster on CPU, and it needs no N×N memory).
+BLOCKWISE_MIN_TOKENS = 1024
+#: Implementations of pure InfSA (:class:`PureInfSAAttention`'s ``impl``).
+INFSA_IMPLS = ("auto", "dense", "blockwise")
+InfSAImpl = Literal["auto", "dense", "blockwise"]
 
 #: Called by an attention module during ``forward`` with what it computed (see capture.py).
 RecorderFn = Callable[["Attention", dict[str, Any]], None]
@@ -83,6 +96,13 @@ def infsa_affinity(q: Tensor, k: Tensor, *, eps: float = EPS) -> Tensor:
     scores = F.relu(q.to(acc) @ k.to(acc).transpose(-2, -1))  # (..., N, N)
     norm = torch.linalg.vector_norm(scores, dim=(-2, -1), keepdim=True)  # (..., 1, 1)
     return (scores / (norm + eps)).to(q.dtype)
+
+
+def check_impl(impl: str) -> str:
+    """Return ``impl`` if it is one of :data:`INFSA_IMPLS`, else raise a ``ValueError``."""
+    if impl not in INFSA_IMPLS:
+        raise ValueError(f"impl={impl!r} must be one of {list(INFSA_IMPLS)}")
+    return impl
 
 
 def softmax_matrix(q: Tensor, k: Tensor) -> Tensor:
@@ -252,20 +272,51 @@ class _RhoMixin(Attention):
 
 
 class PureInfSAAttention(_RhoMixin):
-    """Pure InfSA: ``ρ · Â v`` with the Frobenius-normalised ReLU affinity (O(N²))."""
+    """Pure InfSA: ``ρ · Â v`` with the Frobenius-normalised ReLU affinity (O(N²) time).
+
+    Two exact paths give the same result: ``"dense"`` forms ``S = ReLU(q kᵀ)`` (``O(N²)`` memory)
+    and ``"blockwise"`` computes ``S v`` and ``‖S‖_F`` tile by tile in one pass
+    (:func:`~infsa_viz.blockwise.blockwise_infsa`; ``O(N·D)`` memory, backward by recomputing the
+    tiles).
+
+    Args:
+        impl: ``"auto"`` (default: dense for ``N ≤`` :data:`BLOCKWISE_MIN_TOKENS`, blockwise
+            above), ``"dense"`` or ``"blockwise"``.
+        block_size: query rows per tile of the blockwise path (``None``: about 4 MiB tiles).
+        key_block_size: key columns per tile of the blockwise path (``None``: up to 2,048).
+        rho_init, rho_per_head, eps, qkv_bias: as for every InfSA layer.
+    """
 
     variant = "pure_infsa"
 
+    def __init__(self, dim: int, num_heads: int, *, impl: InfSAImpl = "auto", block_size: int | None = None,
+                 key_block_size: int | None = None, **kw: Any) -> None:
+        super().__init__(dim, num_heads, **kw)
+        self.impl = check_impl(impl)
+        tile_sizes(1, 1, block_size=block_size, key_block_size=key_block_size)  # validates both
+        self.block_size = block_size
+        self.key_block_size = key_block_size
+
+    def uses_blockwise(self, num_tokens: int) -> bool:
+        """Whether :meth:`attend` takes the blockwise path for ``num_tokens`` tokens."""
+        impl = check_impl(self.impl)
+        return impl == "blockwise" or (impl == "auto" and num_tokens > BLOCKWISE_MIN_TOKENS)
+
     def attend(self, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
         self._record(q=q, k=k)
-        # ρ·Â·v = ρ/(‖S‖_F + ε) · (S v) with S = ReLU(q kᵀ): the Frobenius scale is applied to the
-        # (N, D) product instead of the (N, N) matrix. Profiling at 4,097 tokens showed the
-        # elementwise N×N division taking 21 % of the layer's time (bmm 52 %, ReLU 22 %).
         acc = _accumulation_dtype(v.dtype)  # reduce in ≥ float32 (bf16 inputs)
-        scores = torch.relu_(q @ k.transpose(-2, -1))  # (B, H, N, N), one N×N buffer
-        norm = torch.linalg.vector_norm(scores, dim=(-2, -1), keepdim=True, dtype=acc)  # (B, H, 1, 1)
+        if self.uses_blockwise(q.shape[-2]):
+            product, norm = blockwise_infsa(q, k, v, block_size=self.block_size,
+                                            key_block_size=self.key_block_size)  # (B, H, N, D), (B, H)
+            norm = norm[..., None, None]  # (B, H, 1, 1)
+        else:
+            # ρ·Â·v = ρ/(‖S‖_F + ε) · (S v) with S = ReLU(q kᵀ): the Frobenius scale is applied to
+            # the (N, D) product instead of the (N, N) matrix (one N×N buffer, in-place ReLU).
+            scores = torch.relu_(q @ k.transpose(-2, -1))  # (B, H, N, N)
+            norm = torch.linalg.vector_norm(scores, dim=(-2, -1), keepdim=True, dtype=acc)  # (B, H, 1, 1)
+            product = scores @ v  # (B, H, N, D)
         scale = self._rho_4d(acc) / (norm + self.eps)  # (B, H, 1, 1)
-        return ((scores @ v).to(acc) * scale).to(v.dtype)  # (B, H, N, D)
+        return (product.to(acc) * scale).to(v.dtype)  # (B, H, N, D)
 
     @staticmethod
     def applied_matrix(q: Tensor, k: Tensor, *, eps: float = EPS) -> Tensor:
@@ -324,11 +375,29 @@ def build_attention(variant: str, dim: int, num_heads: int, **options: Any) -> A
     """Build the attention module registered under ``variant``.
 
     Options that do not apply to the variant (``rho_init``/``rho_per_head`` for softmax,
-    ``fused`` for InfSA) are accepted and dropped, so one model config serves all variants.
+    ``fused`` for InfSA, ``impl``/``block_size``/``key_block_size`` for all but pure InfSA) are
+    accepted and dropped, so one model config serves all variants.
     """
     cls = ATTENTION_REGISTRY[check_variant(variant)]
     if not cls.has_rho:
         options = {k: v for k, v in options.items() if k not in ("rho_init", "rho_per_head", "eps")}
     else:
         options.pop("fused", None)
+    if cls is not PureInfSAAttention:
+        options = {k: v for k, v in options.items() if k not in ("impl", "block_size", "key_block_size")}
     return cls(dim, num_heads, **options)
+
+
+def set_infsa_impl(model: nn.Module, impl: InfSAImpl, *, block_size: int | None = None,
+                   key_block_size: int | None = None) -> int:
+    """Set the path (``"auto"``, ``"dense"``, ``"blockwise"``) of every pure-InfSA layer in ``model``.
+
+    Returns:
+        The number of :class:`PureInfSAAttention` layers changed (0 for other variants).
+    """
+    check_impl(impl)
+    tile_sizes(1, 1, block_size=block_size, key_block_size=key_block_size)
+    layers = [m for m in model.modules() if isinstance(m, PureInfSAAttention)]
+    for layer in layers:
+        layer.impl, layer.block_size, layer.key_block_size = impl, block_size, key_block_size
+    return len(layers)

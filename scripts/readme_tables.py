@@ -159,6 +159,34 @@ def reliability_table() -> str:
     return "\n".join(lines)
 
 
+def _cell(case: dict[str, Any] | None, key: str, scale: float = 1.0, fmt: str = ".3g") -> str:
+    if case is None:
+        return "–"
+    if case["status"] != "ok":
+        return case["status"]
+    return f"{case[key] / scale:{fmt}}"
+
+
+def performance_table(shape: str = "shipped") -> str:
+    """Model section of ``bench-cpu.json`` for ``shape``: images/s, ratios to softmax, peak RSS."""
+    cases = [c for c in _load("bench-cpu.json")["cases"] if c["section"] == "model" and c["shape"] == shape]
+    variants = ("softmax", "pure_infsa", "linear_infsa")
+    lines = [("| resolution (tokens) | softmax img/s | pure InfSA img/s | Linear-InfSA img/s | pure / softmax | "
+              "Linear / softmax | peak RSS softmax / pure / linear GB |"),
+             "|---|---:|---:|---:|---:|---:|---|"]
+    for resolution in sorted({c["resolution"] for c in cases}):
+        row = {c["variant"]: c for c in cases if c["resolution"] == resolution}
+        tokens = next(iter(row.values()))["tokens"]
+        ok = {v: row[v] for v in variants if v in row and row[v]["status"] == "ok"}
+        ratios = [f"{ok[v]['images_per_s'] / ok['softmax']['images_per_s']:.2f}×"
+                  if v in ok and "softmax" in ok else "–" for v in variants[1:]]
+        memory = " / ".join(_cell(row.get(v), "peak_memory_bytes", 1e9, ".2f") if row.get(v, {}).get("status") == "ok"
+                            else "–" for v in variants)
+        lines.append(f"| {resolution}² ({tokens:,}) | " + " | ".join(_cell(row.get(v), "images_per_s") for v in variants)
+                     + f" | {' | '.join(ratios)} | {memory} |")
+    return "\n".join(lines)
+
+
 TABLES: dict[str, Callable[[], str]] = {
     "training": training_table,
     "eigencheck": eigencheck_table,
@@ -167,6 +195,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "attention quality: beyond MoRF": beyond_morf_table,
     "map cost": map_cost_table,
     "reliability": reliability_table,
+    "performance (shipped shape)": performance_table,
 }
 
 
@@ -179,6 +208,7 @@ HOMES: dict[str, str] = {
     "attention quality: beyond MoRF": "docs/benchmarks.md",
     "map cost": "docs/benchmarks.md",
     "reliability": "README.md",
+    "performance (shipped shape)": "docs/benchmarks.md",
 }
 
 

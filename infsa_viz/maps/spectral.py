@@ -140,14 +140,15 @@ class Perron(MapMethod):
     description = "dense left Perron vector of one layer's graph"
     reference = "Perron–Frobenius; Roffo & Palmer, arXiv 2603.00175"
     defaults = {"layer": -1, "head": "mean", "side": "left", "matrix": "native", "normalize": "sum",
-                "solver": "auto"}
+                "solver": "auto", "block_size": None}
     per_layer = True
-    cost = "1 forward; closed form (rank one), LAPACK eig (N ≤ 1024) or power iteration"
+    cost = "1 forward; closed form (rank one), LAPACK eig (N ≤ 1024) or matrix-free power iteration"
 
     def _compute(self, model, images, target, options):
         _, records = capture_attention(model, images)
         record = select_layer(records, options["layer"])
-        op, _ = layer_graph(record, head=options["head"], matrix=options["matrix"])
+        op, _ = layer_graph(record, head=options["head"], matrix=options["matrix"],
+                            block_size=options["block_size"])
         result = perron_vector(op, side=options["side"], normalize=options["normalize"], method=options["solver"])
         metadata = {**result.metadata(), "layer": record.layer, "variant": record.variant,
                     "eigenvalue": result.eigenvalue.tolist()}

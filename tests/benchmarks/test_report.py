@@ -72,15 +72,27 @@ def test_summary_ratios_largest_slopes_and_goals():
     assert slopes[BASE]["slope"] == pytest.approx(2.0)
     assert summary["attention_cpu_slope"]["shipped"][LINEAR]["slope"] == pytest.approx(1.0)
     assert summary["statuses"] == {"ok": 11, "oom": 1, "timeout": 1}
-    assert [g["met"] for g in summary["goals"]] == [True, True, True]
+    assert [g["met"] for g in summary["goals"]] == [True, True, True, None, None]  # pure: not at 2048², oom at 1024²
 
 
 def test_goals_not_met_and_not_measured():
     limit = GOALS["peak_memory_max_bytes"]
     cases = [_model(BASE, 1024, 2.0), _model(LINEAR, 1024, 4.0), _model(LINEAR, 9216, 0.1, peak=limit + 1)]
     goals = summarize(cases)["goals"]
-    assert [g["met"] for g in goals] == [False, False, None]
+    assert [g["met"] for g in goals] == [False, False, None, None, None]
     assert goals[0]["value"] == 2.0 and goals[1]["value"] == limit + 1
+
+
+def test_pure_infsa_goals_read_memory_and_throughput_against_softmax():
+    side, at = GOALS["pure_resolution"], GOALS["pure_ratio_at"]
+    cases = [_model(BASE, at, 2.0), _model(PURE, at, 1.5), _model(BASE, side, 0.1, peak=10**9),
+             _model(PURE, side, 0.05, peak=3 * 10**9)]
+    memory, ratio = summarize(cases)["goals"][3:]
+    assert memory["value"] == 3.0 and memory["met"] is False  # 3× softmax's peak > 2×
+    assert ratio["value"] == 0.75 and ratio["met"] is True
+    cases[-1] = _model(PURE, side, 0.0, status="oom")
+    memory = summarize(cases)["goals"][3]
+    assert memory["value"] == "oom" and memory["met"] is False
 
 
 def test_write_report_writes_json_and_one_offline_html(tmp_path):

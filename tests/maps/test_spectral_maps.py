@@ -117,3 +117,18 @@ def test_mean_pool_model_reads_the_uniform_row(images):
         attribute(model, images, "perron", head=2)
     with pytest.raises(ValueError, match="layer"):
         attribute(model, images, "perron", layer=5)
+
+
+@pytest.mark.parametrize("variant_name", ["pure_infsa", "softmax"])
+def test_matrix_free_solvers_equal_the_dense_ones_and_report_convergence(variant_name, images):
+    """Visits by GMRES and Perron by power iteration, on tiled products, against the dense solves."""
+    model = _model(variant_name).double()
+    images = images.double()
+    for method, solver in (("visits", "gmres"), ("perron", "power")):
+        dense = attribute(model, images, method, solver="dense")
+        free = attribute(model, images, method, solver=solver, block_size=5)
+        assert_close(free.maps, dense.maps, rtol=1e-6, atol=1e-9)
+        meta = free.metadata
+        assert meta.get("solver", meta.get("method")) == solver
+        assert meta["iterations"] >= 1 and meta["max_residual"] <= 1e-6
+        assert dense.metadata["iterations"] == 0
