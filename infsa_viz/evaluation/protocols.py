@@ -41,6 +41,7 @@ from ..metrics import (
     sanity_report,
     switch_classes,
 )
+from .reference import is_reference
 
 __all__ = ["CURVE_FIELDS", "EXTRA_FIELDS", "extra_protocols", "finish_rows", "sanity_row", "score_extra", "summarise_extra"]
 
@@ -133,8 +134,8 @@ def _class_switch(model: nn.Module, x: Tensor, labels: np.ndarray, result: MapRe
     if not keep.any():
         return
     rows = sub[keep]
-    spec = check_method(result.method)
-    if spec.explains_class:
+    explains = not is_reference(result.method) and check_method(result.method).explains_class
+    if explains:  # a reference map (the box oracle) reads the boxes, not the class: it does not move
         switched = attribute(model, x[rows], result.method, target=torch.as_tensor(classes[keep]), **map_options).maps
     else:
         switched = result.maps[rows]
