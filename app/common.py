@@ -41,7 +41,8 @@ from infsa_viz.overlay import ColourScale, colour_scale, overlay, with_colorbar
 from infsa_viz.preprocess import Prepared, prepare, preprocess
 from infsa_viz.spectral import LayerSpectrum, layer_spectra
 from infsa_viz.train import predict
-from infsa_viz.vit import CONFIG_FILE, WEIGHTS_FILE, load_model
+from infsa_viz import load_model
+from infsa_viz.vit import CONFIG_FILE, WEIGHTS_FILE
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS_DIR = ROOT / "models"
@@ -121,7 +122,8 @@ def user_model(directory: str | Path) -> ModelEntry:
     if (path / CONFIG_FILE).is_file():
         try:
             config = read_json(path / CONFIG_FILE)
-            variant = str(config.get("attention", config.get("model_type", "?"))) if isinstance(config, dict) else "?"
+            if isinstance(config, dict):  # ours name the variant; transformers ViT/DeiT are softmax
+                variant = str(config.get("attention", "softmax" if "model_type" in config else "?"))
         except ValueError:
             pass
     return ModelEntry(str(path.resolve()), path.name, variant, max(f.stat().st_mtime_ns for f in files))

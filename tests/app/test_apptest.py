@@ -377,3 +377,18 @@ def test_user_models_from_the_environment_and_a_broken_one(tmp_path, shipped_mod
     errors = [e.value for e in at.error if "broken" in e.value]
     assert len(errors) == 1 and "cannot load the model" in errors[0] and "\n" not in errors[0]
     assert len(_captions(at)) == len(shipped_models)
+
+
+def test_a_transformers_vit_directory_is_a_model_like_any_other(tmp_path, shipped_models, monkeypatch):
+    pytest.importorskip("transformers")
+    from tests.formats.test_hf import build_hf
+
+    build_hf(tmp_path / "hf-vit")
+    monkeypatch.setenv("INFSA_VIZ_MODELS", str(tmp_path))
+    at = _app().run()
+    (option,) = [o for o in at.multiselect(key="models").options if "hf-vit" in o]
+    assert option.startswith("softmax · ")  # transformers ViTs are softmax models
+    at.multiselect(key="models").select(option).run()
+    _ok(at)
+    assert not at.error, [e.value for e in at.error]
+    assert option in _captions(at)  # drawn through its own RGB preprocessing beside the gray digit models
