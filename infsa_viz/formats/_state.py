@@ -11,7 +11,7 @@ from torch import Tensor
 
 from ..vit import VisionTransformer
 
-__all__ = ["load_state", "read_safetensors", "safetensors_keys"]
+__all__ = ["fuse_qkv", "load_state", "read_safetensors", "safetensors_keys"]
 
 
 def read_safetensors(path: str | Path, *, map_location: str | torch.device = "cpu") -> dict[str, Tensor]:
@@ -74,3 +74,19 @@ def load_state(model: VisionTransformer, state: Mapping[str, Tensor], *, source:
     model.load_state_dict(dict(state), strict=False)
     return model.eval()
 
+
+
+def fuse_qkv(ours: dict[str, Tensor], parts: Mapping[tuple[int, str], Mapping[str, Tensor]], names: tuple[str, str, str],
+             unknown: list[str], *, source: str, what: str) -> None:
+    """Refuse ``unknown`` keys, then stack each layer's separate q, k, v (named ``names``) into our
+    fused ``blocks.i.attn.qkv`` (``(3·C', C')`` weights, ``(3·C',)`` biases), in place.
+
+    Raises:
+        ValueError: keys the converter does not read, or a layer missing one of q, k, v.
+    """
+    if unknown:
+        raise ValueError(f"{source}: weights this converter does not read: {sorted(unknown)[:5]}")
+    for (layer, param), found in parts.items():
+        if set(found) != set(names):
+            raise ValueError(f"{source}: layer {layer} has {sorted(found)} {param} {what}; expected {', '.join(names)}")
+        ours[f"blocks.{layer}.attn.qkv.{param}"] = torch.cat([found[n] for n in names])

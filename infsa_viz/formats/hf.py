@@ -19,13 +19,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-import torch
 from torch import Tensor
 
 from ..io import read_json
 from ..preprocess import Preprocessing
 from ..vit import VisionTransformer, ViTConfig, check_fits
-from ._state import load_state, read_safetensors
+from ._state import fuse_qkv, load_state, read_safetensors
 
 __all__ = ["ARCHITECTURES", "PREPROCESSOR_FILE", "from_transformers", "is_transformers_dir", "preprocessing_from_hf"]
 
@@ -187,13 +186,7 @@ def convert_state(state: dict[str, Tensor], prefix: str, source: str) -> dict[st
                 unknown.append(key)
         else:
             unknown.append(key)
-    if unknown:
-        raise ValueError(f"{source}: weights this converter does not read: {sorted(unknown)[:5]}")
-    for (layer, param), parts in qkv.items():
-        if set(parts) != {"query", "key", "value"}:
-            raise ValueError(f"{source}: layer {layer} has {sorted(parts)} {param}s; expected query, key and value")
-        # q, k, v stacked as our fused qkv: (3·C', C') weights, (3·C',) biases
-        ours[f"blocks.{layer}.attn.qkv.{param}"] = torch.cat([parts["query"], parts["key"], parts["value"]])
+    fuse_qkv(ours, qkv, ("query", "key", "value"), unknown, source=source, what="projections")
     return ours
 
 

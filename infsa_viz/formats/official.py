@@ -25,13 +25,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-import torch
 from torch import Tensor
 
 from ..attention import EPS
 from ..preprocess import Preprocessing
 from ..vit import VisionTransformer, ViTConfig
-from ._state import load_state
+from ._state import fuse_qkv, load_state
 
 __all__ = ["OFFICIAL_EPS", "TORCHVISION_IMAGENET", "from_torchvision_state_dict", "is_torchvision_state"]
 
@@ -81,12 +80,7 @@ def _convert(state: Mapping[str, Tensor], source: str) -> tuple[dict[str, Tensor
                 unknown.append(key)
         else:
             unknown.append(key)
-    if unknown:
-        raise ValueError(f"{source}: weights this converter does not read: {sorted(unknown)[:5]}")
-    for (layer, param), qkv in parts.items():
-        if set(qkv) != {"q", "k", "v"}:
-            raise ValueError(f"{source}: layer {layer} has {sorted(qkv)} {param} projections; expected q, k and v")
-        ours[f"blocks.{layer}.attn.qkv.{param}"] = torch.cat([qkv["q"], qkv["k"], qkv["v"]])  # (3·C', ...)
+    fuse_qkv(ours, parts, ("q", "k", "v"), unknown, source=source, what="projections")
     return ours, infsa
 
 
