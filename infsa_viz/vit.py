@@ -388,11 +388,14 @@ def state_shapes(config: ViTConfig) -> dict[str, tuple[int, ...]]:
 
 
 def check_fits(config: ViTConfig, shapes: dict[str, tuple[int, ...]], source: str, *,
-               against: str = CONFIG_FILE) -> None:
+               against: str = CONFIG_FILE) -> dict[str, tuple[int, ...]]:
     """Check a config against the weights' shapes (our names) before the model is built.
 
     The depth is compared first, from the names alone, so a config asking for a huge model is
     refused without even building it on the meta device; then every shared tensor's shape.
+
+    Returns:
+        The shapes the config implies (:func:`state_shapes`).
 
     Raises:
         ValueError: naming ``source``, the depth or the first tensor that differs.
@@ -405,6 +408,7 @@ def check_fits(config: ViTConfig, shapes: dict[str, tuple[int, ...]], source: st
     for name, shape in expected.items():
         if name in shapes and tuple(shapes[name]) != tuple(shape):
             raise ValueError(f"{source}: tensor {name!r} has shape {tuple(shapes[name])}, {against} implies {tuple(shape)}")
+    return expected
 
 
 def load_model(directory: str | Path, *, map_location: str | torch.device = "cpu") -> VisionTransformer:
@@ -425,13 +429,13 @@ def load_model(directory: str | Path, *, map_location: str | torch.device = "cpu
         raise ValueError(f"model directory {str(directory)!r} does not exist or is not a directory")
     config = ViTConfig.from_dict(read_json(directory / CONFIG_FILE), source=str(directory / CONFIG_FILE))
     weights = directory / WEIGHTS_FILE
-    check_fits(config, header_shapes(weights), str(weights))
+    expected = check_fits(config, header_shapes(weights), str(weights))
     card = directory / "card.json"
     recorded = read_json(card) if card.is_file() else {}
     sha256 = recorded.get("weights_sha256") if isinstance(recorded, dict) else None
     if sha256 is not None and not isinstance(sha256, str):
         raise ValueError(f"{card}: weights_sha256={sha256!r} must be a hex string")
-    state = load_weights(weights, state_shapes(config), against=CONFIG_FILE, sha256=sha256,
+    state = load_weights(weights, expected, against=CONFIG_FILE, sha256=sha256,
                          map_location=map_location)
     model = VisionTransformer(config)
     model.load_state_dict(state)

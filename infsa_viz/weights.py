@@ -87,8 +87,9 @@ def load_weights(path: str | Path, expected: Shapes, *, against: str, sha256: st
 
     path = Path(path)
     check_shapes(header_shapes(path), expected, source=str(path), against=against)
-    if sha256 is not None and file_sha256(path) != sha256:
-        raise ValueError(f"{path}: sha256 {file_sha256(path)[:12]}… differs from the model card's {sha256[:12]}…; "
+    found = None if sha256 is None else file_sha256(path)
+    if found is not None and found != sha256:
+        raise ValueError(f"{path}: sha256 {found[:12]}… differs from the model card's {sha256[:12]}…; "
                          "the weights were changed or damaged after training")
     try:
         state = load_file(str(path), device=str(map_location))
