@@ -32,7 +32,13 @@ GOALS = {
     "pure_memory_max_ratio": 2.0,
     "pure_ratio_at": 1024,
     "pure_ratio_min": 0.5,
+    "spectral_resolutions": (1024, 2048),
+    "spectral_memory_max_bytes": 4 * 10**9,
 }
+
+#: The upper range of the attention slope (tokens at or above this), where fixed per-call costs no
+#: longer flatten the fit: the asymptotic exponent.
+UPPER_SLOPE_MIN_TOKENS = 16384
 
 
 def loglog_slope(tokens: Sequence[float], times: Sequence[float]) -> float:
@@ -69,9 +75,10 @@ def _ok(cases: Iterable[dict[str, Any]], section: str) -> list[dict[str, Any]]:
     return [c for c in cases if c["section"] == section and c["status"] == "ok"]
 
 
-def _slopes(cases: list[dict[str, Any]], section: str, key: str = "latency_s") -> dict[str, dict[str, Any]]:
+def _slopes(cases: list[dict[str, Any]], section: str, key: str = "latency_s",
+            min_tokens: int = 0) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
-    for row in _ok(cases, section):
+    for row in (r for r in _ok(cases, section) if r["tokens"] >= min_tokens):
         out.setdefault(row["shape"], {}).setdefault(row["variant"], []).append(row)
     slopes: dict[str, dict[str, Any]] = {}
     for shape, by_variant in out.items():
@@ -123,6 +130,9 @@ def summarize(cases: list[dict[str, Any]]) -> dict[str, Any]:
         "largest_completed": largest,
         "attention_slope": _slopes(cases, "attention"),
         "attention_cpu_slope": _slopes(cases, "attention", "cpu_s"),
+        "attention_slope_upper": _slopes(cases, "attention", min_tokens=UPPER_SLOPE_MIN_TOKENS),
+        "naive_vs_ours": naive_vs_ours(cases),
+        "spectral": spectral_rows(cases),
         "model_latency_slope": _slopes(cases, "model"),
         "statuses": {s: sum(c["status"] == s for c in cases) for s in sorted({c["status"] for c in cases})},
     }
@@ -138,7 +148,62 @@ def check_goals(
     ``met`` is ``None`` when the benchmark did not measure what a goal needs. The slope goal is
     stated over 1k … 256k tokens; ``tokens`` gives the range the slope was actually fitted on.
     """
-    return [*_linear_goals(summary, cases, shape), *_pure_goals(summary, cases, shape)]
+    return [*_linear_goals(summary, cases, shape), *_pure_goals(summary, cases, shape), *_spectral_goals(cases)]
+
+
+def naive_vs_ours(cases: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """``[shape][tokens][variant]``: the naive dense formulas against our layer at the same size.
+
+    ``time_ratio`` = naive latency / ours and ``memory_ratio`` = naive peak memory / ours (both > 1
+    mean ours is faster or smaller); ``naive`` / ``ours`` give each side's status, latency and peak.
+    """
+    ours = {(r["shape"], r["tokens"], r["variant"]): r for r in cases if r["section"] == "attention"}
+    table: dict[str, dict[str, dict[str, Any]]] = {}
+    for row in (r for r in cases if r["section"] == "naive"):
+        mine = ours.get((row["shape"], row["tokens"], row["variant"]))
+        if mine is None:
+            continue
+        entry: dict[str, Any] = {side: {"status": r["status"], "latency_s": r.get("latency_s"),
+                                        "peak_memory_bytes": r.get("peak_memory_bytes")}
+                                 for side, r in (("naive", row), ("ours", mine))}
+        if row["status"] == mine["status"] == "ok":
+            entry["time_ratio"] = round(row["latency_s"] / mine["latency_s"], 4)
+            entry["memory_ratio"] = round(row["peak_memory_bytes"] / mine["peak_memory_bytes"], 4)
+        table.setdefault(row["shape"], {}).setdefault(str(row["tokens"]), {})[row["variant"]] = entry
+    return table
+
+
+def spectral_rows(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The spectral section in short: status, time, peak memory and the solver's convergence.
+
+    ``solver`` is the map's solver (GMRES, Neumann, power iteration, LAPACK eig); the Perron map's
+    metadata calls it ``method``, which here would clash with the map method's name.
+    """
+    rows = []
+    for row in (r for r in cases if r["section"] == "spectral"):
+        meta = row.get("map_metadata") or {}
+        short = {key: row.get(key) for key in ("variant", "method", "resolution", "tokens", "status",
+                                               "latency_s", "peak_memory_bytes", "finite")}
+        short["solver"] = meta.get("solver", meta.get("method"))
+        short.update({key: meta[key] for key in ("iterations", "max_residual") if key in meta})
+        rows.append(short)
+    return rows
+
+
+def _spectral_goals(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Visits and Perron maps of the shipped pure-InfSA model at each goal size under the memory goal."""
+    pure, limit = PureInfSAAttention.variant, GOALS["spectral_memory_max_bytes"]
+    goals = []
+    for method in ("visits", "perron"):
+        for side in GOALS["spectral_resolutions"]:
+            row = next((r for r in cases if r["section"] == "spectral" and r["variant"] == pure
+                        and r.get("method") == method and r["resolution"] == side), None)
+            ok = row is not None and row["status"] == "ok"
+            goals.append({"goal": f"{method} map of the shipped {pure} model at {side}² with peak memory "
+                                  f"< {limit / 10**9:g} GB",
+                          "value": row["peak_memory_bytes"] if ok else (row["status"] if row else None),
+                          "met": None if row is None else ok and row["peak_memory_bytes"] < limit})
+    return goals
 
 
 def _case(cases: list[dict[str, Any]], shape: str, variant: str, resolution: int) -> dict[str, Any] | None:
@@ -184,7 +249,8 @@ def _linear_goals(summary: dict[str, Any], cases: list[dict[str, Any]], shape: s
          "met": None if big is None else big_ok and big["peak_memory_bytes"] < memory_max},
         {"goal": f"{linear} attention time vs tokens: log-log slope ≤ {GOALS['attention_slope_max']:g} ({shape})",
          "value": slope, "met": None if slope is None else slope <= GOALS["attention_slope_max"],
-         "tokens": [fit["tokens_min"], fit["tokens_max"]] if fit else None},
+         "tokens": [fit["tokens_min"], fit["tokens_max"]] if fit else None,
+         "upper_slope": summary.get("attention_slope_upper", {}).get(shape, {}).get(linear)},
     ]
 
 

@@ -1,11 +1,16 @@
 """Inference throughput, latency and peak memory vs resolution, one fresh process per case.
 
-Two sections share one runner:
+Four sections share one runner:
 
 * ``model``: a whole :class:`~infsa_viz.vit.VisionTransformer` (random weights, fused softmax SDPA)
   on random images of each resolution, position embeddings interpolated to the grid;
 * ``attention``: one attention layer on ``(1, N, C)`` random tokens, for the log-log slope of
-  time vs tokens (:func:`benchmarks.report.loglog_slope`).
+  time vs tokens (:func:`benchmarks.report.loglog_slope`);
+* ``naive``: the same layer through the paper's formulas written out densely
+  (:mod:`benchmarks.naive`), at ``naive_tokens``, beside the ``attention`` rows of the same sizes;
+* ``spectral``: the ``spectral_methods`` maps (visits, Perron) of the shipped trained models
+  (:data:`benchmarks.SHIPPED_MODELS`) at ``spectral_resolutions``, matrix-free above 1,024 tokens,
+  with the solver's iterations and residual.
 
 Each case runs in ``python -m benchmarks.worker`` under a memory cap (``RLIMIT_AS`` on CPU,
 a CUDA memory fraction on GPU) and a wall-time limit, so one blow-up ends only its own process:
@@ -17,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import json
+import math
 import os
 import platform
 import signal
@@ -32,6 +38,7 @@ from infsa_viz.io import write_json
 from infsa_viz.progress import progress
 from infsa_viz.vit import ViTConfig, num_tokens
 
+from . import SHIPPED_MODELS
 from .worker import child_command, is_oom_message
 
 __all__ = [
@@ -53,7 +60,7 @@ SHAPES: dict[str, ViTConfig] = {
     "shipped": ViTConfig(),
     "tiny": ViTConfig(img_size=224, in_chans=3, patch_size=16, embed_dim=192, depth=4, num_heads=3),
 }
-SECTIONS = ("model", "attention")
+SECTIONS = ("model", "attention", "naive", "spectral")
 #: Statuses after which the variant's larger sizes (same section and shape) are skipped.
 FAILED = ("oom", "timeout")
 GB = 10**9
@@ -84,6 +91,11 @@ class BenchSettings:
         resolutions: square image sides for the model section, each divisible by the patch size;
             default 224 … 9216 (1.33 M tokens at patch 8).
         attention_tokens: token counts for the attention section; default 2¹⁰ … 2¹⁸ (1k … 256k).
+        naive_tokens: token counts for the naive dense formulas; default 4,096 and 16,384.
+        spectral_resolutions: image sides for the spectral maps of the shipped models (``shipped``
+            shape only); default 1024 and 2048.
+        spectral_methods: map methods of the spectral section; default visits and Perron.
+        spectral_variants: the shipped models the spectral section reads; default all three.
         patch_size, embed_dim, depth, num_heads: override the shapes' values (``None``: keep).
         batch: images per forward in the model section (the attention section uses 1); default 1.
         repeats: timings per case (median reported); default 5.
@@ -102,6 +114,10 @@ class BenchSettings:
     sections: tuple[str, ...] = SECTIONS
     resolutions: tuple[int, ...] = (224, 512, 1024, 2048, 4096, 9216)
     attention_tokens: tuple[int, ...] = tuple(2**k for k in range(10, 19))
+    naive_tokens: tuple[int, ...] = (4096, 16384)
+    spectral_resolutions: tuple[int, ...] = (1024, 2048)
+    spectral_methods: tuple[str, ...] = ("visits", "perron")
+    spectral_variants: tuple[str, ...] = VARIANTS
     patch_size: int | None = None
     embed_dim: int | None = None
     depth: int | None = None
@@ -117,20 +133,31 @@ class BenchSettings:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        choices = (("variants", self.variants, VARIANTS), ("shapes", self.shapes, tuple(SHAPES)),
+        choices = (("variants", self.variants, VARIANTS), ("spectral_variants", self.spectral_variants, VARIANTS),
+                   ("shapes", self.shapes, tuple(SHAPES)),
                    ("sections", self.sections, SECTIONS))
         for name, values, known in choices:
             if not values:
                 raise ValueError(f"{name} is empty; expected some of {list(known)}")
             for value in values:
-                if name == "variants":
-                    check_variant(value, name="variants")
+                if name in ("variants", "spectral_variants"):
+                    check_variant(value, name=name)
                 elif value not in known:
                     raise ValueError(f"{name}: {value!r} is not one of {list(known)}")
             if len(set(values)) != len(values):
                 raise ValueError(f"{name}={list(values)} repeats a name")
         _sizes("resolutions", self.resolutions)
         _sizes("attention_tokens", self.attention_tokens)
+        _sizes("naive_tokens", self.naive_tokens)
+        _sizes("spectral_resolutions", self.spectral_resolutions)
+        from infsa_viz.maps import METHODS
+
+        if not self.spectral_methods:
+            raise ValueError("spectral_methods is empty; expected map methods such as visits, perron")
+        for method in self.spectral_methods:
+            if method not in METHODS:
+                raise ValueError(f"spectral_methods: {method!r} is not a registered map method; "
+                                 f"expected one of {sorted(METHODS)}")
         for name in ("patch_size", "embed_dim", "depth", "num_heads", "threads"):
             if getattr(self, name) is not None:
                 _positive(name, getattr(self, name))
@@ -149,6 +176,12 @@ class BenchSettings:
                 if bad:
                     raise ValueError(f"resolutions {bad} are not divisible by the {shape} shape's "
                                      f"patch size {config.patch_size}")
+        if "spectral" in self.sections:
+            patch = SHAPES["shipped"].patch_size
+            bad = [r for r in self.spectral_resolutions if r % patch]
+            if bad:
+                raise ValueError(f"spectral_resolutions {bad} are not divisible by the shipped models' "
+                                 f"patch size {patch}")
 
     def to_dict(self) -> dict[str, Any]:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
@@ -176,13 +209,30 @@ def shape_config(shape: str, settings: BenchSettings, variant: str = VARIANTS[0]
         raise ValueError(f"shape {shape!r} with the given overrides: {err}") from None
 
 
+def _spectral_cases(settings: BenchSettings) -> list[dict[str, Any]]:
+    """The shipped models' maps: variant (with a checkpoint) × method × side ascending."""
+    config = SHAPES["shipped"]
+    return [{"section": "spectral", "shape": "shipped", "variant": variant, "method": method,
+             "checkpoint": SHIPPED_MODELS[variant], "resolution": side, "tokens": num_tokens(config, side),
+             "batch": 1}
+            for variant in settings.spectral_variants if variant in SHIPPED_MODELS
+            for method in settings.spectral_methods for side in sorted(settings.spectral_resolutions)]
+
+
 def plan_cases(settings: BenchSettings) -> list[dict[str, Any]]:
-    """All cases, in run order: section, shape, size ascending, variant (baseline first per size)."""
+    """All cases, in run order: section, shape, size ascending, variant (baseline first per size).
+
+    The spectral section runs once, on the ``shipped`` shape (the trained models' architecture).
+    """
     cases = []
     for section in (s for s in SECTIONS if s in settings.sections):
+        if section == "spectral":
+            cases += _spectral_cases(settings)
+            continue
         for shape in settings.shapes:
             config = shape_config(shape, settings)
-            sizes = settings.resolutions if section == "model" else settings.attention_tokens
+            sizes = {"model": settings.resolutions, "attention": settings.attention_tokens,
+                     "naive": settings.naive_tokens}[section]
             for size in sorted(sizes):
                 for variant in settings.variants:
                     case: dict[str, Any] = {"section": section, "shape": shape, "variant": variant}
@@ -192,6 +242,26 @@ def plan_cases(settings: BenchSettings) -> list[dict[str, Any]]:
                         case.update(resolution=None, tokens=size, batch=1)
                     cases.append(case)
     return cases
+
+
+def failure_key(case: dict[str, Any]) -> tuple[str, ...]:
+    """Cases sharing this key are skipped at larger sizes after one of them fails."""
+    return (case["section"], case["shape"], case["variant"], case.get("method", ""))
+
+
+def predicted_seconds(history: list[dict[str, Any]], tokens: int) -> float | None:
+    """One forward's time at ``tokens``, extrapolated from the last two completed sizes of the same key.
+
+    The exponent is the one those two sizes show (clipped to [1, 2]: linear to quadratic), so a
+    size is predicted from how the variant itself scales. ``None`` with fewer than two sizes.
+    """
+    if len(history) < 2:
+        return None
+    (n0, t0), (n1, t1) = [(r["tokens"], r["latency_s"]) for r in history[-2:]]
+    if not (n1 > n0 > 0 and t0 > 0 and t1 > 0):
+        return None
+    exponent = min(2.0, max(1.0, math.log(t1 / t0) / math.log(n1 / n0)))
+    return t1 * (tokens / n1) ** exponent
 
 
 def case_spec(case: dict[str, Any], settings: BenchSettings) -> dict[str, Any]:
@@ -282,9 +352,17 @@ def protocol(settings: BenchSettings) -> dict[str, Any]:
         "load_average_start": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
         "load": "load_average_start/end and each case's load_1min (1-minute load average when it "
                 "started) show whether other work shared the machine",
-        "weights": "random (seeded) initialisation; speed and memory do not depend on trained values",
-        "inputs": "uniform random images in [0, 1) (model section); standard-normal tokens, batch 1 "
-                  "(attention section); float32",
+        "weights": "random (seeded) initialisation (model, attention, naive sections: speed and memory do "
+                   "not depend on trained values); the shipped checkpoints (spectral section: solver "
+                   "iterations do)",
+        "inputs": "uniform random images in [0, 1) (model and spectral sections); standard-normal tokens, "
+                  "batch 1 (attention and naive sections); float32",
+        "naive": "benchmarks.naive: the paper's formulas forming the full N x N matrix (softmax(QK^T/sqrt d), "
+                 "ReLU(QK^T)/||ReLU(QK^T)||_F, the rank-one 1 a^T of Linear-InfSA) and applying it to V, "
+                 "with the layer's own projections",
+        "spectral": "infsa_viz.maps.attribute(model, image, method) with the method's defaults (head mean, "
+                    "the layer's own matrix, matrix-free operators above 1,024 tokens); map_metadata holds "
+                    "the solver, its iterations and residual",
         "mode": "eval, torch.inference_mode, fused softmax SDPA; position embeddings interpolated "
                 "(bicubic) to each resolution's grid",
         "timing": "per case: warmup untimed forwards, then `repeats` timings; a timing loops over "
@@ -307,7 +385,9 @@ def protocol(settings: BenchSettings) -> dict[str, Any]:
                      + "; wall-time limit via subprocess timeout; a failed allocation or a kill by "
                        "signal is 'oom', running past the limit is 'timeout'",
         "skip_rule": "after an 'oom' or 'timeout', the variant's larger sizes in the same section and "
-                     "shape are 'skipped'",
+                     "shape (and map method) are 'skipped'; a size whose one forward, extrapolated from the "
+                     "two smaller completed sizes (exponent clipped to [1, 2]), exceeds the time limit is "
+                     "'skipped' with its predicted_s, and so are the larger ones",
     }
 
 
@@ -339,21 +419,30 @@ def run_benchmark(
                          f"(torch {torch.__version__}); use device='cpu'")
     report: dict[str, Any] = {"protocol": {**protocol(settings), **(extra_protocol or {})},
                               "cases": [], "summary": {}, "complete": False}
-    failed: dict[tuple[str, str, str], dict[str, Any]] = {}
+    failed: dict[tuple[str, ...], dict[str, Any]] = {}
+    done: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     cases = plan_cases(settings)
     for case in progress(cases, desc="throughput", unit="case", total=len(cases)):
-        key = (case["section"], case["shape"], case["variant"])
+        key = failure_key(case)
         if key in failed:
             first = failed[key]
             where = f"{first['resolution']}²" if first["resolution"] else f"{first['tokens']} tokens"
             row = {**case, "status": "skipped",
                    "message": f"{first['status']} at {where}; larger sizes are not run"}
+        elif (guess := predicted_seconds(done.get(key, []), case["tokens"])) is not None \
+                and guess > settings.time_limit_s:
+            row = {**case, "status": "skipped", "predicted_s": round(guess, 1),
+                   "message": f"one forward predicted at {guess:.0f} s (from the two smaller sizes) > the "
+                              f"{settings.time_limit_s:g} s time limit; not run"}
+            failed[key] = row
         else:
             load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
             row = {**case, "load_1min": load,
                    **run_case(case_spec(case, settings), time_limit_s=settings.time_limit_s)}
             if row["status"] in FAILED:
                 failed[key] = row
+            elif row["status"] == "ok":
+                done.setdefault(key, []).append(row)
         report["cases"].append(row)
         if on_case is not None:
             on_case(row)

@@ -95,11 +95,37 @@ def peak_rss_bytes() -> int:
     return int(_memory_snapshot()["peak_rss_bytes"])
 
 
+class MapCase:
+    """One map of a trained model as a timed callable: ``case(images)`` runs
+    :func:`~infsa_viz.maps.attribute` and keeps the result's metadata (solver, iterations, residual)."""
+
+    def __init__(self, model: Any, method: str) -> None:
+        self.model, self.method = model, method
+        self.metadata: dict[str, Any] = {}
+        self.finite = True
+
+    def __call__(self, images: Any) -> Any:
+        import torch
+
+        from infsa_viz.maps import attribute
+
+        result = attribute(self.model, images, self.method)
+        self.metadata = result.metadata
+        self.finite = bool(torch.isfinite(result.maps).all())
+        return result.maps
+
+    def details(self) -> dict[str, Any]:
+        return {"map_metadata": self.metadata, "finite": self.finite}
+
+
 def build_case(spec: dict[str, Any], device: Any) -> tuple[Any, Any, int]:
-    """The module (eval mode) and its random input for the case: a whole ViT, or one attention layer.
+    """The callable (eval mode) and its random input for the case.
 
     ``spec`` needs ``config`` (a :class:`ViTConfig` dict), ``section``, ``batch`` and
-    ``resolution`` (model section) or ``tokens`` (attention section).
+    ``resolution`` (``model``, ``spectral``) or ``tokens`` (``attention``, ``naive``). Sections:
+    ``model`` a whole ViT (random weights); ``attention`` one attention layer; ``naive`` the same
+    layer through the paper's dense formulas (:class:`benchmarks.naive.NaiveAttention`);
+    ``spectral`` the ``method`` map of the trained model in ``checkpoint`` (a :class:`MapCase`).
     """
     import torch
 
@@ -107,14 +133,24 @@ def build_case(spec: dict[str, Any], device: Any) -> tuple[Any, Any, int]:
     from infsa_viz.vit import ViTConfig, VisionTransformer, count_parameters
 
     config = ViTConfig.from_dict(spec["config"], source="spec config")
-    if spec["section"] == "model":
-        module = VisionTransformer(config)
-        module.set_fused_attention(True)
+    section = spec["section"]
+    if section in ("model", "spectral"):
         side = spec["resolution"]
         inputs = torch.rand(spec["batch"], config.in_chans, side, side)  # (B, C, H, W)
+        if section == "spectral":
+            from infsa_viz import load_model
+
+            model = load_model(spec["checkpoint"]).to(device).eval()
+            return MapCase(model, spec["method"]), inputs.to(device), count_parameters(model)
+        module = VisionTransformer(config)
+        module.set_fused_attention(True)
     else:
         module = build_attention(config.attention, config.embed_dim, config.num_heads,
                                  rho_init=config.rho_init, rho_per_head=config.rho_per_head, fused=True)
+        if section == "naive":
+            from .naive import NaiveAttention
+
+            module = NaiveAttention(module)
         inputs = torch.randn(spec["batch"], spec["tokens"], config.embed_dim)  # (B, N, C)
     return module.to(device).eval(), inputs.to(device), count_parameters(module)
 
@@ -210,6 +246,8 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
         "ru_maxrss_bytes": after["ru_maxrss_bytes"],
         "address_space_before_forward_bytes": before["address_space_bytes"],
     }
+    if hasattr(module, "details"):
+        result.update(module.details())
     if spec["section"] == "model":
         result["images_per_s"] = spec["batch"] / median if median > 0 else None
     if cuda:

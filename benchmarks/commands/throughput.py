@@ -24,13 +24,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="model shape: the shipped models' architecture (patch 8, width 64, 4 heads), "
                              "a ViT-Tiny-like one (patch 16, width 192, 3 heads, RGB), or both (default)")
     parser.add_argument("--sections", type=comma_names, default=d.sections, metavar="LIST",
-                        help=f"what to measure: {' and/or '.join(SECTIONS)} (one attention layer vs tokens, "
-                             "for the log-log slope); default both")
+                        help=f"what to measure, some of {','.join(SECTIONS)}: whole models vs resolution, one "
+                             "attention layer vs tokens (log-log slope), the paper's formulas written out densely, "
+                             "the shipped models' visits/Perron maps; default all")
     parser.add_argument("--resolutions", type=comma_ints, default=d.resolutions, metavar="LIST",
                         help=f"image sides for the model section (default "
                              f"{','.join(map(str, d.resolutions))})")
     parser.add_argument("--attention-tokens", type=comma_ints, default=d.attention_tokens, metavar="LIST",
                         help="token counts, attention section (default 1024 … 262144, powers of 2)")
+    parser.add_argument("--naive-tokens", type=comma_ints, default=d.naive_tokens, metavar="LIST",
+                        help="token counts of the naive dense formulas beside our layer (default "
+                             f"{','.join(map(str, d.naive_tokens))}; add them to --attention-tokens too)")
+    parser.add_argument("--spectral-resolutions", type=comma_ints, default=d.spectral_resolutions, metavar="LIST",
+                        help="image sides of the shipped models' spectral maps (default "
+                             f"{','.join(map(str, d.spectral_resolutions))})")
+    parser.add_argument("--spectral-methods", type=comma_names, default=d.spectral_methods, metavar="LIST",
+                        help=f"map methods of the spectral section (default {','.join(d.spectral_methods)})")
+    parser.add_argument("--spectral-variants", type=comma_names, default=d.spectral_variants, metavar="LIST",
+                        help=f"shipped models of the spectral section (default {','.join(d.spectral_variants)})")
     parser.add_argument("--patch", type=int, default=None, help="override the shapes' patch size")
     parser.add_argument("--width", type=int, default=None, help="override the shapes' width (embed dim)")
     parser.add_argument("--depth", type=int, default=None, help="override the shapes' depth (both 4)")
@@ -48,6 +59,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _size(row: dict[str, Any]) -> str:
+    if row["section"] == "spectral":
+        return f"{row['method']} {row['resolution']}² ({row['tokens']:,} tokens)"
     if row["section"] == "model":
         return f"{row['resolution']}² ({row['tokens']:,} tokens)"
     return f"{row['tokens']:,} tokens"
@@ -73,6 +86,8 @@ def run(args: argparse.Namespace) -> int:
     settings = BenchSettings(
         variants=args.variants, shapes=tuple(SHAPES) if args.shape == "both" else (args.shape,),
         sections=args.sections, resolutions=args.resolutions, attention_tokens=args.attention_tokens,
+        naive_tokens=args.naive_tokens, spectral_resolutions=args.spectral_resolutions,
+        spectral_methods=args.spectral_methods, spectral_variants=args.spectral_variants,
         patch_size=args.patch, embed_dim=args.width, depth=args.depth, num_heads=args.heads,
         batch=args.batch, repeats=args.repeats, warmup=args.warmup, time_limit_s=args.time_limit,
         memory_limit_gb=args.memory_limit, device=args.device, threads=args.threads, seed=args.seed,

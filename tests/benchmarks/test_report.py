@@ -72,14 +72,15 @@ def test_summary_ratios_largest_slopes_and_goals():
     assert slopes[BASE]["slope"] == pytest.approx(2.0)
     assert summary["attention_cpu_slope"]["shipped"][LINEAR]["slope"] == pytest.approx(1.0)
     assert summary["statuses"] == {"ok": 11, "oom": 1, "timeout": 1}
-    assert [g["met"] for g in summary["goals"]] == [True, True, True, None, None]  # pure: not at 2048², oom at 1024²
+    # pure: not at 2048², oom at 1024²; no spectral rows
+    assert [g["met"] for g in summary["goals"]] == [True, True, True, None, None, None, None, None, None]
 
 
 def test_goals_not_met_and_not_measured():
     limit = GOALS["peak_memory_max_bytes"]
     cases = [_model(BASE, 1024, 2.0), _model(LINEAR, 1024, 4.0), _model(LINEAR, 9216, 0.1, peak=limit + 1)]
     goals = summarize(cases)["goals"]
-    assert [g["met"] for g in goals] == [False, False, None, None, None]
+    assert [g["met"] for g in goals] == [False, False, None, None, None, None, None, None, None]
     assert goals[0]["value"] == 2.0 and goals[1]["value"] == limit + 1
 
 
@@ -87,7 +88,7 @@ def test_pure_infsa_goals_read_memory_and_throughput_against_softmax():
     side, at = GOALS["pure_resolution"], GOALS["pure_ratio_at"]
     cases = [_model(BASE, at, 2.0), _model(PURE, at, 1.5), _model(BASE, side, 0.1, peak=10**9),
              _model(PURE, side, 0.05, peak=3 * 10**9)]
-    memory, ratio = summarize(cases)["goals"][3:]
+    memory, ratio = summarize(cases)["goals"][3:5]
     assert memory["value"] == 3.0 and memory["met"] is False  # 3× softmax's peak > 2×
     assert ratio["value"] == 0.75 and ratio["met"] is True
     cases[-1] = _model(PURE, side, 0.0, status="oom")
@@ -106,3 +107,51 @@ def test_write_report_writes_json_and_one_offline_html(tmp_path):
     assert 'src="http' not in page and page.count('src="plotly.min.js"') == 1  # offline: the shared local copy
     assert page.count("Plotly.newPlot") == 3  # throughput, memory, attention time
     assert "&lt;test cpu&gt;" in page
+
+
+def _naive(variant, tokens, seconds, peak, status="ok"):
+    return {"section": "naive", "shape": "shipped", "variant": variant, "resolution": None, "tokens": tokens,
+            "status": status, "latency_s": seconds, "peak_memory_bytes": peak}
+
+
+def test_naive_rows_are_compared_with_our_layer_at_the_same_size():
+    ours = [{**_attention(PURE, 4096, 0.5), "peak_memory_bytes": 10**9},
+            {**_attention(PURE, 16384, 2.0), "peak_memory_bytes": 2 * 10**9}]
+    cases = [*ours, _naive(PURE, 4096, 1.0, 3 * 10**9), _naive(PURE, 16384, None, None, status="oom"),
+             _naive(LINEAR, 4096, 1.0, 10**9)]  # no attention row of ours for linear: not compared
+    table = summarize(cases)["naive_vs_ours"]["shipped"]
+    assert table["4096"][PURE]["time_ratio"] == 2.0 and table["4096"][PURE]["memory_ratio"] == 3.0
+    assert table["16384"][PURE]["naive"]["status"] == "oom" and "time_ratio" not in table["16384"][PURE]
+    assert LINEAR not in table["4096"]
+
+
+def _spectral(map_method, side, peak, status="ok", **meta):
+    return {"section": "spectral", "shape": "shipped", "variant": PURE, "method": map_method, "resolution": side,
+            "tokens": 1 + (side // 8) ** 2, "status": status, "latency_s": 1.0, "peak_memory_bytes": peak,
+            "finite": True, "map_metadata": meta}
+
+
+def test_spectral_goals_and_rows_keep_the_solver_apart_from_the_map_method():
+    limit = GOALS["spectral_memory_max_bytes"]
+    small, big = GOALS["spectral_resolutions"]
+    cases = [_spectral("visits", small, limit - 1, solver="gmres", iterations=4, max_residual=1e-8),
+             _spectral("visits", big, limit + 1, solver="gmres", iterations=5, max_residual=1e-8),
+             _spectral("perron", small, 10**9, method="power", iterations=11, max_residual=2e-8),
+             _spectral("perron", big, None, status="timeout")]
+    summary = summarize(cases)
+    assert [g["met"] for g in summary["goals"][-4:]] == [True, False, True, False]
+    assert summary["goals"][-1]["value"] == "timeout"
+    rows = summary["spectral"]
+    assert [(r["method"], r["solver"], r.get("iterations")) for r in rows] == [
+        ("visits", "gmres", 4), ("visits", "gmres", 5), ("perron", "power", 11), ("perron", None, None)]
+
+
+def test_upper_slope_ignores_the_small_sizes():
+    from benchmarks.report import UPPER_SLOPE_MIN_TOKENS as low
+
+    cases = [_attention(LINEAR, n, 1e-6 * low) for n in (low // 16, low // 4)]  # flat: per-call overhead
+    cases += [_attention(LINEAR, n, 1e-6 * n) for n in (low, 4 * low, 16 * low)]
+    summary = summarize(cases)
+    assert summary["attention_slope"]["shipped"][LINEAR]["slope"] < 0.9
+    assert summary["attention_slope_upper"]["shipped"][LINEAR] == {
+        "slope": pytest.approx(1.0), "tokens_min": low, "tokens_max": 16 * low, "points": 3}

@@ -49,7 +49,8 @@ def test_settings_errors_name_the_parameter(changes, match):
 
 
 def test_plan_runs_sizes_in_ascending_order_with_every_variant():
-    settings = BenchSettings(shapes=("shipped",), resolutions=(64, 32), attention_tokens=(256, 64))
+    settings = BenchSettings(shapes=("shipped",), sections=("model", "attention"), resolutions=(64, 32),
+                             attention_tokens=(256, 64))
     cases = plan_cases(settings)
     assert [(c["section"], c["resolution"] or c["tokens"], c["variant"]) for c in cases] == [
         *[("model", 32, v) for v in VARIANTS], *[("model", 64, v) for v in VARIANTS],
@@ -71,6 +72,42 @@ def test_worker_measures_in_process_without_a_cap(section):
     assert len(result["warmup_times_s"]) == 1 and result["loops_per_timing"] >= 1
     assert 0 < result["rss_before_forward_bytes"] <= result["peak_rss_bytes"] == result["peak_memory_bytes"]
     assert ("images_per_s" in result) == (section == "model")
+
+
+def test_plan_of_the_naive_and_spectral_sections():
+    settings = BenchSettings(shapes=("shipped", "tiny"), sections=("naive", "spectral"), naive_tokens=(64,),
+                             spectral_resolutions=(128, 64), spectral_methods=("perron",),
+                             variants=("softmax", "pure_infsa"), spectral_variants=("softmax", "pure_infsa"))
+    cases = plan_cases(settings)
+    assert [(c["section"], c["shape"], c["variant"], c["tokens"]) for c in cases[:4]] == [
+        ("naive", "shipped", "softmax", 64), ("naive", "shipped", "pure_infsa", 64),
+        ("naive", "tiny", "softmax", 64), ("naive", "tiny", "pure_infsa", 64)]
+    spectral = cases[4:]  # once, shipped shape, the shipped checkpoints, sides ascending
+    assert [(c["variant"], c["method"], c["resolution"], c["checkpoint"]) for c in spectral] == [
+        ("softmax", "perron", 64, "models/softmax-vit4"), ("softmax", "perron", 128, "models/softmax-vit4"),
+        ("pure_infsa", "perron", 64, "models/pure-infsa-vit4"),
+        ("pure_infsa", "perron", 128, "models/pure-infsa-vit4")]
+    assert spectral[0]["tokens"] == 1 + 8**2
+
+
+@pytest.mark.parametrize("changes, match", [
+    ({"spectral_methods": ("nope",)}, "spectral_methods: 'nope'"),
+    ({"spectral_resolutions": (100,)}, r"spectral_resolutions \[100\]"),
+    ({"naive_tokens": ()}, "naive_tokens is empty"),
+])
+def test_new_section_settings_errors_name_the_parameter(changes, match):
+    with pytest.raises(ValueError, match=match):
+        BenchSettings(**changes)
+
+
+def test_worker_measures_a_shipped_models_spectral_map_with_its_convergence():
+    settings = BenchSettings(sections=("spectral",), variants=("pure_infsa",), spectral_resolutions=(64,),
+                             spectral_methods=("visits",), repeats=1, warmup=0)
+    spec = {**case_spec(plan_cases(settings)[0], settings), "memory_limit_bytes": None,
+            "deadline_unix": time.time() + 60}
+    result = run_spec(spec)
+    assert result["status"] == "ok", result["message"]
+    assert result["finite"] is True and result["map_metadata"]["max_residual"] < 1e-6
 
 
 def test_worker_reports_a_bad_spec_as_error():

@@ -27,7 +27,8 @@ def bench(bench_main, tmp_path):
 
 def test_tiny_grid_writes_json_and_html_with_every_variant_ok(bench, tmp_path, capsys):
     # One process per case (about 2 s each, mostly importing torch): 2 resolutions + 1 token count.
-    code, report = bench("--resolutions", "16,32", "--attention-tokens", "64", "--repeats", "2")
+    code, report = bench("--sections", "model,attention", "--resolutions", "16,32", "--attention-tokens", "64",
+                         "--repeats", "2")
     assert code == 0
     html = (tmp_path / "bench-cpu.html").read_text()
     assert 'src="plotly.min.js"' in html and (tmp_path / "plotly.min.js").is_file()  # offline, one shared copy
@@ -51,6 +52,36 @@ def test_tiny_grid_writes_json_and_html_with_every_variant_ok(bench, tmp_path, c
     assert set(report["summary"]["throughput_ratio"]["shipped"]) == {"16", "32"}
     err = capsys.readouterr().err
     assert err.count("throughput: ") == len(cases) and "Traceback" not in err
+
+
+def test_naive_and_spectral_sections_side_by_side(bench):
+    code, report = bench("--sections", "attention,naive,spectral", "--variants", "pure_infsa",
+                         "--attention-tokens", "64", "--naive-tokens", "64", "--spectral-resolutions", "32",
+                         "--spectral-methods", "perron", "--spectral-variants", "pure_infsa",
+                         "--repeats", "1", "--warmup", "0")
+    assert code == 0
+    assert [(c["section"], c["status"]) for c in report["cases"]] == [
+        ("attention", "ok"), ("naive", "ok"), ("spectral", "ok")]
+    entry = report["summary"]["naive_vs_ours"]["shipped"]["64"]["pure_infsa"]
+    assert entry["time_ratio"] > 0 and entry["memory_ratio"] > 0
+    (spectral,) = report["summary"]["spectral"]
+    assert spectral["method"] == "perron" and spectral["finite"] and spectral["iterations"] >= 0
+
+
+def test_a_size_predicted_past_the_time_limit_is_skipped(monkeypatch):
+    from benchmarks import throughput
+
+    def fake_case(spec, *, time_limit_s):  # quadratic: 1 s at 1,000 tokens
+        seconds = (spec["tokens"] / 1000) ** 2
+        return {"status": "ok", "latency_s": seconds, "cpu_s": seconds, "peak_memory_bytes": 1}
+
+    monkeypatch.setattr(throughput, "run_case", fake_case)
+    settings = throughput.BenchSettings(sections=("attention",), shapes=("shipped",), variants=("softmax",),
+                                        attention_tokens=(1000, 2000, 4000, 8000), time_limit_s=20.0)
+    report = throughput.run_benchmark(settings)
+    assert [c["status"] for c in report["cases"]] == ["ok", "ok", "ok", "skipped"]  # 64 s predicted at 8,000
+    assert report["cases"][3]["predicted_s"] == pytest.approx(64.0)
+    assert throughput.predicted_seconds(report["cases"][:1], 2000) is None
 
 
 def test_memory_cap_gives_oom_and_skips_larger_sizes(bench):
