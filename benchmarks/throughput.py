@@ -96,6 +96,8 @@ class BenchSettings:
             shape only); default 1024 and 2048.
         spectral_methods: map methods of the spectral section; default visits and Perron.
         spectral_variants: the shipped models the spectral section reads; default all three.
+        spectral_time_limit_s: wall-clock limit of each spectral case (one timed map, no warm-up:
+            a map at 2048² takes minutes); default 1800.
         patch_size, embed_dim, depth, num_heads: override the shapes' values (``None``: keep).
         batch: images per forward in the model section (the attention section uses 1); default 1.
         repeats: timings per case (median reported); default 5.
@@ -118,6 +120,7 @@ class BenchSettings:
     spectral_resolutions: tuple[int, ...] = (1024, 2048)
     spectral_methods: tuple[str, ...] = ("visits", "perron")
     spectral_variants: tuple[str, ...] = VARIANTS
+    spectral_time_limit_s: float = 1800.0
     patch_size: int | None = None
     embed_dim: int | None = None
     depth: int | None = None
@@ -165,7 +168,7 @@ class BenchSettings:
             _positive(name, getattr(self, name))
         if isinstance(self.warmup, bool) or not isinstance(self.warmup, int) or self.warmup < 0:
             raise ValueError(f"warmup={self.warmup!r} must be a non-negative integer")
-        for name in ("time_limit_s", "memory_limit_gb", "min_timing_s"):
+        for name in ("time_limit_s", "spectral_time_limit_s", "memory_limit_gb", "min_timing_s"):
             _positive(name, getattr(self, name), float)
         if self.device not in ("cpu", "cuda"):
             raise ValueError(f"device={self.device!r} must be 'cpu' or 'cuda'")
@@ -249,6 +252,11 @@ def failure_key(case: dict[str, Any]) -> tuple[str, ...]:
     return (case["section"], case["shape"], case["variant"], case.get("method", ""))
 
 
+def time_limit(case: dict[str, Any], settings: BenchSettings) -> float:
+    """The case's wall-clock limit: ``spectral_time_limit_s`` for spectral maps, else ``time_limit_s``."""
+    return settings.spectral_time_limit_s if case["section"] == "spectral" else settings.time_limit_s
+
+
 def predicted_seconds(history: list[dict[str, Any]], tokens: int) -> float | None:
     """One forward's time at ``tokens``, extrapolated from the last two completed sizes of the same key.
 
@@ -265,12 +273,13 @@ def predicted_seconds(history: list[dict[str, Any]], tokens: int) -> float | Non
 
 
 def case_spec(case: dict[str, Any], settings: BenchSettings) -> dict[str, Any]:
-    """The JSON the worker process receives for ``case``."""
+    """The JSON the worker process receives for ``case`` (a spectral case: one timed call, no warm-up)."""
+    spectral = case["section"] == "spectral"
     return {
         **case,
         "config": shape_config(case["shape"], settings, case["variant"]).to_dict(),
-        "warmup": settings.warmup,
-        "repeats": settings.repeats,
+        "warmup": 0 if spectral else settings.warmup,
+        "repeats": 1 if spectral else settings.repeats,
         "min_timing_s": settings.min_timing_s,
         "threads": settings.threads,
         "device": settings.device,
@@ -360,7 +369,8 @@ def protocol(settings: BenchSettings) -> dict[str, Any]:
         "naive": "benchmarks.naive: the paper's formulas forming the full N x N matrix (softmax(QK^T/sqrt d), "
                  "ReLU(QK^T)/||ReLU(QK^T)||_F, the rank-one 1 a^T of Linear-InfSA) and applying it to V, "
                  "with the layer's own projections",
-        "spectral": "infsa_viz.maps.attribute(model, image, method) with the method's defaults (head mean, "
+        "spectral": "one timed infsa_viz.maps.attribute(model, image, method) call (no warm-up, one repeat, "
+                    "spectral_time_limit_s) with the method's defaults (head mean, "
                     "the layer's own matrix, matrix-free operators above 1,024 tokens); map_metadata holds "
                     "the solver, its iterations and residual",
         "mode": "eval, torch.inference_mode, fused softmax SDPA; position embeddings interpolated "
@@ -430,15 +440,15 @@ def run_benchmark(
             row = {**case, "status": "skipped",
                    "message": f"{first['status']} at {where}; larger sizes are not run"}
         elif (guess := predicted_seconds(done.get(key, []), case["tokens"])) is not None \
-                and guess > settings.time_limit_s:
+                and guess > time_limit(case, settings):
             row = {**case, "status": "skipped", "predicted_s": round(guess, 1),
                    "message": f"one forward predicted at {guess:.0f} s (from the two smaller sizes) > the "
-                              f"{settings.time_limit_s:g} s time limit; not run"}
+                              f"{time_limit(case, settings):g} s time limit; not run"}
             failed[key] = row
         else:
             load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
             row = {**case, "load_1min": load,
-                   **run_case(case_spec(case, settings), time_limit_s=settings.time_limit_s)}
+                   **run_case(case_spec(case, settings), time_limit_s=time_limit(case, settings))}
             if row["status"] in FAILED:
                 failed[key] = row
             elif row["status"] == "ok":

@@ -187,6 +187,83 @@ def performance_table(shape: str = "shipped") -> str:
     return "\n".join(lines)
 
 
+VARIANT_NAMES = {"softmax": "softmax", "pure_infsa": "pure InfSA", "linear_infsa": "Linear-InfSA"}
+
+
+def largest_table(shape: str = "shipped") -> str:
+    """Per variant: the largest resolution ``bench-cpu.json`` completed, its tokens, images/s and peak RSS."""
+    summary = _load("bench-cpu.json")["summary"]
+    largest = summary["largest_completed"].get(shape, {})
+    lines = ["| variant | largest resolution run (tokens) | images/s | peak RSS GB |", "|---|---|---:|---:|"]
+    for variant, name in VARIANT_NAMES.items():
+        row = largest.get(variant)
+        if row is None:
+            lines.append(f"| {name} | none | – | – |")
+            continue
+        lines.append(f"| {name} | {row['resolution']}² ({row['tokens']:,}) | {row['images_per_s']:.3g} | "
+                     f"{row['peak_memory_bytes'] / 1e9:.2f} |")
+    for row in summary.get("spectral", []):
+        if row["status"] == "ok" and row["resolution"] == max(r["resolution"] for r in summary["spectral"]
+                                                              if r["status"] == "ok" and r["variant"] == row["variant"]):
+            lines.append(f"| {row['method']} map, shipped {VARIANT_NAMES[row['variant']]} model | {row['resolution']}² "
+                         f"({row['tokens']:,}) | {1 / row['latency_s']:.3g} | {row['peak_memory_bytes'] / 1e9:.2f} |")
+    return "\n".join(lines)
+
+
+def naive_table(shape: str = "shipped") -> str:
+    """``summary.naive_vs_ours``: one attention layer, ours against the paper's formulas written out densely."""
+    table = _load("bench-cpu.json")["summary"].get("naive_vs_ours", {}).get(shape, {})
+    lines = ["| tokens | variant | ours s | naive dense s | naive / ours time | ours GB | naive GB | naive / ours memory |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|"]
+    for tokens in sorted(table, key=int):
+        for variant, entry in table[tokens].items():
+            ours, naive = entry["ours"], entry["naive"]
+
+            def side(r: dict[str, Any], key: str, scale: float = 1.0) -> str:
+                return f"{r[key] / scale:.3g}" if r["status"] == "ok" else r["status"]
+
+            ratio = (f"{entry['time_ratio']:.2f}×", f"{entry['memory_ratio']:.2f}×") if "time_ratio" in entry else ("–", "–")
+            lines.append(f"| {int(tokens):,} | {VARIANT_NAMES[variant]} | {side(ours, 'latency_s')} | "
+                         f"{side(naive, 'latency_s')} | {ratio[0]} | {side(ours, 'peak_memory_bytes', 1e9)} | "
+                         f"{side(naive, 'peak_memory_bytes', 1e9)} | {ratio[1]} |")
+    return "\n".join(lines)
+
+
+def spectral_table() -> str:
+    """``summary.spectral``: visits and Perron maps of the shipped models at high resolution."""
+    rows = _load("bench-cpu.json")["summary"].get("spectral", [])
+    lines = ["| model | map | resolution (tokens) | status | seconds | peak RSS GB | solver | iterations | max residual |",
+             "|---|---|---|---|---:|---:|---|---:|---:|"]
+    for r in rows:
+        ok = r["status"] == "ok"
+        seconds = f"{r['latency_s']:.3g}" if ok else "–"
+        memory = f"{r['peak_memory_bytes'] / 1e9:.2f}" if ok else "–"
+        residual = f"{r['max_residual']:.1e}" if "max_residual" in r else "–"
+        lines.append(f"| {VARIANT_NAMES[r['variant']]} | {r['method']} | {r['resolution']}² ({r['tokens']:,}) | "
+                     f"{r['status']} | {seconds} | {memory} | {r.get('solver') or '–'} | "
+                     f"{r.get('iterations', '–')} | {residual} |")
+    return "\n".join(lines)
+
+
+def goals_table() -> str:
+    """``summary.goals`` of ``bench-cpu.json``: each scaling goal, the measured value and whether it is met."""
+    lines = ["| goal | measured | met |", "|---|---|---|"]
+    for goal in _load("bench-cpu.json")["summary"]["goals"]:
+        value = goal["value"]
+        if isinstance(value, float):
+            value = f"{value:.4g}"
+        elif isinstance(value, int) and value > 10**6:
+            value = f"{value / 1e9:.2f} GB"
+        met = {True: "yes", False: "**no**", None: "not measured"}[goal["met"]]
+        if goal.get("tokens"):
+            value = f"{value} over {goal['tokens'][0]:,}–{goal['tokens'][1]:,} tokens"
+            upper = goal.get("upper_slope") or {}
+            if upper.get("slope") is not None:
+                value += f"; {upper['slope']:.3g} over {upper['tokens_min']:,}–{upper['tokens_max']:,}"
+        lines.append(f"| {goal['goal']} | {value if value is not None else '–'} | {met} |")
+    return "\n".join(lines)
+
+
 TABLES: dict[str, Callable[[], str]] = {
     "training": training_table,
     "eigencheck": eigencheck_table,
@@ -196,6 +273,10 @@ TABLES: dict[str, Callable[[], str]] = {
     "map cost": map_cost_table,
     "reliability": reliability_table,
     "performance (shipped shape)": performance_table,
+    "performance: largest": largest_table,
+    "performance: naive side by side": naive_table,
+    "performance: spectral maps": spectral_table,
+    "performance: goals": goals_table,
 }
 
 
@@ -209,6 +290,10 @@ HOMES: dict[str, str] = {
     "map cost": "docs/benchmarks.md",
     "reliability": "README.md",
     "performance (shipped shape)": "docs/benchmarks.md",
+    "performance: largest": "README.md",
+    "performance: naive side by side": "docs/benchmarks.md",
+    "performance: spectral maps": "docs/benchmarks.md",
+    "performance: goals": "docs/benchmarks.md",
 }
 
 

@@ -51,6 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--warmup", type=int, default=d.warmup, help=f"untimed forwards (default {d.warmup})")
     parser.add_argument("--time-limit", type=float, default=d.time_limit_s, metavar="S",
                         help=f"wall-clock seconds per case process (default {d.time_limit_s:g})")
+    parser.add_argument("--spectral-time-limit", type=float, default=d.spectral_time_limit_s, metavar="S",
+                        help=f"wall-clock seconds per spectral case (default {d.spectral_time_limit_s:g})")
     parser.add_argument("--memory-limit", type=float, default=d.memory_limit_gb, metavar="GB",
                         help="cap per case process in GB (10^9 bytes): address space on CPU, CUDA "
                              f"allocations on GPU (default {d.memory_limit_gb:g})")
@@ -88,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
         sections=args.sections, resolutions=args.resolutions, attention_tokens=args.attention_tokens,
         naive_tokens=args.naive_tokens, spectral_resolutions=args.spectral_resolutions,
         spectral_methods=args.spectral_methods, spectral_variants=args.spectral_variants,
+        spectral_time_limit_s=args.spectral_time_limit,
         patch_size=args.patch, embed_dim=args.width, depth=args.depth, num_heads=args.heads,
         batch=args.batch, repeats=args.repeats, warmup=args.warmup, time_limit_s=args.time_limit,
         memory_limit_gb=args.memory_limit, device=args.device, threads=args.threads, seed=args.seed,
