@@ -492,10 +492,21 @@ def _fmt(value: Any, spec: str) -> str:
 
 def badges(record: ImageRecord) -> str:
     """One markdown line of a map's per-image figures (``n/a`` where undefined), each with the
-    direction that is better (all of them: higher)."""
+    direction that is better (all of them: higher).
+
+    MoRF/LeRF are shown only where the model predicts the class they track (``scored``), as the
+    evaluation scores them only on correctly classified images: from a class of tiny probability,
+    removing patches can multiply it and the AOC, normalised by that probability, means nothing
+    (e.g. −760 %)."""
     hit = record.pointing_hit
     point = "n/a" if not math.isfinite(hit) else (":green[hit]" if hit else ":red[miss]")
-    return (f"MoRF-AOC **{_fmt(record.morf_aoc, '.1f')}** · LeRF-AUC {_fmt(record.lerf_auc, '.1f')} · "
+    predicted = getattr(record, "predicted", record.scored)
+    if predicted != record.scored:
+        curves = (f"MoRF-AOC / LeRF-AUC n/a (the model predicts class {predicted}, not the scored class "
+                  f"{record.scored}) · ")
+    else:
+        curves = f"MoRF-AOC **{_fmt(record.morf_aoc, '.1f')}** · LeRF-AUC {_fmt(record.lerf_auc, '.1f')} · "
+    return (curves +
             f"pointing {point} · box ROC-AUC **{_fmt(record.box_roc_auc, '.3f')}** · "
             f"PR-AUC {_fmt(record.box_pr_auc, '.3f')} (all: higher is better)")
 

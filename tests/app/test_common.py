@@ -102,6 +102,7 @@ def test_validity_line_states_the_share_and_never_rounds_a_failure_up(common):
 def test_badges_show_undefined_figures_as_na(common):
     class Record:
         morf_aoc, lerf_auc, aopc, pointing_hit = 12.34, 56.78, 0.1, math.nan
+        scored = predicted = 3
         box_roc_auc, box_pr_auc, distractor_roc_auc = math.nan, math.nan, math.nan
 
     line = common.badges(Record())
@@ -109,6 +110,17 @@ def test_badges_show_undefined_figures_as_na(common):
     assert "box ROC-AUC **n/a**" in line
     Record.pointing_hit, Record.box_roc_auc = 1.0, 0.91234
     assert "pointing :green[hit]" in common.badges(Record()) and "**0.912**" in common.badges(Record())
+
+
+def test_badges_leave_out_curves_of_a_class_the_model_does_not_predict(common):
+    class Record:  # the app's first test image: a tiny probability for the label, MoRF-AOC -760
+        morf_aoc, lerf_auc, aopc, pointing_hit = -760.0, 5.0, -7.6, 1.0
+        box_roc_auc, box_pr_auc, distractor_roc_auc = 0.9, 0.5, 0.8
+        scored, predicted = 7, 2
+
+    line = common.badges(Record())
+    assert line.startswith("MoRF-AOC / LeRF-AUC n/a (the model predicts class 2, not the scored class 7)")
+    assert "-760" not in line and "box ROC-AUC **0.900**" in line
 
 
 def test_scale_caption_names_the_shared_limits_the_kind_and_the_clip(common):
