@@ -6,8 +6,9 @@ give the same output):
 
 * softmax: ``A = softmax(Q Kᵀ / √d)``, output ``A V``;
 * pure InfSA (Roffo & Palmer, eq. for Â): ``S = ReLU(Q Kᵀ)``, ``Â = S / ‖S‖_F``, output ``ρ Â V``;
-* Linear-InfSA: ``α_i = ‖q_i‖ / Σ_l ‖q_l‖``, ``q̄ = Σ_i α_i q_i``, ``a_j = ReLU(q̄·k_j) / Σ_l ReLU(q̄·k_l)``,
-  and the operator it implies, the rank-one ``1 aᵀ`` (every row ``a``), formed and applied: ``ρ (1 aᵀ) V``.
+* Linear-InfSA: ``α_i = ‖q_i‖ / Σ_l ‖q_l‖``, ``q̄ = Σ_i α_i q_i``,
+  ``a_j = ReLU(q̄·k_j) / Σ_l ReLU(q̄·k_l)``, and the operator it implies, the rank-one ``1 aᵀ``
+  (every row ``a``), formed and applied: ``ρ (1 aᵀ) V``.
 
 The projections are the given layer's own (same weights), so outputs can be compared directly.
 """

@@ -61,6 +61,8 @@ SHAPES: dict[str, ViTConfig] = {
     "tiny": ViTConfig(img_size=224, in_chans=3, patch_size=16, embed_dim=192, depth=4, num_heads=3),
 }
 SECTIONS = ("model", "attention", "naive", "spectral")
+#: Precisions the model, attention and naive sections can run in (``torch`` dtype names).
+DTYPES = ("float32", "bfloat16", "float16")
 #: Statuses after which the variant's larger sizes (same section and shape) are skipped.
 FAILED = ("oom", "timeout")
 GB = 10**9
@@ -106,6 +108,8 @@ class BenchSettings:
         memory_limit_gb: cap per case process in GB (10⁹ bytes): its address space on CPU, its
             CUDA allocations on GPU; default 16.
         device: ``"cpu"`` or ``"cuda"``.
+        dtype: weights and inputs of the model, attention and naive sections: ``"float32"``
+            (default), ``"bfloat16"`` or ``"float16"`` (the spectral maps compute in float32).
         threads: torch CPU threads in each case process (``None``: torch's default).
         min_timing_s: a timing loops over enough forwards to last about this long; default 0.05.
         seed: seed for weights and inputs; default 0.
@@ -131,6 +135,7 @@ class BenchSettings:
     time_limit_s: float = 600.0
     memory_limit_gb: float = 16.0
     device: str = "cpu"
+    dtype: str = "float32"
     threads: int | None = None
     min_timing_s: float = 0.05
     seed: int = 0
@@ -170,6 +175,8 @@ class BenchSettings:
             raise ValueError(f"warmup={self.warmup!r} must be a non-negative integer")
         for name in ("time_limit_s", "spectral_time_limit_s", "memory_limit_gb", "min_timing_s"):
             _positive(name, getattr(self, name), float)
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype={self.dtype!r} must be one of {list(DTYPES)}")
         if self.device not in ("cpu", "cuda"):
             raise ValueError(f"device={self.device!r} must be 'cpu' or 'cuda'")
         for shape in self.shapes:
@@ -283,6 +290,7 @@ def case_spec(case: dict[str, Any], settings: BenchSettings) -> dict[str, Any]:
         "min_timing_s": settings.min_timing_s,
         "threads": settings.threads,
         "device": settings.device,
+        "dtype": settings.dtype,
         "memory_limit_bytes": int(settings.memory_limit_gb * GB),
         "seed": settings.seed,
     }
@@ -365,7 +373,7 @@ def protocol(settings: BenchSettings) -> dict[str, Any]:
                    "not depend on trained values); the shipped checkpoints (spectral section: solver "
                    "iterations do)",
         "inputs": "uniform random images in [0, 1) (model and spectral sections); standard-normal tokens, "
-                  "batch 1 (attention and naive sections); float32",
+                  f"batch 1 (attention and naive sections); {settings.dtype} (spectral maps: float32)",
         "naive": "benchmarks.naive: the paper's formulas forming the full N x N matrix (softmax(QK^T/sqrt d), "
                  "ReLU(QK^T)/||ReLU(QK^T)||_F, the rank-one 1 a^T of Linear-InfSA) and applying it to V, "
                  "with the layer's own projections",

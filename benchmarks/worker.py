@@ -152,7 +152,8 @@ def build_case(spec: dict[str, Any], device: Any) -> tuple[Any, Any, int]:
 
             module = NaiveAttention(module)
         inputs = torch.randn(spec["batch"], spec["tokens"], config.embed_dim)  # (B, N, C)
-    return module.to(device).eval(), inputs.to(device), count_parameters(module)
+    dtype = getattr(torch, spec.get("dtype", "float32"))
+    return module.to(device, dtype).eval(), inputs.to(device, dtype), count_parameters(module)
 
 
 def _timed_loop(module: Any, inputs: Any, loops: int, sync: Any) -> tuple[float, float]:

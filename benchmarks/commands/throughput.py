@@ -13,7 +13,7 @@ from .. import command_line
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..throughput import SECTIONS, SHAPES, BenchSettings
+    from ..throughput import DTYPES, SECTIONS, SHAPES, BenchSettings
 
     d = BenchSettings()
     parser.add_argument("--out", required=True, help="JSON report path (e.g. metrics/bench-cpu.json); "
@@ -57,6 +57,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="cap per case process in GB (10^9 bytes): address space on CPU, CUDA "
                              f"allocations on GPU (default {d.memory_limit_gb:g})")
     parser.add_argument("--device", choices=("cpu", "cuda"), default=d.device, help="default cpu")
+    parser.add_argument("--dtype", choices=DTYPES, default=d.dtype,
+                        help="precision of the model, attention and naive sections (default float32; a GPU "
+                             "run is made once per dtype: float32 and bfloat16)")
     parser.add_argument("--seed", type=int, default=d.seed, help=f"weights and inputs seed (default {d.seed})")
 
 
@@ -93,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         spectral_time_limit_s=args.spectral_time_limit,
         patch_size=args.patch, embed_dim=args.width, depth=args.depth, num_heads=args.heads,
         batch=args.batch, repeats=args.repeats, warmup=args.warmup, time_limit_s=args.time_limit,
-        memory_limit_gb=args.memory_limit, device=args.device, threads=args.threads, seed=args.seed,
+        memory_limit_gb=args.memory_limit, device=args.device, dtype=args.dtype, threads=args.threads, seed=args.seed,
     )
     report = run_benchmark(settings, out=args.out, extra_protocol={"command": command_line(args)},
                            on_case=lambda row: tqdm.write(case_line(row), file=sys.stderr))

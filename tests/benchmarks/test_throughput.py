@@ -42,6 +42,7 @@ def test_patch_override_keeps_the_position_grid():
     ({"warmup": -1}, "warmup=-1"),
     ({"time_limit_s": 0}, "time_limit_s=0"),
     ({"device": "tpu"}, "device='tpu'"),
+    ({"dtype": "int8"}, "dtype='int8'"),
 ])
 def test_settings_errors_name_the_parameter(changes, match):
     with pytest.raises(ValueError, match=match):
@@ -108,6 +109,17 @@ def test_worker_measures_a_shipped_models_spectral_map_with_its_convergence():
     result = run_spec(spec)
     assert result["status"] == "ok", result["message"]
     assert result["finite"] is True and result["map_metadata"]["max_residual"] < 1e-6
+
+
+@pytest.mark.parametrize("section", ["attention", "naive"])
+def test_worker_runs_in_bfloat16(section):
+    settings = BenchSettings(shapes=("shipped",), sections=(section,), attention_tokens=(32,), naive_tokens=(32,),
+                             variants=("pure_infsa",), dtype="bfloat16", repeats=1, warmup=0)
+    spec = {**case_spec(plan_cases(settings)[0], settings), "memory_limit_bytes": None,
+            "deadline_unix": time.time() + 60}
+    assert spec["dtype"] == "bfloat16"
+    result = run_spec(spec)
+    assert result["status"] == "ok", result["message"]
 
 
 def test_worker_reports_a_bad_spec_as_error():
