@@ -26,6 +26,9 @@ MODELS = ("softmax-vit4", "pure-infsa-vit4", "linear-infsa-vit4")
 PAPER = {"softmax": "42.6 / 53.8 / 56.2", "pure_infsa": "71.7 / 77.3 / 72.4", "linear_infsa": "76.0 / 75.9 / 76.1"}
 
 
+VARIANT_NAMES = {"softmax": "softmax", "pure_infsa": "pure InfSA", "linear_infsa": "Linear-InfSA"}
+
+
 def _load(name: str) -> Any:
     return json.loads((METRICS / name).read_text(encoding="utf-8"))
 
@@ -119,10 +122,13 @@ def beyond_morf_table() -> str:
 
 
 def map_cost_table() -> str:
+    """``bench-maps-cpu.json``: seconds (peak RSS GB) of each method per variant and token count, and its cost."""
     cases = _load("bench-maps-cpu.json")["cases"]
-    columns = [("linear_infsa", 16385), ("linear_infsa", 65537), ("softmax", 16385), ("pure_infsa", 16385)]
-    lines = ["| method (options) | " + " | ".join(f"{v} {t:,} tok" for v, t in columns) + " |",
-             "|---|" + "---:|" * len(columns)]
+    columns = sorted({(c["variant"], c["tokens"]) for c in cases},
+                     key=lambda vt: (list(VARIANT_NAMES).index(vt[0]), vt[1]))
+    lines = ["| method (options) | forwards / backwards per image | "
+             + " | ".join(f"{v} {t:,} tok" for v, t in columns) + " |",
+             "|---|---|" + "---:|" * len(columns)]
     for key in dict.fromkeys((c["method"], json.dumps(c["options"], sort_keys=True)) for c in cases):
         cells = []
         for variant, tokens in columns:
@@ -135,7 +141,8 @@ def map_cost_table() -> str:
             else:
                 cells.append(case["status"])
         options = "" if key[1] == "{}" else " " + key[1].replace('"', "")
-        lines.append(f"| {key[0]}{options} | " + " | ".join(cells) + " |")
+        cost = next(c.get("cost", "–") for c in cases if (c["method"], json.dumps(c["options"], sort_keys=True)) == key)
+        lines.append(f"| {key[0]}{options} | {cost} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -187,14 +194,13 @@ def performance_table(shape: str = "shipped") -> str:
     return "\n".join(lines)
 
 
-VARIANT_NAMES = {"softmax": "softmax", "pure_infsa": "pure InfSA", "linear_infsa": "Linear-InfSA"}
-
 
 def largest_table(shape: str = "shipped") -> str:
     """Per variant: the largest resolution ``bench-cpu.json`` completed, its tokens, images/s and peak RSS."""
     summary = _load("bench-cpu.json")["summary"]
     largest = summary["largest_completed"].get(shape, {})
-    lines = ["| variant | largest resolution run (tokens) | images/s | peak RSS GB |", "|---|---|---:|---:|"]
+    lines = ["| variant | largest resolution run (tokens) | images/s (maps: seconds per map) | peak RSS GB |",
+             "|---|---|---:|---:|"]
     for variant, name in VARIANT_NAMES.items():
         row = largest.get(variant)
         if row is None:
@@ -206,7 +212,7 @@ def largest_table(shape: str = "shipped") -> str:
         if row["status"] == "ok" and row["resolution"] == max(r["resolution"] for r in summary["spectral"]
                                                               if r["status"] == "ok" and r["variant"] == row["variant"]):
             lines.append(f"| {row['method']} map, shipped {VARIANT_NAMES[row['variant']]} model | {row['resolution']}² "
-                         f"({row['tokens']:,}) | {1 / row['latency_s']:.3g} | {row['peak_memory_bytes'] / 1e9:.2f} |")
+                         f"({row['tokens']:,}) | {row['latency_s']:.3g} s | {row['peak_memory_bytes'] / 1e9:.2f} |")
     return "\n".join(lines)
 
 
