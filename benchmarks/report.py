@@ -32,6 +32,7 @@ GOALS = {
     "pure_memory_max_ratio": 2.0,
     "pure_ratio_at": 1024,
     "pure_ratio_min": 0.5,
+    "spectral_methods": ("visits", "perron"),
     "spectral_resolutions": (1024, 2048),
     "spectral_memory_max_bytes": 4 * 10**9,
 }
@@ -194,7 +195,7 @@ def _spectral_goals(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Visits and Perron maps of the shipped pure-InfSA model at each goal size under the memory goal."""
     pure, limit = PureInfSAAttention.variant, GOALS["spectral_memory_max_bytes"]
     goals = []
-    for method in ("visits", "perron"):
+    for method in GOALS["spectral_methods"]:
         for side in GOALS["spectral_resolutions"]:
             row = next((r for r in cases if r["section"] == "spectral" and r["variant"] == pure
                         and r.get("method") == method and r["resolution"] == side), None)
