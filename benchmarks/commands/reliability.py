@@ -29,6 +29,12 @@ def run(args: argparse.Namespace) -> int:
 
     if args.load_images < 1:
         raise ValueError(f"--load-images={args.load_images} must be a positive integer")
+    if args.load_out is not None:
+        if not args.load:
+            raise ValueError(f"--load-out={args.load_out!r} needs --load (it is the load run's --out)")
+        if not Path(args.load_out).resolve().parent.is_dir():
+            raise ValueError(f"--load-out={args.load_out!r}: its folder does not exist; expected a path in an "
+                             "existing folder, e.g. metrics/attention-quality.json")
     report = {"protocol": {"command": command_line(args), "torch": torch.__version__}}
     report["bad_input_matrix"] = bad_input_matrix()
     with tempfile.TemporaryDirectory() as tmp:
