@@ -19,11 +19,14 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from infsa_viz.evaluation.verdict import PAPER_FIGURES
+
 ROOT = Path(__file__).resolve().parents[1]
 METRICS = ROOT / "metrics"
 MODELS = ("softmax-vit4", "pure-infsa-vit4", "linear-infsa-vit4")
 #: The paper's figures (ImageNet-scale models, unpublished protocol): MoRF-AOC / ROC-AUC / PR-AUC %.
-PAPER = {"softmax": "42.6 / 53.8 / 56.2", "pure_infsa": "71.7 / 77.3 / 72.4", "linear_infsa": "76.0 / 75.9 / 76.1"}
+PAPER = {variant: " / ".join(f"{f[k]:.1f}" for k in ("morf_aoc", "box_roc_auc", "box_pr_auc"))
+         for variant, f in PAPER_FIGURES.items()}
 
 
 VARIANT_NAMES = {"softmax": "softmax", "pure_infsa": "pure InfSA", "linear_infsa": "Linear-InfSA"}

@@ -5,7 +5,8 @@ set and returns :class:`ImageRecord` objects plus one summary row per (model, me
 its resolved protocol; :func:`write_evaluation` writes JSON + CSV (+ per-image CSV) + HTML.
 Every row figure has a bootstrap interval over images (``<figure>_ci``); the report adds paired
 tests, benchmark headroom and the spread across training seeds (:mod:`.comparisons`, built on
-:mod:`.stats`); :mod:`.reference` holds the box-oracle map.
+:mod:`.stats`) and the call across seeds of each variant against softmax (:mod:`.verdict`);
+:mod:`.reference` holds the box-oracle map.
 """
 
 from .comparisons import benchmark_quality, compare, paired_tests, seed_summary
@@ -19,6 +20,7 @@ from .engine import (
 )
 from .records import SCALAR_FIELDS, ImageRecord, per_image_figures, summarise
 from .reference import REFERENCE_METHODS, box_oracle, check_evaluation_method
+from .verdict import quality_across_seeds, variant_verdict
 from .writer import TABLE_COLUMNS, records_csv, report, rows_csv, write_evaluation
 
 __all__ = [
@@ -37,11 +39,13 @@ __all__ = [
     "evaluate",
     "paired_tests",
     "per_image_figures",
+    "quality_across_seeds",
     "records_csv",
     "report",
     "rows_csv",
     "score_images",
     "seed_summary",
     "summarise",
+    "variant_verdict",
     "write_evaluation",
 ]

@@ -1,7 +1,7 @@
 """What an evaluation says beyond its rows: paired tests, benchmark headroom, spread across seeds.
 
 * :func:`paired_tests`: every method against every other within a model, and every model against
-  every other for a method, on the same images (:func:`~infsa_viz.evaluation.stats.compare_paired`:
+  every other of the same training seed for a method, on the same images (:func:`~infsa_viz.evaluation.stats.compare_paired`:
   mean difference with its bootstrap interval, paired-bootstrap and Wilcoxon p-values, effect
   sizes), with Holm-corrected p-values per family (one figure and one model, or one figure and one
   method).
@@ -10,12 +10,13 @@
   in points; a benchmark whose maps bunch just under the oracle cannot separate methods.
 * :func:`seed_summary`: mean ± spread across training seeds (models named ``<name>-seed<k>``)
   beside each run's own interval over images.
+
+:func:`compare` also adds the call across seeds of :mod:`.verdict`.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from itertools import combinations
 from typing import Any
@@ -25,6 +26,7 @@ import numpy as np
 from .records import ImageRecord, per_image_figures
 from .reference import REFERENCE_METHODS
 from .stats import compare_paired, holm, significant
+from .verdict import quality_across_seeds, split_seed, variant_verdict
 
 __all__ = ["PAIRED_FIGURES", "QUALITY_GOALS", "benchmark_quality", "compare", "paired_tests", "seed_summary",
            "split_seed"]
@@ -35,13 +37,6 @@ PAIRED_FIGURES = ("morf_aoc", "box_pr_auc")
 _QUALITY_SCALE = {"morf_aoc": 1.0, "box_pr_auc": 100.0}
 #: What a benchmark that separates methods should show, in points (issue #15).
 QUALITY_GOALS = {"oracle_minus_best_attention": 5.0, "method_spread": 15.0}
-_SEED = re.compile(r"^(?P<base>.+)-seed(?P<seed>\d+)$")
-
-
-def split_seed(model: str) -> tuple[str, int | None]:
-    """``"runs/hard/pure_infsa-seed2"`` → ``("runs/hard/pure_infsa", 2)``; no suffix → ``(model, None)``."""
-    match = _SEED.match(model.rstrip("/"))
-    return (match["base"], int(match["seed"])) if match else (model, None)
 
 
 def _r(value: float, digits: int = 6) -> float | None:
@@ -78,6 +73,13 @@ def _holm(tests: list[dict[str, Any]], key: tuple[str, ...]) -> None:
                 t["family_size"] = int(np.isfinite(raw).sum())
 
 
+def _other_seed(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` are models of different training seeds (not paired: their difference
+    would mix the seed with the variant; the spread across seeds is :func:`seed_summary`'s)."""
+    (_, seed_a), (_, seed_b) = split_seed(a), split_seed(b)
+    return seed_a is not None and seed_b is not None and seed_a != seed_b
+
+
 def paired_tests(records: Sequence[ImageRecord], *, select: str, figures: Sequence[str] = PAIRED_FIGURES,
                  n_resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
     """Method-vs-method (within each model) and model-vs-model (for each method) paired tests.
@@ -109,6 +111,8 @@ def paired_tests(records: Sequence[ImageRecord], *, select: str, figures: Sequen
         for method in methods:
             present = [m for m in models if (m, method) in values]
             for a, b in combinations(present, 2):
+                if _other_seed(a, b):
+                    continue
                 across.append({"figure": figure, "method": method, "a": a, "b": b,
                                **_test(values[a, method][figure], values[b, method][figure], seed, n_resamples)})
     _holm(within, ("figure", "model"))
@@ -117,7 +121,8 @@ def paired_tests(records: Sequence[ImageRecord], *, select: str, figures: Sequen
         "protocol": {
             "figures": list(figures),
             "pairs": "images (by index) counted in both rows and defined for both; curve scores use the "
-                     f"'{select}' selection of each side",
+                     f"'{select}' selection of each side; models named <name>-seed<k> are paired only with "
+                     "models of the same seed (or without one)",
             "difference": "a - b (positive: a scores higher)",
             "tests": "paired bootstrap of the mean difference (percentile interval; p from the null-centred "
                      "bootstrap) and two-sided Wilcoxon signed-rank (zero differences dropped), "
@@ -227,7 +232,10 @@ def seed_summary(rows: Sequence[dict[str, Any]], *, figures: Sequence[str] = ("a
 
 def compare(records: Sequence[ImageRecord], rows: Sequence[dict[str, Any]], *, select: str,
             seed: int = 0) -> dict[str, Any]:
-    """The three sections an evaluation report adds to its rows: ``paired_tests``,
-    ``benchmark_quality`` and ``seeds``."""
-    return {"paired_tests": paired_tests(records, select=select, seed=seed),
-            "benchmark_quality": benchmark_quality(rows), "seeds": seed_summary(rows)}
+    """The sections an evaluation report adds to its rows: ``paired_tests``, ``benchmark_quality``
+    (with ``across_seeds``), ``seeds`` and ``verdict`` (:mod:`.verdict`)."""
+    tests = paired_tests(records, select=select, seed=seed)
+    quality = benchmark_quality(rows)
+    quality["across_seeds"] = quality_across_seeds(quality)
+    return {"paired_tests": tests, "benchmark_quality": quality, "seeds": seed_summary(rows),
+            "verdict": variant_verdict(rows, tests["model_vs_model"])}

@@ -10,7 +10,6 @@ import pytest
 from infsa_viz.data import LabelledImages
 from infsa_viz.evaluation import (
     EvalProtocol,
-    ImageRecord,
     benchmark_quality,
     box_oracle,
     check_evaluation_method,
@@ -21,18 +20,7 @@ from infsa_viz.evaluation import (
 )
 from infsa_viz.evaluation.comparisons import split_seed
 from infsa_viz.vit import VisionTransformer
-
-
-def _record(model: str, method: str, index: int, *, morf: float, pr: float, label: int = 0,
-            predicted: int = 0) -> ImageRecord:
-    logits = np.zeros(3)
-    logits[predicted] = 1.0
-    nan = math.nan
-    return ImageRecord(model=model, variant="softmax", method=method, index=index, name=str(index), label=label,
-                       logits=logits, target=None, scored=label, morf=np.ones(3), lerf=np.ones(3), morf_aoc=morf,
-                       lerf_auc=nan, aopc=nan, box_roc_auc=pr, box_pr_auc=pr, distractor_roc_auc=nan,
-                       positive_fraction=0.1, pointing_hit=nan, precision=np.full(3, nan), map_min=0.0,
-                       map_max=1.0, map_mass=1.0)
+from tests.evaluation.helpers import image_record as _record
 
 
 def test_per_image_figures_follow_the_row_selection():
@@ -69,8 +57,11 @@ def test_rows_carry_intervals_that_match_their_figures(make_config):
     assert {s["method"] for s in seeds} == {"attention", "random", "box_oracle"} and seeds[0]["seeds"] == [1, 2]
     tests = result.comparisons["paired_tests"]
     assert len(tests["method_vs_method"]) == 2 * 2 * 3  # figures x models x pairs of 3 methods
-    same = [t for t in tests["model_vs_model"] if t["method"] == "attention"]  # the same model twice
-    assert all(t["mean_difference"] == 0.0 and t["p_wilcoxon"] == 1.0 for t in same)
+    assert tests["model_vs_model"] == []  # two seeds of one model: not paired (the seed spread is in `seeds`)
+    alone = evaluate([("m", model), ("m-copy", model)], ["attention"], data,
+                     protocol=EvalProtocol(steps=4, select="all", chunk=5)).comparisons["paired_tests"]
+    same = [t for t in alone["model_vs_model"] if t["method"] == "attention"]  # the same model twice
+    assert len(same) == 2 and all(t["mean_difference"] == 0.0 and t["p_wilcoxon"] == 1.0 for t in same)
 
 
 def test_paired_tests_find_a_shifted_method_and_align_models_by_image():

@@ -1,0 +1,194 @@
+r"""Are InfSA maps better than softmax maps? Every benchmark's seeds evaluated, tested, summarised (maintainer script).
+
+    python scripts/verdict.py --threads 2        # evaluate every seed set, then write the summary
+    python scripts/verdict.py --summary-only     # rebuild the summary from the committed reports
+
+For each benchmark of :data:`infsa_viz.data.BENCHMARKS` with trained seeds in
+``models/seeds/<benchmark>/<variant>-seed<k>/`` this runs (resumable: a killed run continues)
+
+    infsa-viz evaluate --models <every seed model> --data BENCHMARK --methods METHODS --references
+        --n-images N --subsample 0 --road-images 0 --sanity-images 0 --threads T
+        --out metrics/verdict-<benchmark>.json
+
+whose report holds every row with its 95 % bootstrap intervals, the paired tests (same images,
+models of one seed), ``benchmark_quality`` (per model and ``across_seeds``), ``seeds`` (mean ± sd
+over seeds) and ``verdict`` (each variant against softmax across seeds,
+:mod:`infsa_viz.evaluation.verdict`). ``metrics/verdict.json`` gathers what the README shows from
+every benchmark's report, and ``metrics/verdict.html`` plots the seed means with their spread.
+The protocols beyond MoRF-AOC and box PR-AUC (deletion/insertion, ROAD, sanity) are off here:
+``metrics/attention-quality.json`` runs them on the shipped models.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SEEDS_DIR = Path("models") / "seeds"
+METRICS = Path("metrics")
+#: The maps of the verdict: the attention-type maps InfSA is about, and Chefer 2021 (the best box
+#: PR-AUC of the published evaluation) as the state-of-the-art attention-gradient baseline.
+METHODS = ("attention", "rollout", "visits", "perron", "chefer2021")
+#: Figures of the verdict and the factor that turns each into points.
+FIGURES = {"morf_aoc": 1.0, "box_pr_auc": 100.0}
+
+
+def seed_models(benchmark: str, root: Path = SEEDS_DIR) -> list[str]:
+    """``root/<benchmark>/<variant>-seed<k>`` model folders, variants in registry order, then seeds."""
+    from infsa_viz.attention import VARIANTS
+    from infsa_viz.evaluation.verdict import split_seed
+
+    folder = root / benchmark
+    found = []
+    for sub in sorted(folder.iterdir()) if folder.is_dir() else []:
+        base, seed = split_seed(sub.name)
+        if seed is not None and base in VARIANTS and (sub / "config.json").is_file():
+            found.append((VARIANTS.index(base), seed, str(sub)))
+    return [path for *_, path in sorted(found)]
+
+
+def evaluate_argv(benchmark: str, models: list[str], args: argparse.Namespace) -> list[str]:
+    argv = ["evaluate", "--models", ",".join(models), "--data", benchmark, "--methods", ",".join(METHODS),
+            "--references", "--n-images", str(args.n_images), "--subsample", "0", "--road-images", "0",
+            "--sanity-images", "0", "--out", str(args.metrics / f"verdict-{benchmark}.json")]
+    return argv + (["--threads", str(args.threads)] if args.threads else [])
+
+
+def _points(spread: dict[str, Any] | None, scale: float) -> dict[str, Any] | None:
+    if spread is None:
+        return None
+    out = {k: None if spread.get(k) is None else round(spread[k] * scale, 3) for k in ("mean", "sd", "min", "max")}
+    if "per_seed" in spread:
+        out["per_seed"] = [None if v is None else round(v * scale, 3) for v in spread["per_seed"]]
+        out["per_seed_ci"] = [None if ci is None else [round(c * scale, 3) for c in ci]
+                              for ci in spread.get("per_seed_ci", [])]
+    return out
+
+
+def summarise(report: dict[str, Any], path: str) -> dict[str, Any]:
+    """What the README reads from one benchmark's report, figures in points (% for both)."""
+    from infsa_viz.evaluation.verdict import split_seed
+
+    seeds = report.get("seeds", [])
+    figures = [{"variant": s["variant"], "method": s["method"], "seeds": s["seeds"],
+                "accuracy": _points(s["figures"].get("accuracy"), 100.0),
+                **{f: _points(s["figures"].get(f), scale) for f, scale in FIGURES.items()}} for s in seeds]
+    verdict = report.get("verdict", {})
+    comparisons = []
+    for c in verdict.get("comparisons", []):
+        scale = FIGURES.get(c["figure"])
+        if scale is None:
+            continue
+        per_seed = [{"seed": s["seed"], "difference": None if s["difference"] is None else round(s["difference"] * scale, 3),
+                     "difference_ci": None if s["difference_ci"] is None else [round(v * scale, 3) for v in s["difference_ci"]],
+                     "p_bootstrap_holm": s["p_bootstrap_holm"], "p_wilcoxon_holm": s["p_wilcoxon_holm"],
+                     "rank_biserial": s["rank_biserial"], "n_pairs": s["n_pairs"]} for s in c["per_seed"]]
+        comparisons.append({"figure": c["figure"], "method": c["method"], "variant": c["variant"],
+                            "baseline": c["baseline"], "difference": _points(c["difference"], scale),
+                            "per_seed": per_seed, "call": c["call"], "reason": c["reason"]})
+    variant_of = {split_seed(r["model"])[0]: r["variant"] for r in report["results"]}
+    quality = {variant_of.get(base, base): q
+               for base, q in report.get("benchmark_quality", {}).get("across_seeds", {}).items()}
+    return {"report": path, "dataset": report["dataset"].get("name"), "n_images": report["dataset"].get("n_images"),
+            "command": report["protocol"].get("command"), "models": list(dict.fromkeys(r["model"] for r in report["results"])),
+            "figures": figures, "verdict": comparisons, "verdict_protocol": verdict.get("protocol"),
+            "benchmark_quality": quality,
+            "quality_goals": report.get("benchmark_quality", {}).get("goals")}
+
+
+def summary(reports: dict[str, Path], command: str) -> dict[str, Any]:
+    from infsa_viz.evaluation.verdict import PAPER_FIGURES
+    from infsa_viz.io import read_json
+
+    return {"protocol": {"command": command, "methods": list(METHODS), "figures": list(FIGURES),
+                         "unit": "points: MoRF-AOC in %, box PR-AUC x 100, accuracy in %",
+                         "spread": "mean, sample sd (ddof 1), min and max over training seeds; per_seed_ci: each "
+                                   "seed's own 95 % bootstrap interval over images"},
+            "paper": PAPER_FIGURES,
+            "benchmarks": {b: summarise(read_json(p), str(p)) for b, p in reports.items()}}
+
+
+def html(record: dict[str, Any]) -> str:
+    """Seed means with ± sd error bars, per benchmark and figure, one bar colour per variant."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    benchmarks = list(record["benchmarks"])
+    titles = [f"{b}: {'MoRF-AOC %' if f == 'morf_aoc' else 'box PR-AUC %'} (mean ± sd over seeds)"
+              for b in benchmarks for f in FIGURES]
+    fig = make_subplots(rows=max(1, len(benchmarks)), cols=len(FIGURES), subplot_titles=titles)
+    shown = set()
+    for row, benchmark in enumerate(benchmarks, start=1):
+        entries = record["benchmarks"][benchmark]["figures"]
+        for col, figure in enumerate(FIGURES, start=1):
+            for variant in dict.fromkeys(e["variant"] for e in entries):
+                mine = [e for e in entries if e["variant"] == variant and e[figure] and e[figure]["mean"] is not None]
+                fig.add_trace(go.Bar(
+                    x=[e["method"] for e in mine], y=[e[figure]["mean"] for e in mine], name=variant,
+                    legendgroup=variant, showlegend=variant not in shown,
+                    error_y={"type": "data", "array": [e[figure]["sd"] or 0.0 for e in mine]},
+                    customdata=[[len(e["seeds"]), e[figure]["min"], e[figure]["max"]] for e in mine],
+                    hovertemplate="%{x}: %{y:.1f} ± %{error_y.array:.1f} over %{customdata[0]} seeds "
+                                  "(min %{customdata[1]:.1f}, max %{customdata[2]:.1f})<extra>" + variant + "</extra>"),
+                    row, col)
+                shown.add(variant)
+    fig.update_layout(barmode="group", height=420 * max(1, len(benchmarks)),
+                      title="Are InfSA maps better than softmax maps? (python scripts/verdict.py)")
+    return fig.to_html(include_plotlyjs="directory", full_html=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from infsa_viz.data import BENCHMARKS
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--benchmarks", default=",".join(BENCHMARKS),
+                        type=lambda t: [b for b in t.split(",") if b], help="comma-separated (default all)")
+    parser.add_argument("--n-images", type=int, default=1000, help="first N test images (default 1000)")
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    parser.add_argument("--seeds-dir", type=Path, default=SEEDS_DIR, help=f"default {SEEDS_DIR}")
+    parser.add_argument("--metrics", type=Path, default=METRICS, help=f"reports folder (default {METRICS})")
+    parser.add_argument("--summary-only", action="store_true", help="evaluate nothing; summarise the reports")
+    args = parser.parse_args(argv)
+    unknown = [b for b in args.benchmarks if b not in BENCHMARKS]
+    if unknown:
+        parser.error(f"--benchmarks: {unknown} are not benchmarks; expected some of {list(BENCHMARKS)}")
+
+    from infsa_viz.cli import main as cli
+    from infsa_viz.evaluation.writer import write_plotly_js
+    from infsa_viz.io import atomic_write, write_json
+
+    reports = {}
+    for benchmark in args.benchmarks:
+        models = seed_models(benchmark, args.seeds_dir)
+        out = args.metrics / f"verdict-{benchmark}.json"
+        if not models:
+            print(f"# {benchmark}: no seed models in {args.seeds_dir / benchmark}", file=sys.stderr)
+            continue
+        if not args.summary_only:
+            command = evaluate_argv(benchmark, models, args)
+            print("infsa-viz " + shlex.join(command), file=sys.stderr)
+            code = cli(command)
+            if code:
+                return code
+        if out.is_file():
+            reports[benchmark] = out
+    if not reports:
+        print("no report to summarise", file=sys.stderr)
+        return 2
+    record = summary(reports, "python scripts/verdict.py " + shlex.join(sys.argv[1:] if argv is None else argv))
+    write_json(args.metrics / "verdict.json", record)
+    try:
+        write_plotly_js(args.metrics)
+        atomic_write(args.metrics / "verdict.html", html(record))
+    except ImportError:
+        print("plotly is not installed: verdict.html not written", file=sys.stderr)
+    print(f"wrote {args.metrics / 'verdict.json'}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""scripts/verdict.py: every seed model of a benchmark evaluated once, then summarised for the README."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from infsa_viz.attention import VARIANTS
+from infsa_viz.vit import VisionTransformer, ViTConfig, save_model
+from scripts import verdict
+
+
+def _seeds(root, seeds=(1, 2, 3)):
+    """Tiny untrained models that read the cluttered-digits test images, as ``root/cluttered-digits/``."""
+    for seed in seeds:
+        for variant in VARIANTS:
+            config = ViTConfig(img_size=48, in_chans=1, patch_size=16, embed_dim=16, depth=1, num_heads=2,
+                               num_classes=10, attention=variant)
+            save_model(VisionTransformer(config), root / "cluttered-digits" / f"{variant}-seed{seed}")
+
+
+def test_seed_models_are_found_in_variant_then_seed_order(tmp_path):
+    _seeds(tmp_path, seeds=(2, 1))
+    (tmp_path / "cluttered-digits" / "notes").mkdir()
+    (tmp_path / "cluttered-digits" / "gauss-seed1").mkdir()
+    found = verdict.seed_models("cluttered-digits", tmp_path)
+    assert [p.rsplit("/", 1)[1] for p in found] == [f"{v}-seed{s}" for v in VARIANTS for s in (1, 2)]
+    assert verdict.seed_models("cluttered-digits-hard", tmp_path) == []
+
+
+@pytest.mark.slow
+def test_evaluates_and_summarises_every_variant_against_softmax(tmp_path, capsys):
+    seeds, metrics = tmp_path / "seeds", tmp_path / "metrics"
+    _seeds(seeds)
+    argv = ["--benchmarks", "cluttered-digits", "--n-images", "6", "--threads", "1", "--seeds-dir", str(seeds),
+            "--metrics", str(metrics)]
+    assert verdict.main(argv) == 0
+    report = json.loads((metrics / "verdict-cluttered-digits.json").read_text())
+    assert len(report["results"]) == 9 * (len(verdict.METHODS) + 2)  # + random and box_oracle
+    record = json.loads((metrics / "verdict.json").read_text())
+    bench = record["benchmarks"]["cluttered-digits"]
+    assert len(bench["models"]) == 9 and bench["n_images"] == 6
+    comparisons = {(c["figure"], c["method"], c["variant"]) for c in bench["verdict"]}
+    assert {(f, m, v) for f in verdict.FIGURES for m in verdict.METHODS for v in VARIANTS[1:]} <= comparisons
+    assert all(c["call"] in ("higher", "lower", "not shown") and len(c["per_seed"]) == 3 for c in bench["verdict"])
+    attention = next(e for e in bench["figures"] if e["variant"] == "softmax" and e["method"] == "attention")
+    assert attention["seeds"] == [1, 2, 3] and len(attention["box_pr_auc"]["per_seed_ci"]) == 3
+    assert 0 <= attention["box_pr_auc"]["mean"] <= 100  # in points
+    assert set(bench["benchmark_quality"]) == set(VARIANTS)
+    assert bench["benchmark_quality"]["softmax"]["box_pr_auc"]["oracle_minus_random"]["mean"] > 0
+    assert record["paper"]["softmax"]["morf_aoc"] == 42.6
+    assert (metrics / "verdict.html").is_file()
+    before = (metrics / "verdict-cluttered-digits.json").read_text()
+    assert verdict.main([*argv, "--summary-only"]) == 0  # nothing evaluated again
+    assert (metrics / "verdict-cluttered-digits.json").read_text() == before
+    assert json.loads((metrics / "verdict.json").read_text())["benchmarks"] == record["benchmarks"]
+    assert verdict.main(["--benchmarks", "cluttered-digits", "--seeds-dir", str(tmp_path / "none"),
+                         "--metrics", str(metrics), "--summary-only"]) == 2
+    assert "no seed models" in capsys.readouterr().err
