@@ -273,6 +273,59 @@ def goals_table() -> str:
     return "\n".join(lines)
 
 
+def _spread(entry: dict[str, Any] | None, fmt: str = ".1f", sign: str = "") -> str:
+    """``mean ± sd`` over seeds (``–`` when undefined)."""
+    if not entry or entry.get("mean") is None:
+        return "–"
+    sd = entry.get("sd")
+    return f"{entry['mean']:{sign}{fmt}}" + ("" if sd is None else f" ± {sd:{fmt}}")
+
+
+_CALLS = {"higher": "higher", "lower": "lower", "not shown": "n.s."}
+
+
+def verdict_table(figure: str) -> str:
+    """``verdict.json``: each map's ``figure`` per variant (mean ± sd over seeds), InfSA − softmax and the call."""
+    record = _load("verdict.json")
+    infsa = [v for v in VARIANT_NAMES if v != "softmax"]
+    header = ("| benchmark | map | seeds | softmax | " + " | ".join(
+        f"{VARIANT_NAMES[v]} | {VARIANT_NAMES[v]} − softmax (call)" for v in infsa) + " | paper softmax / pure / linear |")
+    lines = [header, "|---|---|---:|---:|" + "---:|---|" * len(infsa) + "---|"]
+    for benchmark, bench in record["benchmarks"].items():
+        entries = {(e["variant"], e["method"]): e for e in bench["figures"]}
+        calls = {(c["variant"], c["method"]): c for c in bench["verdict"] if c["figure"] == figure}
+        for method in [*record["protocol"]["methods"], "random", "box_oracle"]:  # + the floor and the ceiling
+            if ("softmax", method) not in entries:
+                continue
+            seeds = len(entries["softmax", method]["seeds"])
+            cells = [_spread(entries["softmax", method][figure])]
+            for variant in infsa:
+                call = calls.get((variant, method))
+                cells.append(_spread((entries.get((variant, method)) or {}).get(figure)))
+                cells.append("–" if call is None else
+                             f"{_spread(call['difference'], sign='+')} ({_CALLS[call['call']]})")
+            paper = " / ".join(f"{record['paper'][v][figure]:.1f}" for v in VARIANT_NAMES) if method == "attention" else ""
+            lines.append(f"| {benchmark} | {method} | {seeds} | " + " | ".join(cells) + f" | {paper} |")
+    return "\n".join(lines)
+
+
+def benchmark_quality_table() -> str:
+    """``verdict.json``: test accuracy and the headroom figures per benchmark and variant, mean ± sd over seeds."""
+    record = _load("verdict.json")
+    keys = ("oracle_minus_random", "oracle_minus_best_attention", "method_spread")
+    header = ("| benchmark | variant | seeds | accuracy % | MoRF: oracle − random | oracle − best attention | spread | "
+              "PR-AUC: oracle − random | oracle − best attention | spread |")
+    lines = [header, "|---|---|---:|" + "---:|" * 7]
+    for benchmark, bench in record["benchmarks"].items():
+        accuracy = {e["variant"]: e["accuracy"] for e in bench["figures"] if e["method"] == "attention"}
+        for variant, quality in bench["benchmark_quality"].items():
+            cells = [_spread(accuracy.get(variant))]
+            cells += [_spread(quality[figure][key]) for figure in ("morf_aoc", "box_pr_auc") for key in keys]
+            lines.append(f"| {benchmark} | {VARIANT_NAMES.get(variant, variant)} | {len(quality['seeds'])} | "
+                         + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 TABLES: dict[str, Callable[[], str]] = {
     "training": training_table,
     "eigencheck": eigencheck_table,
@@ -286,6 +339,9 @@ TABLES: dict[str, Callable[[], str]] = {
     "performance: naive side by side": naive_table,
     "performance: spectral maps": spectral_table,
     "performance: goals": goals_table,
+    "verdict: MoRF-AOC": lambda: verdict_table("morf_aoc"),
+    "verdict: box PR-AUC": lambda: verdict_table("box_pr_auc"),
+    "verdict: benchmark quality": benchmark_quality_table,
 }
 
 
@@ -303,6 +359,9 @@ HOMES: dict[str, str] = {
     "performance: naive side by side": "docs/benchmarks.md",
     "performance: spectral maps": "docs/benchmarks.md",
     "performance: goals": "docs/benchmarks.md",
+    "verdict: MoRF-AOC": "README.md",
+    "verdict: box PR-AUC": "README.md",
+    "verdict: benchmark quality": "README.md",
 }
 
 
