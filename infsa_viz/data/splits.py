@@ -49,17 +49,19 @@ class Benchmark:
 
 
 #: The benchmarks, by name. ``cluttered-digits`` is the published one (48 px, 36 tokens at patch 8);
-#: ``cluttered-digits-hard`` leaves maps room below a box oracle: 96 px (144 tokens at patch 8), eight
-#: distractors up to 26 px against 30-38 px targets, a photo background twice as bright. Its
+#: ``cluttered-digits-hard`` leaves maps room below a box oracle: 96 px (144 tokens at patch 8), six
+#: distractors of 12-20 px against 36-44 px targets, a photo background twice as bright. (A first
+#: setting with eight 16-26 px distractors against 30-38 px targets was not learnable: the largest
+#: digit was too close in size to the others, and a softmax ViT stayed at chance for 5 epochs.) Its
 #: normalisation was measured on 20,000 training images (seed 0) and is re-measured in tests/data.
 BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
     Benchmark("cluttered-digits", ClutteredDigitsConfig(), TEST_SEED, CLUTTERED_DIGITS,
               "48 px canvas, target 18-22 px, 2 distractors 9-12 px, faint photo background"),
     Benchmark("cluttered-digits-hard",
-              ClutteredDigitsConfig(canvas_size=96, target_size=(30, 38), num_distractors=8,
-                                    distractor_size=(16, 26), background_intensity=0.5, mask_threshold=127),
-              20_260_303, Preprocessing(mean=(0.3143,), std=(0.2588,)),
-              "96 px canvas, target 30-38 px, 8 distractors 16-26 px, photo background at half intensity"),
+              ClutteredDigitsConfig(canvas_size=96, target_size=(36, 44), num_distractors=6,
+                                    distractor_size=(12, 20), background_intensity=0.5, mask_threshold=127),
+              20_260_303, Preprocessing(mean=(0.2847,), std=(0.2328,)),
+              "96 px canvas, target 36-44 px, 6 distractors 12-20 px, photo background at half intensity"),
 )}
 DEFAULT_BENCHMARK = "cluttered-digits"
 
