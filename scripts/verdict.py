@@ -2,6 +2,8 @@ r"""Are InfSA maps better than softmax maps? Every benchmark's seeds evaluated, 
 
     python scripts/verdict.py --threads 2        # evaluate every seed set, then write the summary
     python scripts/verdict.py --summary-only     # rebuild the summary from the committed reports
+    python scripts/verdict.py --metrics /tmp/again --threads 2 && python scripts/verdict.py --compare /tmp/again
+                                                 # reproduce: every figure within 0.5 points?
 
 For each benchmark of :data:`infsa_viz.data.BENCHMARKS` with trained seeds in
 ``models/seeds/<benchmark>/<variant>-seed<k>/`` this runs (resumable: a killed run continues)
@@ -22,6 +24,7 @@ The protocols beyond MoRF-AOC and box PR-AUC (deletion/insertion, ROAD, sanity) 
 from __future__ import annotations
 
 import argparse
+import math
 import shlex
 import sys
 from pathlib import Path
@@ -35,6 +38,11 @@ METRICS = Path("metrics")
 METHODS = ("attention", "rollout", "visits", "perron", "chefer2021")
 #: Figures of the verdict and the factor that turns each into points.
 FIGURES = {"morf_aoc": 1.0, "box_pr_auc": 100.0}
+#: Row figures that are shares in [0, 1] (× 100 for points); the others are in % already.
+SHARES = ("accuracy", "box_roc_auc", "box_pr_auc", "distractor_roc_auc", "pointing_game", "positive_fraction",
+          "box_undefined", "chain_valid_images", "chain_valid_rows")
+#: The reproduction tolerance of issue #15, in points.
+TOLERANCE = 0.5
 
 
 def seed_models(benchmark: str, root: Path = SEEDS_DIR) -> list[str]:
@@ -141,6 +149,51 @@ def html(record: dict[str, Any]) -> str:
     return fig.to_html(include_plotlyjs="directory", full_html=True)
 
 
+def largest_difference(report: dict[str, Any], other: dict[str, Any]) -> tuple[float, str | None, int]:
+    """Largest difference in points over every numeric figure of the rows both reports hold.
+
+    Returns:
+        ``(difference, "model · method · figure", figures compared)``; MoRF/LeRF/AOPC-type
+        figures are in % already, shares (accuracy, box AUCs, pointing game) count × 100.
+    """
+    rows = {(r["model"], r["method"]): r for r in other["results"]}
+    worst, where, compared = 0.0, None, 0
+    for row in report["results"]:
+        twin = rows.get((row["model"], row["method"]))
+        for key, value in row.items() if twin else ():
+            theirs = twin.get(key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not isinstance(theirs, (int, float)):
+                continue
+            if not (math.isfinite(value) and math.isfinite(theirs)):
+                continue
+            scale = 100.0 if key in SHARES else 1.0
+            compared += 1
+            if abs(value - theirs) * scale > worst:
+                worst, where = abs(value - theirs) * scale, f"{row['model']} · {row['method']} · {key}"
+    return worst, where, compared
+
+
+def compare(args: argparse.Namespace) -> int:
+    """``--compare DIR``: each ``metrics/verdict-<benchmark>.json`` against ``DIR``'s (writes nothing)."""
+    from infsa_viz.io import read_json
+
+    worst, found = 0.0, 0
+    for benchmark in args.benchmarks:
+        ours, other = args.metrics / f"verdict-{benchmark}.json", args.compare / f"verdict-{benchmark}.json"
+        if not (ours.is_file() and other.is_file()):
+            print(f"# {benchmark}: {ours if not ours.is_file() else other} does not exist", file=sys.stderr)
+            continue
+        difference, where, compared = largest_difference(read_json(ours), read_json(other))
+        found += compared
+        print(f"{benchmark}: {compared} figures compared, largest difference {difference:.4g} points"
+              + (f" ({where})" if where else ""), file=sys.stderr)
+        worst = max(worst, difference)
+    if not found:
+        print("no figure to compare", file=sys.stderr)
+        return 2
+    return 0 if worst <= TOLERANCE else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     from infsa_viz.data import BENCHMARKS
 
@@ -152,10 +205,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds-dir", type=Path, default=SEEDS_DIR, help=f"default {SEEDS_DIR}")
     parser.add_argument("--metrics", type=Path, default=METRICS, help=f"reports folder (default {METRICS})")
     parser.add_argument("--summary-only", action="store_true", help="evaluate nothing; summarise the reports")
+    parser.add_argument("--compare", type=Path, default=None, metavar="DIR",
+                        help="evaluate and write nothing: compare each report with DIR/verdict-<benchmark>.json "
+                             f"(rows both hold); exit 1 if a figure differs by more than {TOLERANCE} points")
     args = parser.parse_args(argv)
     unknown = [b for b in args.benchmarks if b not in BENCHMARKS]
     if unknown:
         parser.error(f"--benchmarks: {unknown} are not benchmarks; expected some of {list(BENCHMARKS)}")
+
+    if args.compare is not None:
+        return compare(args)
 
     from infsa_viz.cli import main as cli
     from infsa_viz.evaluation.writer import write_plotly_js
