@@ -121,9 +121,13 @@ def summary(reports: dict[str, Path], command: str) -> dict[str, Any]:
 
 
 def html(record: dict[str, Any]) -> str:
-    """Seed means with ± sd error bars, per benchmark and figure, one bar colour per variant."""
+    """Seed means with ± sd error bars, per benchmark and figure, one bar colour per variant (the same in
+    every panel)."""
     import plotly.graph_objects as go
+    from plotly.colors import qualitative
     from plotly.subplots import make_subplots
+
+    from infsa_viz.attention import VARIANTS
 
     benchmarks = list(record["benchmarks"])
     titles = [f"{b}: {'MoRF-AOC %' if f == 'morf_aoc' else 'box PR-AUC %'} (mean ± sd over seeds)"
@@ -138,6 +142,8 @@ def html(record: dict[str, Any]) -> str:
                 fig.add_trace(go.Bar(
                     x=[e["method"] for e in mine], y=[e[figure]["mean"] for e in mine], name=variant,
                     legendgroup=variant, showlegend=variant not in shown,
+                    marker_color=qualitative.Plotly[(VARIANTS.index(variant) if variant in VARIANTS else len(VARIANTS))
+                                                    % len(qualitative.Plotly)],
                     error_y={"type": "data", "array": [e[figure]["sd"] or 0.0 for e in mine]},
                     customdata=[[len(e["seeds"]), e[figure]["min"], e[figure]["max"]] for e in mine],
                     hovertemplate="%{x}: %{y:.1f} ± %{error_y.array:.1f} over %{customdata[0]} seeds "
