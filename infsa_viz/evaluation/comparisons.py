@@ -26,7 +26,7 @@ import numpy as np
 from .records import ImageRecord, per_image_figures
 from .reference import REFERENCE_METHODS
 from .stats import compare_paired, holm, significant
-from .verdict import quality_across_seeds, split_seed, variant_verdict
+from .verdict import quality_across_seeds, split_seed, spread, variant_verdict
 
 __all__ = ["PAIRED_FIGURES", "QUALITY_GOALS", "benchmark_quality", "compare", "paired_tests", "seed_summary",
            "split_seed"]
@@ -217,12 +217,8 @@ def seed_summary(rows: Sequence[dict[str, Any]], *, figures: Sequence[str] = ("a
                                  "seeds": [s for s, _ in members], "figures": {}}
         for figure in figures:
             values = np.array([np.nan if r.get(figure) is None else float(r[figure]) for _, r in members])
-            finite = values[np.isfinite(values)]
             entry["figures"][figure] = {
-                "mean": _r(finite.mean()) if finite.size else None,
-                "sd": _r(finite.std(ddof=1)) if finite.size > 1 else None,
-                "min": _r(finite.min()) if finite.size else None,
-                "max": _r(finite.max()) if finite.size else None,
+                **spread(values.tolist(), 6),
                 "per_seed": [_r(v) for v in values],
                 "per_seed_ci": [r.get(f"{figure}_ci") for _, r in members],
             }

@@ -51,7 +51,7 @@ def split_seed(model: str) -> tuple[str, int | None]:
     return (match["base"], int(match["seed"])) if match else (model, None)
 
 
-def _spread(values: Sequence[float | None], digits: int = 4) -> dict[str, Any]:
+def spread(values: Sequence[float | None], digits: int = 4) -> dict[str, Any]:
     """Mean, sample sd (ddof 1), min and max of the finite ``values`` (``None`` where undefined)."""
     finite = np.array([v for v in values if v is not None and math.isfinite(v)], dtype=np.float64)
     if not finite.size:
@@ -129,7 +129,7 @@ def variant_verdict(rows: Sequence[dict[str, Any]], model_vs_model: Sequence[dic
         call, reason = _call(per_seed, alpha, min_seeds)
         comparisons.append({"figure": figure, "method": method, "variant": variant, "baseline": baseline,
                             "seeds": [s["seed"] for s in per_seed], "per_seed": per_seed,
-                            "difference": _spread([s["difference"] for s in per_seed], 6),
+                            "difference": spread([s["difference"] for s in per_seed], 6),
                             "call": call, "reason": reason})
     return {
         "protocol": {
@@ -164,7 +164,7 @@ def quality_across_seeds(quality: dict[str, Any]) -> dict[str, Any]:
         out[base] = {"seeds": [s for s, _ in members]}
         for figure in members[0][1]:
             figures = [e[figure] for _, e in members]
-            out[base][figure] = {**{k: _spread([f.get(k) for f in figures]) for k in _QUALITY_KEYS},
+            out[base][figure] = {**{k: spread([f.get(k) for f in figures]) for k in _QUALITY_KEYS},
                                  "best_attention": [f.get("best_attention") for f in figures],
                                  "meets_goals": [f.get("meets_goals") for f in figures]}
     return out
