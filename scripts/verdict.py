@@ -2,6 +2,8 @@ r"""Are InfSA maps better than softmax maps? Every benchmark's seeds evaluated, 
 
     python scripts/verdict.py --threads 2        # evaluate every seed set, then write the summary
     python scripts/verdict.py --summary-only     # rebuild the summary from the committed reports
+    python scripts/verdict.py --journal runs/journal --threads 2
+                                                 # keep finished chunks: later seeds add only their own
     python scripts/verdict.py --metrics /tmp/again --threads 2 && python scripts/verdict.py --compare /tmp/again
                                                  # reproduce: every figure within 0.5 points?
 
@@ -63,6 +65,8 @@ def evaluate_argv(benchmark: str, models: list[str], args: argparse.Namespace) -
     argv = ["evaluate", "--models", ",".join(models), "--data", benchmark, "--methods", ",".join(METHODS),
             "--references", "--n-images", str(args.n_images), "--subsample", "0", "--road-images", "0",
             "--sanity-images", "0", "--out", str(args.metrics / f"verdict-{benchmark}.json")]
+    if args.journal is not None:
+        argv += ["--journal", str(args.journal / benchmark)]
     return argv + (["--threads", str(args.threads)] if args.threads else [])
 
 
@@ -210,6 +214,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     parser.add_argument("--seeds-dir", type=Path, default=SEEDS_DIR, help=f"default {SEEDS_DIR}")
     parser.add_argument("--metrics", type=Path, default=METRICS, help=f"reports folder (default {METRICS})")
+    parser.add_argument("--journal", type=Path, default=None, metavar="DIR",
+                        help="keep each benchmark's finished chunks in DIR/<benchmark> (e.g. runs/journal), so "
+                             "a rerun after more seeds finish training evaluates only the new models")
     parser.add_argument("--summary-only", action="store_true", help="evaluate nothing; summarise the reports")
     parser.add_argument("--compare", type=Path, default=None, metavar="DIR",
                         help="evaluate and write nothing: compare each report with DIR/verdict-<benchmark>.json "

@@ -61,21 +61,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also write every image's figures to OUT.images.csv")
     parser.add_argument("--out", default=None, help="report .json (CSV and HTML written next to it); a killed "
                         "run resumes from OUT.journal/ when the same command is run again")
+    parser.add_argument("--journal", default=None, metavar="DIR",
+                        help="keep finished chunks in DIR instead of OUT.journal/, and keep DIR after the report: "
+                             "a later run on the same data and settings reuses every (model weights, method, "
+                             "images) chunk it finds there, so models or methods can be added one run at a time")
 
 
-def _fingerprint(models, methods, data, protocol, dist) -> dict:
-    """What must match for journalled chunks to be reused: weights, methods, data, settings."""
+def _weights_digest(model) -> str:
+    """SHA-256 of a model's state dict (names and bytes): what keys its journalled chunks."""
     import hashlib
 
-    def weights(model) -> str:
-        digest = hashlib.sha256()
-        for name, tensor in model.state_dict().items():
-            digest.update(name.encode())
-            digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
-        return digest.hexdigest()
+    digest = hashlib.sha256()
+    for name, tensor in model.state_dict().items():
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()
 
-    return {"models": [[name, weights(model)] for name, model in models], "methods": list(methods),
-            "data": data.description, "names": list(data.names or []), "protocol": protocol.to_dict(),
+
+def _fingerprint(data, protocol, dist) -> dict:
+    """What every journalled chunk shares: the data and the settings (models and methods are per chunk)."""
+    return {"data": data.description, "names": list(data.names or []), "protocol": protocol.to_dict(),
             "world_size": dist.world_size}
 
 
@@ -96,6 +101,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--models names no model directory")
     if args.out and not args.out.endswith(".json"):
         raise ValueError(f"--out={args.out!r} must end in .json (CSV and HTML are written next to it)")
+    if args.journal and not args.out:
+        raise ValueError(f"--journal={args.journal!r} needs --out (the journal keeps the chunks of a written report)")
     protocol = EvalProtocol(steps=args.steps, baseline=args.baseline, score=args.score, select=args.select,
                             target=args.target, seed=args.seed, chunk=args.chunk, subsample=args.subsample,
                             insertion_steps=args.insertion_steps, blur_sigma=args.blur_sigma,
@@ -109,7 +116,8 @@ def run(args: argparse.Namespace) -> int:
         if args.out:
             if dist.is_main:
                 stack.enter_context(OutputLock(args.out))
-            journal = Journal(args.out + ".journal", _fingerprint(models, args.methods, data, protocol, dist))
+            journal = Journal(args.journal or args.out + ".journal", _fingerprint(data, protocol, dist),
+                              models={name: _weights_digest(model) for name, model in models})
         try:
             result = evaluate(models, args.methods, data, protocol=protocol, dist=dist, journal=journal)
         finally:
@@ -122,7 +130,8 @@ def run(args: argparse.Namespace) -> int:
         if args.out:
             write_evaluation(result, args.out, command="infsa-viz " + shlex.join(args.argv),
                              per_image=args.per_image)
-            journal.remove()
+            if not args.journal:
+                journal.remove()
     header = TABLE_COLUMNS[1:12]
     print("  ".join(f"{h:>13}" for h in header))
     for row in result.rows:

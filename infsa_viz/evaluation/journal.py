@@ -2,11 +2,13 @@
 
 ``infsa-viz evaluate --out OUT.json`` keeps ``OUT.json.journal/``: one JSON file per finished
 chunk (its :class:`~infsa_viz.evaluation.records.ImageRecord`\\ s, the map's options and metadata,
-and the metric protocols), and ``run.json``, the fingerprint of the run (models, methods, data,
-protocol). Killed at any point, the same command reads the finished chunks back instead of
-recomputing them; the final report equals an uninterrupted run's exactly (floats round-trip
-through JSON exactly, arrays keep their dtype). The journal is removed once the report is
-written. A lock file (``OUT.json.lock``, held with ``flock`` and released by the kernel when the
+and the metric protocols), and ``run.json``, the fingerprint of the run (data and protocol).
+A chunk is keyed by its model's name *and weights* (a SHA-256 of the state dict), its method and
+its images, so a run with more models or methods reuses the chunks of the others, and changed
+weights under the same name are recomputed. Killed at any point, the same command reads the
+finished chunks back instead of recomputing them; the final report equals an uninterrupted run's
+exactly (floats round-trip through JSON exactly, arrays keep their dtype). The default journal
+is removed once the report is written; one named with ``--journal DIR`` is kept. A lock file (``OUT.json.lock``, held with ``flock`` and released by the kernel when the
 process dies, SIGKILL included) refuses a second run on the same output path.
 
 JSON only, never pickle: a journal is data, and reading one cannot run code.
@@ -22,7 +24,7 @@ import os
 import shutil
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -76,12 +78,16 @@ class Journal:
 
     Args:
         directory: the journal folder (created).
-        fingerprint: what identifies the run (JSON-able); a journal of another run is discarded
-            with a warning.
+        fingerprint: what every chunk shares (data, protocol; JSON-able); a journal with another
+            fingerprint is discarded with a warning.
+        models: model name -> weights digest; a chunk's key holds both, so a model's chunks are
+            found again only for the same weights. Names not listed are keyed by name alone.
     """
 
-    def __init__(self, directory: str | Path, fingerprint: dict[str, Any]) -> None:
+    def __init__(self, directory: str | Path, fingerprint: dict[str, Any],
+                 models: Mapping[str, str] | None = None) -> None:
         self.directory = Path(directory)
+        self.models = dict(models or {})
         text = json.dumps(_encode(fingerprint), sort_keys=True)
         run = self.directory / "run.json"
         if run.is_file():
@@ -90,7 +96,7 @@ class Journal:
             except ValueError:
                 same = False
             if not same:
-                log.warning("%s holds another run's work (different models, methods, data or settings); "
+                log.warning("%s holds another run's work (different data or settings); "
                             "starting afresh", self.directory)
                 shutil.rmtree(self.directory)
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -99,7 +105,7 @@ class Journal:
         self.resumed = 0
 
     def _path(self, model: str, method: str, chunk: Sequence[int]) -> Path:
-        key = json.dumps([model, method, int(chunk[0]), len(chunk)])
+        key = json.dumps([model, self.models.get(model), method, int(chunk[0]), len(chunk)])
         return self.directory / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
 
     def load(self, model: str, method: str, chunk: Sequence[int]) -> tuple[list[ImageRecord], Any, dict[str, Any]] | None:

@@ -70,6 +70,20 @@ def test_same_seed_reproduces_the_report(tmp_path, models):
     assert a == b
 
 
+def test_a_named_journal_is_kept_and_reused_when_models_are_added(tmp_path, models, caplog):
+    journal = tmp_path / "cache"
+    first = ["evaluate", "--models", models[0][0], *ARGS, "--journal", str(journal)]
+    assert main([*first, "--out", str(tmp_path / "one.json")]) == 0
+    assert (journal / "run.json").is_file()  # kept after the report
+    both = ["evaluate", "--models", ",".join(models[0]), *ARGS]
+    with caplog.at_level("WARNING"):
+        assert main([*both, "--journal", str(journal), "--out", str(tmp_path / "cached.json")]) == 0
+    assert "resumed: 6 finished chunk(s)" in caplog.text  # softmax's 3 chunks x 2 methods
+    assert main([*both, "--out", str(tmp_path / "plain.json")]) == 0
+    cached, plain = (json.loads((tmp_path / f"{n}.json").read_text())["results"] for n in ("cached", "plain"))
+    assert cached == plain
+
+
 @pytest.mark.slow
 def test_torchrun_two_processes_match_a_single_process(tmp_path, models):
     single = tmp_path / "single.json"
@@ -91,6 +105,7 @@ def test_torchrun_two_processes_match_a_single_process(tmp_path, models):
     (["--boxes", "/tmp"], "--boxes applies to folder data only"),
     (["--out", "r.csv"], "must end in .json"),
     (["--n-images", "0"], "--n-images=0"),
+    (["--journal", "j"], "--journal='j' needs --out"),
     (["--data", "imagenet"], "--data='imagenet'"),
 ])
 def test_bad_input_exits_2(models, capsys, extra, message):

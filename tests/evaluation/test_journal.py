@@ -55,6 +55,16 @@ def test_journal_of_another_run_is_discarded(tmp_path, caplog):
     assert not (tmp_path / "j" / "chunk.json").exists() and "another run" in caplog.text
 
 
+def test_chunks_are_keyed_by_model_weights(tmp_path, make_config):
+    model = VisionTransformer(make_config("softmax", num_classes=10)).eval()
+    records, result, parts = score_images(model, test_split(2), "attention", indices=[0, 1])
+    Journal(tmp_path / "j", {"run": 1}, models={"m": "aaa"}).save("m", "attention", [0, 1], records, result, parts)
+    more = Journal(tmp_path / "j", {"run": 1}, models={"m": "aaa", "other": "ccc"})  # a model added: reused
+    assert more.load("m", "attention", [0, 1]) is not None and more.load("other", "attention", [0, 1]) is None
+    retrained = Journal(tmp_path / "j", {"run": 1}, models={"m": "bbb"})  # same name, new weights: recomputed
+    assert retrained.load("m", "attention", [0, 1]) is None
+
+
 def test_evaluate_with_journal_equals_without(tmp_path, make_config):
     models = [("m", VisionTransformer(make_config("softmax", num_classes=10)).eval())]
     data, protocol = test_split(6), EvalProtocol(steps=4, chunk=2, select="all")
