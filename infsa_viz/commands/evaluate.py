@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
 import shlex
 
 from ._inputs import add_data_options, add_model_list, load_data
@@ -103,6 +104,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--out={args.out!r} must end in .json (CSV and HTML are written next to it)")
     if args.journal and not args.out:
         raise ValueError(f"--journal={args.journal!r} needs --out (the journal keeps the chunks of a written report)")
+    if args.journal and os.path.exists(args.journal) and not os.path.isdir(args.journal):
+        raise ValueError(f"--journal={args.journal!r} is a file; expected a folder (or a path to create)")
     protocol = EvalProtocol(steps=args.steps, baseline=args.baseline, score=args.score, select=args.select,
                             target=args.target, seed=args.seed, chunk=args.chunk, subsample=args.subsample,
                             insertion_steps=args.insertion_steps, blur_sigma=args.blur_sigma,

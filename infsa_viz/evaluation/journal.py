@@ -8,8 +8,9 @@ its images, so a run with more models or methods reuses the chunks of the others
 weights under the same name are recomputed. Killed at any point, the same command reads the
 finished chunks back instead of recomputing them; the final report equals an uninterrupted run's
 exactly (floats round-trip through JSON exactly, arrays keep their dtype). The default journal
-is removed once the report is written; one named with ``--journal DIR`` is kept. A lock file (``OUT.json.lock``, held with ``flock`` and released by the kernel when the
-process dies, SIGKILL included) refuses a second run on the same output path.
+is removed once the report is written; one named with ``--journal DIR`` is kept. A lock file
+(``OUT.json.lock``, held with ``flock`` and released by the kernel when the process dies,
+SIGKILL included) refuses a second run on the same output path.
 
 JSON only, never pickle: a journal is data, and reading one cannot run code.
 """

@@ -106,6 +106,7 @@ def test_torchrun_two_processes_match_a_single_process(tmp_path, models):
     (["--out", "r.csv"], "must end in .json"),
     (["--n-images", "0"], "--n-images=0"),
     (["--journal", "j"], "--journal='j' needs --out"),
+    (["--journal", __file__, "--out", "r.json"], "is a file; expected a folder"),
     (["--data", "imagenet"], "--data='imagenet'"),
 ])
 def test_bad_input_exits_2(models, capsys, extra, message):
