@@ -309,18 +309,28 @@ def verdict_table(figure: str) -> str:
     return "\n".join(lines)
 
 
+def _adjacent(quality: dict[str, Any]) -> str:
+    """Per seed, neighbours in the ranking of maps that both paired tests separate: ``3/5, 4/5, 2/5``."""
+    pairs = zip(quality.get("adjacent_separated") or [], quality.get("adjacent_pairs") or [], strict=True)
+    cells = [f"{k}/{n}" for k, n in pairs if k is not None and n is not None]
+    return ", ".join(cells) or "–"
+
+
 def benchmark_quality_table() -> str:
     """``verdict.json``: test accuracy and the headroom figures per benchmark and variant, mean ± sd over seeds."""
     record = _load("verdict.json")
     keys = ("oracle_minus_random", "oracle_minus_best_attention", "method_spread")
     header = ("| benchmark | variant | seeds | accuracy % | MoRF: oracle − random | oracle − best attention | spread | "
-              "PR-AUC: oracle − random | oracle − best attention | spread |")
-    lines = [header, "|---|---|---:|" + "---:|" * 7]
+              "adjacent maps told apart | PR-AUC: oracle − random | oracle − best attention | spread | "
+              "adjacent maps told apart |")
+    lines = [header, "|---|---|---:|" + "---:|" * 9]
     for benchmark, bench in record["benchmarks"].items():
         accuracy = {e["variant"]: e["accuracy"] for e in bench["figures"] if e["method"] == "attention"}
         for variant, quality in bench["benchmark_quality"].items():
             cells = [_spread(accuracy.get(variant))]
-            cells += [_spread(quality[figure][key]) for figure in ("morf_aoc", "box_pr_auc") for key in keys]
+            for figure in ("morf_aoc", "box_pr_auc"):
+                cells += [_spread(quality[figure][key]) for key in keys]
+                cells.append(_adjacent(quality[figure]))
             lines.append(f"| {benchmark} | {VARIANT_NAMES.get(variant, variant)} | {len(quality['seeds'])} | "
                          + " | ".join(cells) + " |")
     return "\n".join(lines)

@@ -83,6 +83,7 @@ def _points(spread: dict[str, Any] | None, scale: float) -> dict[str, Any] | Non
 
 def summarise(report: dict[str, Any], path: str) -> dict[str, Any]:
     """What the README reads from one benchmark's report, figures in points (% for both)."""
+    from infsa_viz.evaluation import benchmark_quality, quality_across_seeds
     from infsa_viz.evaluation.verdict import split_seed
 
     seeds = report.get("seeds", [])
@@ -103,8 +104,11 @@ def summarise(report: dict[str, Any], path: str) -> dict[str, Any]:
                             "baseline": c["baseline"], "difference": _points(c["difference"], scale),
                             "per_seed": per_seed, "call": c["call"], "reason": c["reason"]})
     variant_of = {split_seed(r["model"])[0]: r["variant"] for r in report["results"]}
-    quality = {variant_of.get(base, base): q
-               for base, q in report.get("benchmark_quality", {}).get("across_seeds", {}).items()}
+    # Recomputed from the report's rows and method-vs-method tests (the same function the report's
+    # own section comes from), so a report written before adjacent pairs were counted has them too.
+    method_tests = report.get("paired_tests", {}).get("method_vs_method")
+    across = quality_across_seeds(benchmark_quality(report["results"], method_tests))
+    quality = {variant_of.get(base, base): q for base, q in across.items()}
     return {"report": path, "dataset": report["dataset"].get("name"), "n_images": report["dataset"].get("n_images"),
             "command": report["protocol"].get("command"), "models": list(dict.fromkeys(r["model"] for r in report["results"])),
             "figures": figures, "verdict": comparisons, "verdict_protocol": verdict.get("protocol"),

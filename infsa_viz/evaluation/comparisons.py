@@ -7,7 +7,9 @@
   method).
 * :func:`benchmark_quality`: per model, how far the box oracle sits above the random map and above
   the best attention-type map, and how far apart the methods are (best minus worst non-random),
-  in points; a benchmark whose maps bunch just under the oracle cannot separate methods.
+  in points; a benchmark whose maps bunch just under the oracle cannot separate methods. Given the
+  method-vs-method tests, it also says which maps *adjacent* in the ranking the paired tests tell
+  apart (:func:`adjacent_methods`).
 * :func:`seed_summary`: mean ± spread across training seeds (models named ``<name>-seed<k>``)
   beside each run's own interval over images.
 
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from itertools import combinations
+from itertools import combinations, pairwise
 from typing import Any
 
 import numpy as np
@@ -26,9 +28,9 @@ import numpy as np
 from .records import ImageRecord, per_image_figures
 from .reference import REFERENCE_METHODS
 from .stats import compare_paired, holm, significant
-from .verdict import quality_across_seeds, split_seed, spread, variant_verdict
+from .verdict import ALPHA, quality_across_seeds, split_seed, spread, variant_verdict
 
-__all__ = ["PAIRED_FIGURES", "QUALITY_GOALS", "benchmark_quality", "compare", "paired_tests", "seed_summary",
+__all__ = ["PAIRED_FIGURES", "QUALITY_GOALS", "adjacent_methods", "benchmark_quality", "compare", "paired_tests", "seed_summary",
            "split_seed"]
 
 #: Figures compared pairwise (each test is a paired bootstrap plus a Wilcoxon test).
@@ -145,15 +147,64 @@ def _attention_type(method: str) -> bool:
     return spec is not None and spec.family in ("attention", "spectral")
 
 
-def benchmark_quality(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def _ranked_maps(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, dict[str, float]]]:
+    """``{model: {figure: {method: points}}}`` over the maps that are neither random nor a reference."""
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for row in rows:
+        if row["method"] == "random" or row["method"] in REFERENCE_METHODS:
+            continue
+        for figure, scale in _QUALITY_SCALE.items():
+            value = row.get(figure)
+            if value is not None and math.isfinite(float(value)):
+                out.setdefault(row["model"], {}).setdefault(figure, {})[row["method"]] = float(value) * scale
+    return out
+
+
+def adjacent_methods(rows: Sequence[dict[str, Any]], method_tests: Sequence[dict[str, Any]], *,
+                     alpha: float = ALPHA) -> dict[str, dict[str, Any]]:
+    """Per model and figure: the maps ranked by the figure, and whether neighbours differ by the paired tests.
+
+    The maps are those :func:`benchmark_quality`'s spread runs over (neither random nor a
+    reference), ranked from the highest figure down. A pair of neighbours is ``separated`` when
+    both Holm-corrected tests of its :func:`paired_tests` ``method_vs_method`` entry (paired
+    bootstrap and Wilcoxon signed-rank) give ``p < alpha``; ``None`` when the pair was not tested.
+
+    Returns:
+        ``{model: {figure: {"ranking", "pairs": [{"higher", "lower", "difference", "p_bootstrap_holm",
+        "p_wilcoxon_holm", "separated"}], "separated", "n_pairs"}}}``, differences in points.
+    """
+    tests = {(t["figure"], t["model"], frozenset((t["a"], t["b"]))): t for t in method_tests}
+    out: dict[str, dict[str, Any]] = {}
+    for model, figures in _ranked_maps(rows).items():
+        for figure, values in figures.items():
+            ranking = sorted(values, key=values.__getitem__, reverse=True)
+            pairs = []
+            for higher, lower in pairwise(ranking):
+                test = tests.get((figure, model, frozenset((higher, lower))))
+                ps = None if test is None else (test.get("p_bootstrap_holm"), test.get("p_wilcoxon_holm"))
+                pairs.append({"higher": higher, "lower": lower, "difference": _r(values[higher] - values[lower], 4),
+                              "p_bootstrap_holm": None if ps is None else ps[0],
+                              "p_wilcoxon_holm": None if ps is None else ps[1],
+                              "separated": None if ps is None else all(p is not None and p < alpha for p in ps)})
+            out.setdefault(model, {})[figure] = {
+                "ranking": ranking, "pairs": pairs, "n_pairs": len(pairs),
+                "separated": sum(p["separated"] is True for p in pairs)}
+    return out
+
+
+def benchmark_quality(rows: Sequence[dict[str, Any]],
+                      method_tests: Sequence[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Per model: oracle − random, oracle − best attention-type map, and best − worst method, in points.
 
     Attention-type maps are the registered methods of the ``attention`` and ``spectral`` families
     (raw attention, rollout, expected visits, Perron vectors, …); the spread runs over every map
     that is neither the random map nor a reference map. MoRF-AOC is in % already; box PR-AUC is
     multiplied by 100. A value is ``None`` when a row it needs was not evaluated (run the
-    evaluation with ``random`` and ``box_oracle`` among the methods).
+    evaluation with ``random`` and ``box_oracle`` among the methods). With ``method_tests``
+    (:func:`paired_tests`' ``method_vs_method``) each figure also holds ``adjacent``
+    (:func:`adjacent_methods`): which neighbours in the ranking of maps the paired tests tell apart.
     """
+    adjacent = adjacent_methods(rows, method_tests) if method_tests is not None else {}
     per_model: dict[str, Any] = {}
     for model in dict.fromkeys(r["model"] for r in rows):
         mine = {r["method"]: r for r in rows if r["model"] == model}
@@ -184,11 +235,15 @@ def benchmark_quality(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
             entry[figure]["meets_goals"] = (
                 None if any(entry[figure][k] is None for k in QUALITY_GOALS)
                 else all(entry[figure][k] >= goal for k, goal in QUALITY_GOALS.items()))
+            if method_tests is not None:
+                entry[figure]["adjacent"] = adjacent.get(model, {}).get(figure)
         per_model[model] = entry
     return {
         "unit": "points: MoRF-AOC in %, box PR-AUC x 100",
         "attention_type": "registered methods of the 'attention' and 'spectral' families",
         "method_spread": "best minus worst map that is neither random nor a reference",
+        "adjacent": f"those maps ranked by the figure; neighbours are 'separated' when both Holm-corrected "
+                    f"method-vs-method paired tests give p < {ALPHA}",
         "goals": QUALITY_GOALS,
         "per_model": per_model,
     }
@@ -231,7 +286,7 @@ def compare(records: Sequence[ImageRecord], rows: Sequence[dict[str, Any]], *, s
     """The sections an evaluation report adds to its rows: ``paired_tests``, ``benchmark_quality``
     (with ``across_seeds``), ``seeds`` and ``verdict`` (:mod:`.verdict`)."""
     tests = paired_tests(records, select=select, seed=seed)
-    quality = benchmark_quality(rows)
+    quality = benchmark_quality(rows, tests["method_vs_method"])
     quality["across_seeds"] = quality_across_seeds(quality)
     return {"paired_tests": tests, "benchmark_quality": quality, "seeds": seed_summary(rows),
             "verdict": variant_verdict(rows, tests["model_vs_model"])}

@@ -151,7 +151,9 @@ def quality_across_seeds(quality: dict[str, Any]) -> dict[str, Any]:
 
     Returns:
         ``{name: {figure: {key: {"mean", "sd", "min", "max"}, "best_attention": [per seed],
-        "meets_goals": [per seed], "seeds": [...]}}}`` for every name with at least one seed.
+        "meets_goals": [per seed], "adjacent_separated": [per seed], "adjacent_pairs": [per seed]},
+        "seeds": [...]}}`` for every name with at least one seed (the adjacent counts are ``None``
+        where the quality was computed without method tests).
     """
     groups: dict[str, list[tuple[int, dict[str, Any]]]] = {}
     for model, entry in quality.get("per_model", {}).items():
@@ -166,5 +168,8 @@ def quality_across_seeds(quality: dict[str, Any]) -> dict[str, Any]:
             figures = [e[figure] for _, e in members]
             out[base][figure] = {**{k: spread([f.get(k) for f in figures]) for k in _QUALITY_KEYS},
                                  "best_attention": [f.get("best_attention") for f in figures],
-                                 "meets_goals": [f.get("meets_goals") for f in figures]}
+                                 "meets_goals": [f.get("meets_goals") for f in figures],
+                                 **{key: [(f.get("adjacent") or {}).get(k) for f in figures]
+                                    for key, k in (("adjacent_separated", "separated"),
+                                                   ("adjacent_pairs", "n_pairs"))}}
     return out

@@ -18,7 +18,7 @@ from infsa_viz.evaluation import (
     per_image_figures,
     seed_summary,
 )
-from infsa_viz.evaluation.comparisons import split_seed
+from infsa_viz.evaluation.comparisons import adjacent_methods, split_seed
 from infsa_viz.vit import VisionTransformer
 from tests.evaluation.helpers import image_record as _record
 
@@ -100,6 +100,30 @@ def test_benchmark_quality_in_points():
     assert q["box_pr_auc"]["best"] == "saliency" and q["box_pr_auc"]["method_spread"] == pytest.approx(20.0)
     missing = benchmark_quality(rows[2:])["per_model"]["m"]["morf_aoc"]
     assert missing["oracle_minus_random"] is None and missing["meets_goals"] is None
+
+
+def test_adjacent_methods_rank_maps_and_read_their_paired_tests():
+    rng = np.random.default_rng(3)
+    base = rng.normal(60.0, 8.0, 120)
+    shifts = {"attention": 0.0, "visits": -0.05, "rollout": -6.0, "random": -30.0, "box_oracle": 5.0}
+    records = [_record("m", method, i, morf=base[i] + shift + rng.normal(0, 1), pr=0.5)
+               for method, shift in shifts.items() for i in range(120)]
+    tests = paired_tests(records, select="all", n_resamples=500)["method_vs_method"]
+    rows = [{"model": "m", "method": method, "morf_aoc": float(np.mean(base + shift)), "box_pr_auc": 0.5}
+            for method, shift in shifts.items()]
+    morf = adjacent_methods(rows, tests)["m"]["morf_aoc"]
+    assert morf["ranking"] == ["attention", "visits", "rollout"]  # random and the oracle are not ranked
+    close, far = morf["pairs"]
+    assert (close["higher"], close["lower"], close["separated"]) == ("attention", "visits", False)
+    assert (far["higher"], far["lower"], far["separated"]) == ("visits", "rollout", True)
+    assert far["difference"] == pytest.approx(5.95) and far["p_wilcoxon_holm"] < 1e-6
+    assert (morf["separated"], morf["n_pairs"]) == (1, 2)
+    tied = adjacent_methods(rows, tests)["m"]["box_pr_auc"]  # every map scores 0.5 on every image
+    assert tied["separated"] == 0 and tied["n_pairs"] == 2
+    untested = adjacent_methods(rows, [])["m"]["morf_aoc"]["pairs"]
+    assert all(p["separated"] is None for p in untested)
+    quality = benchmark_quality(rows, tests)["per_model"]["m"]["morf_aoc"]
+    assert quality["adjacent"] == morf and "adjacent" not in benchmark_quality(rows)["per_model"]["m"]["morf_aoc"]
 
 
 def test_seed_summary_mean_and_spread():

@@ -97,3 +97,6 @@ def test_quality_across_seeds():
     assert gap == {"mean": 6.0, "sd": 2.0, "min": 4.0, "max": 8.0}
     assert out["runs/pure"]["morf_aoc"]["oracle_minus_random"]["mean"] == 32.0
     assert out["runs/pure"]["morf_aoc"]["best_attention"] == ["visits"] * 3
+    assert out["runs/pure"]["morf_aoc"]["adjacent_separated"] == [None] * 3  # computed without method tests
+    per_model["runs/pure-seed2"]["morf_aoc"]["adjacent"] = {"separated": 2, "n_pairs": 4}
+    assert quality_across_seeds({"per_model": per_model})["runs/pure"]["morf_aoc"]["adjacent_pairs"] == [None, 4, None]
