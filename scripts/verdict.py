@@ -67,8 +67,9 @@ def seed_models(benchmark: str, root: Path = SEEDS_DIR) -> list[str]:
 
 
 def evaluate_argv(benchmark: str, models: list[str], args: argparse.Namespace) -> list[str]:
+    n_images = N_IMAGES.get(benchmark, 1000) if args.n_images is None else args.n_images
     argv = ["evaluate", "--models", ",".join(models), "--data", benchmark, "--methods", ",".join(METHODS),
-            "--references", "--n-images", str(args.n_images or N_IMAGES.get(benchmark, 1000)), "--subsample", "0", "--road-images", "0",
+            "--references", "--n-images", str(n_images), "--subsample", "0", "--road-images", "0",
             "--sanity-images", "0", "--out", str(args.metrics / f"verdict-{benchmark}.json")]
     if args.journal is not None:
         argv += ["--journal", str(args.journal / benchmark)]

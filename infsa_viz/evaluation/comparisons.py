@@ -30,8 +30,8 @@ from .reference import REFERENCE_METHODS
 from .stats import compare_paired, holm, significant
 from .verdict import ALPHA, quality_across_seeds, split_seed, spread, variant_verdict
 
-__all__ = ["PAIRED_FIGURES", "QUALITY_GOALS", "adjacent_methods", "benchmark_quality", "compare", "paired_tests", "seed_summary",
-           "split_seed"]
+__all__ = ["PAIRED_FIGURES", "QUALITY_GOALS", "adjacent_methods", "benchmark_quality", "compare", "paired_tests",
+           "seed_summary", "split_seed"]
 
 #: Figures compared pairwise (each test is a paired bootstrap plus a Wilcoxon test).
 PAIRED_FIGURES = ("morf_aoc", "box_pr_auc")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -27,6 +28,18 @@ def test_seed_models_are_found_in_variant_then_seed_order(tmp_path):
     found = verdict.seed_models("cluttered-digits", tmp_path)
     assert [p.rsplit("/", 1)[1] for p in found] == [f"{v}-seed{s}" for v in VARIANTS for s in (1, 2)]
     assert verdict.seed_models("cluttered-digits-hard", tmp_path) == []
+
+
+def test_images_per_benchmark_unless_given():
+    import argparse
+
+    def n_images(benchmark: str, given: int | None) -> str:
+        args = argparse.Namespace(n_images=given, metrics=Path("m"), journal=None, threads=None)
+        argv = verdict.evaluate_argv(benchmark, ["a-seed1"], args)
+        return argv[argv.index("--n-images") + 1]
+
+    assert [n_images(b, None) for b in ("cluttered-digits", "cluttered-digits-hard")] == ["1000", "500"]
+    assert n_images("cluttered-digits-hard", 64) == "64"
 
 
 @pytest.mark.slow
