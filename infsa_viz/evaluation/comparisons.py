@@ -204,6 +204,7 @@ def benchmark_quality(rows: Sequence[dict[str, Any]],
     (:func:`paired_tests`' ``method_vs_method``) each figure also holds ``adjacent``
     (:func:`adjacent_methods`): which neighbours in the ranking of maps the paired tests tell apart.
     """
+    ranked = _ranked_maps(rows)
     adjacent = adjacent_methods(rows, method_tests) if method_tests is not None else {}
     per_model: dict[str, Any] = {}
     for model in dict.fromkeys(r["model"] for r in rows):
@@ -217,8 +218,7 @@ def benchmark_quality(rows: Sequence[dict[str, Any]],
 
             oracle, random = value("box_oracle"), value("random")
             attention = {m: value(m) for m in mine if _attention_type(m) and value(m) is not None}
-            others = {m: value(m) for m in mine
-                      if m != "random" and m not in REFERENCE_METHODS and value(m) is not None}
+            others = ranked.get(model, {}).get(figure, {})
             best_attention = max(attention, key=attention.__getitem__) if attention else None
             best = max(others, key=others.__getitem__) if others else None
             worst = min(others, key=others.__getitem__) if others else None
