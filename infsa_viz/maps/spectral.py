@@ -16,7 +16,7 @@ import torch
 from torch import Tensor, nn
 
 from ..capture import AttentionRecord, capture_attention
-from ..spectral.graph import UNLEARNED_GAMMA, check_head, layer_graph
+from ..spectral.graph import UNLEARNED_GAMMA, Discount, check_head, layer_graph
 from ..spectral.layers import neumann_across_layers
 from ..spectral.markov import absorption_check, expected_visits
 from ..spectral.operators import SpectralOperator
@@ -36,28 +36,21 @@ def start_row(start: str, record: AttentionRecord) -> str:
     return start
 
 
-def _discount(learned: Tensor | None, given: float | Tensor | None) -> tuple[float | Tensor, str]:
-    if given is not None:
-        return given, "user"
-    if learned is not None:
-        return learned, "learned rho"
-    return UNLEARNED_GAMMA, f"{UNLEARNED_GAMMA} (the layer learns no rho)"
-
-
 def _head_share(record: AttentionRecord, options: dict[str, Any]) -> Tensor:
     """``(B,)`` share of (head, row) pairs with ``γ_h·Σ_j A^h_ij ≤ 1``, each head with its own γ."""
     shares = []
     for h in range(record.q.shape[1]):
-        op, learned = layer_graph(record, head=h, matrix=options["matrix"], block_size=options["block_size"])
-        shares.append(absorption_check(op, _discount(learned, options["gamma"])[0]).valid_share)
+        op, discount = layer_graph(record, head=h, matrix=options["matrix"], block_size=options["block_size"],
+                                   gamma=options["gamma"])
+        shares.append(absorption_check(op, discount.value).valid_share)
     return torch.stack(shares, -1).float().mean(-1)
 
 
-def _validity(records: Sequence[AttentionRecord], graphs: Sequence[tuple[SpectralOperator, float | Tensor]],
+def _validity(records: Sequence[AttentionRecord], graphs: Sequence[tuple[SpectralOperator, Discount]],
               options: dict[str, Any]) -> Validity:
     """Row-wise absorbing-chain check of each layer's graph the map used (and, for the head mean,
     of every head's own graph)."""
-    checks = [absorption_check(op, gamma) for op, gamma in graphs]
+    checks = [absorption_check(op, discount.value) for op, discount in graphs]
     rows = torch.stack([c.valid_share for c in checks], -1).float()  # (B, L)
     heads = rows if options["head"] != "mean" else torch.stack([_head_share(r, options) for r in records], -1)
     return Validity(
@@ -93,14 +86,13 @@ class Visits(MapMethod):
     def _compute(self, model, images, target, options):
         _, records = capture_attention(model, images)
         record = select_layer(records, options["layer"])
-        op, learned = layer_graph(record, head=options["head"], matrix=options["matrix"],
-                                  block_size=options["block_size"])
-        gamma, source = _discount(learned, options["gamma"])
-        result = expected_visits(op, gamma, start_row(options["start"], record),
+        op, discount = layer_graph(record, head=options["head"], matrix=options["matrix"],
+                                   block_size=options["block_size"], gamma=options["gamma"])
+        result = expected_visits(op, discount.value, start_row(options["start"], record),
                                  include_start=options["include_start"], solver=options["solver"], tol=options["tol"])
         metadata = {**result.metadata(), "layer": record.layer, "variant": record.variant,
-                    "gamma": _gamma_value(result.gamma), "gamma_source": source}
-        validity = _validity([record], [(op, gamma)], options)
+                    "gamma": _gamma_value(result.gamma), "gamma_source": discount.source}
+        validity = _validity([record], [(op, discount)], options)
         return tokens_to_grid(result.visits, record), metadata, validity
 
 
@@ -119,15 +111,13 @@ class Neumann(MapMethod):
     def _compute(self, model, images, target, options):
         _, records = capture_attention(model, images)
         start = start_row(options["start"], records[0])
-        graphs = [layer_graph(r, head=options["head"], matrix=options["matrix"], block_size=options["block_size"])
-                  for r in records]
-        given = options["gamma"]
-        discounts = [_discount(learned, given) for _, learned in graphs]
-        result = neumann_across_layers([op for op, _ in graphs], [g for g, _ in discounts], start,
+        graphs = [layer_graph(r, head=options["head"], matrix=options["matrix"], block_size=options["block_size"],
+                              gamma=options["gamma"]) for r in records]
+        result = neumann_across_layers([op for op, _ in graphs], [d.value for _, d in graphs], start,
                                        include_start=options["include_start"])
         metadata = {**result.metadata(), "variants": [r.variant for r in records],
-                    "gamma_source": sorted({source for _, source in discounts})}
-        validity = _validity(records, [(op, g) for (op, _), (g, _) in zip(graphs, discounts)], options)
+                    "gamma_source": sorted({d.source for _, d in graphs})}
+        validity = _validity(records, graphs, options)
         return tokens_to_grid(result.vector, records[0]), metadata, validity
 
 

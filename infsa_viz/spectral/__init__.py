@@ -17,7 +17,7 @@ The maps built on these numerics (visits, Neumann, Perron, …) are methods of
 """
 
 from .eigencheck import cosine_similarity, eigencheck, gaussian_baseline, perron_cosines
-from .graph import MATRICES, layer_graph
+from .graph import MATRICES, UNLEARNED_GAMMA, Discount, layer_graph, resolve_discount
 from .layers import NeumannResult, neumann_across_layers
 from .markov import (
     AbsorptionResult,
@@ -42,6 +42,8 @@ from .radius import check_gamma, collatz_wielandt_bounds, gamma_margin, spectral
 from .summary import LayerSpectrum, layer_spectra
 
 __all__ = [
+    "UNLEARNED_GAMMA",
+    "Discount",
     "MATRICES",
     "AbsorptionResult",
     "DenseOperator",
@@ -66,6 +68,7 @@ __all__ = [
     "fundamental_matrix",
     "gaussian_baseline",
     "layer_graph",
+    "resolve_discount",
     "layer_spectra",
     "linear_perron_estimate",
     "mean_over_heads",

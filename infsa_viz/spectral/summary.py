@@ -10,7 +10,7 @@ import numpy as np
 
 from ..capture import AttentionRecord
 from .eigencheck import perron_cosines
-from .graph import UNLEARNED_GAMMA, Matrix, layer_graph
+from .graph import Matrix, layer_graph
 from .markov import absorption_check
 from .perron import eigenvalue_spectrum
 
@@ -24,8 +24,8 @@ class LayerSpectrum:
     Attributes:
         eigenvalues: complex ``(N,)``, by decreasing modulus.
         spectral_radius: largest modulus.
-        gamma: discount (learned ``ρ``; :data:`~infsa_viz.spectral.graph.UNLEARNED_GAMMA` for
-            layers without one).
+        gamma: discount (:func:`~infsa_viz.spectral.graph.resolve_discount`: the learned ``ρ``, or
+            the default for layers without one).
         absorption_valid_share: share of rows with ``γ·Σ_j A_ij ≤ 1``.
         min_absorption: smallest ``1 − γ·Σ_j A_ij``.
         cosine_left / cosine_right: cosine between Linear-InfSA's ``a`` and the dense left / right
@@ -72,8 +72,8 @@ def layer_spectra(records: Sequence[AttentionRecord], *, matrix: Matrix = "nativ
         one = AttentionRecord(layer=record.layer, variant=record.variant, q=q, k=k, rho=record.rho,
                               num_prefix_tokens=record.num_prefix_tokens, grid=record.grid, eps=record.eps)
         for head in ["mean", *range(q.shape[1])]:
-            op, gamma = layer_graph(one, head=head, matrix=matrix)  # type: ignore[arg-type]
-            g = float(UNLEARNED_GAMMA if gamma is None else gamma)
+            op, discount = layer_graph(one, head=head, matrix=matrix)  # type: ignore[arg-type]
+            g = discount.as_float()
             values = eigenvalue_spectrum(op)[0].numpy()  # (N,) complex, by decreasing modulus
             check = absorption_check(op, g)
             left = cos["left"][0].mean() if head == "mean" else cos["left"][0, head]
