@@ -123,7 +123,7 @@ def _image_choice(models: list[ModelEntry]) -> tuple[ImageChoice | None, str | N
 def _method_choice(models: list[ModelEntry], image: ImageChoice | None, page: str
                    ) -> tuple[str, dict[str, Any], str | int, int, int | str]:
     sb = st.sidebar
-    method = sb.selectbox("Method", list(METHODS), key="method", format_func=lambda m: f"{m} ({METHODS[m].family})",
+    method = sb.selectbox("Method", [m for m, s in METHODS.items() if not s.needs_truth], key="method", format_func=lambda m: f"{m} ({METHODS[m].family})",
                           help="\n".join(f"- **{m}**: {s.description}" for m, s in METHODS.items()))
     spec = METHODS[method]
     sb.caption(f"*{spec.description}*")

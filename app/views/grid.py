@@ -11,7 +11,7 @@ DEFAULT_METHODS = ["attention", "rollout", "visits", "saliency"]
 sel = sidebar.selection()
 st.title("Methods × models")
 sidebar.require_inputs(sel)
-methods = st.multiselect("Methods (rows)", list(METHODS), default=[m for m in DEFAULT_METHODS if m in METHODS],
+methods = st.multiselect("Methods (rows)", [m for m, s in METHODS.items() if not s.needs_truth], default=[m for m in DEFAULT_METHODS if m in METHODS],
                          key="grid_methods", format_func=lambda m: f"{m} ({METHODS[m].family})",
                          help="Each row shares one colour scale (its own colour bar under every tile); "
                               "rows do not share scales, since methods have different units")

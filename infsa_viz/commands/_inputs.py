@@ -17,14 +17,30 @@ def add_map_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--layer", type=int, default=None, help="layer for per-layer methods (default: last)")
     parser.add_argument("--head", default=None, help="head index or 'mean' for per-layer methods")
     parser.add_argument("--gamma", type=float, default=None, help="discount for visits/neumann")
-    parser.add_argument("--target", default="predicted", metavar="predicted|label|CLASS",
-                        help="class explained by gradient methods (default: the prediction; label needs "
-                             "a test:INDEX image)")
+    add_target_option(parser, default="predicted", help="class explained by class-explaining maps (default: the "
+                                                        "prediction; label needs a test:INDEX image)")
     parser.add_argument("--scale", default="shared", choices=SCALES,
                         help="colour scale across maps (default shared: one scale after dividing each map "
                              "by its absolute mass)")
     parser.add_argument("--alpha", type=float, default=0.5, help="overlay opacity (default 0.5)")
     parser.add_argument("--colormap", default="inferno", choices=COLORMAPS)
+
+
+def add_target_option(parser: argparse.ArgumentParser, *, default: str, help: str) -> None:
+    """``--target``: a :class:`~infsa_viz.targets.Target` (class names are resolved per model)."""
+    from ..targets import Target
+
+    def parse(text: str) -> str:
+        try:
+            target = Target.parse(text, name="--target")
+        except ValueError as error:
+            if text.strip() and not text.strip()[0].isdigit() and not text.strip().startswith("top"):
+                return text.strip()  # a class name: checked against each model's class names later
+            raise argparse.ArgumentTypeError(str(error)) from None
+        return str(target)
+
+    parser.add_argument("--target", type=parse, default=default, metavar="label|predicted|'top K'|CLASS",
+                        help=help + "; CLASS is an index or one of the model's class names")
 
 
 MODEL_HELP = ("a model directory (ours or a transformers save_pretrained one) or a .safetensors state dict "
@@ -83,20 +99,6 @@ def load_data(args: argparse.Namespace, models: Any = ()) -> Any:
         classes = next(iter(named), None)
     return open_image_folder(Path(args.data[len("folder:"):]), classes=classes, boxes_dir=args.boxes).labelled(
         args.n_images)
-
-
-def resolve_target(text: str, label: int) -> int | None:
-    """``--target``: ``None`` (explain the prediction), the image's label, or a class index."""
-    if text == "predicted":
-        return None
-    if text == "label":
-        if label < 0:
-            raise ValueError("--target=label needs an image with a label (test:INDEX); this one has none")
-        return label
-    try:
-        return int(text)
-    except ValueError:
-        raise ValueError(f"--target={text!r} must be 'predicted', 'label' or a class index") from None
 
 
 def load_input(spec: str) -> Any:

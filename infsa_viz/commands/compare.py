@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ._inputs import add_map_options, add_model_list, load_input, resolve_target
+from ._inputs import add_map_options, add_model_list, load_input
 from .lists import comma_names
 
 
@@ -45,6 +45,7 @@ def render(args: argparse.Namespace) -> int:
     from ..maps import attribute, check_method, selector_options
     from ..overlay import colour_scale, overlay, overlay_grid, save_png
     from ..preprocess import prepare
+    from ..targets import Target
 
     if not args.models or not args.methods:
         raise ValueError("--models and --methods must each name at least one entry")
@@ -60,10 +61,10 @@ def render(args: argparse.Namespace) -> int:
         raise ValueError(f"--models take different image sizes {sorted(sizes)}; compare models of one input size")
     image = load_input(args.image)
     label = int(image.labels[0])
-    target = resolve_target(args.target, label)
-    for directory, model in models:
-        if isinstance(target, int) and not 0 <= target < model.config.num_classes:
-            raise ValueError(f"--target={target} is not a class of {directory} (classes 0..{model.config.num_classes - 1})")
+    targets = {d: Target.parse(args.target, class_names=m.config.class_names, name="--target").validate(
+        m.config.num_classes, name="--target", model=d) for d, m in models}
+    if label < 0 and any(t.needs_label for t in targets.values()):
+        raise ValueError("--target=label needs an image with a label (test:INDEX); this one has none")
     inputs = {d: prepare(m, image.images) for d, m in models}
     maps, titles, info, shown = [], [], [], []
     for method in args.methods:
@@ -73,7 +74,8 @@ def render(args: argparse.Namespace) -> int:
             x = inputs[directory].tensor
             with torch.no_grad():
                 logits = model(x)[0]
-            result = attribute(model, x, method, target=target if explains else None, **options)
+            result = attribute(model, x, method, target=targets[directory] if explains else None,
+                               labels=[label], **options)
             maps.append(result.maps[0])
             shown.append(directory)
             titles.append(f"{model.config.attention} | {method}")

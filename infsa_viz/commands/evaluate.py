@@ -8,56 +8,54 @@ import logging
 import os
 import shlex
 
-from ._inputs import add_data_options, add_model_list, load_data
+from ._inputs import add_data_options, add_model_list, add_target_option, load_data
 from .lists import comma_names
 
 
-def _target(text: str) -> str | int:
-    if text in ("label", "predicted"):
-        return text
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} must be 'label', 'predicted' or a class index") from None
+def _setting_type(setting):
+    """argparse type of one metric setting: its kind, with ``none`` for an optional one."""
+    def convert(text: str):
+        if setting.optional and text.lower() == "none":
+            return None
+        try:
+            return setting.kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if setting.kind is int else 'a number'}") \
+                from None
+    convert.__name__ = setting.kind.__name__
+    return convert
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..evaluation import EvalProtocol, default_methods
+    from ..evaluation import EvalSettings, default_methods
+    from ..metrics.registry import METRICS, SETTINGS, default_metrics
 
-    d = EvalProtocol()
+    d = EvalSettings()
     add_model_list(parser, help="comma-separated models")
     parser.add_argument("--methods", type=comma_names, default=tuple(default_methods()), metavar="M[,M…]",
                         help=f"comma-separated map methods (default: {','.join(default_methods())})")
     parser.add_argument("--references", action="store_true",
-                        help="also score the floor and ceiling maps (random, box_oracle) that "
+                        help="also score the reference maps (the floor and the ceilings: random, the oracles) that "
                              "benchmark_quality in the report needs")
+    parser.add_argument("--metrics", type=comma_names, default=tuple(default_metrics()), metavar="METRIC[,…]",
+                        help=f"comma-separated metrics (default: {','.join(default_metrics())}; all: "
+                             f"{','.join(METRICS)})")
     add_data_options(parser, n_images=1000)
-    parser.add_argument("--steps", type=int, default=d.steps, help=f"MoRF/LeRF steps K (default {d.steps})")
-    parser.add_argument("--baseline", default=d.baseline, choices=("mean", "blur", "uniform"),
-                        help="what removed patches become (default mean = 0 after normalisation)")
     parser.add_argument("--score", default=d.score, choices=("target", "predicted"),
                         help="the class whose probability the curves track (default: the label)")
     parser.add_argument("--select", default=d.select, choices=("correct", "all"),
                         help="images in MoRF/LeRF scores (default: correctly classified)")
-    parser.add_argument("--target", type=_target, default=d.target, metavar="label|predicted|CLASS",
-                        help="class explained by gradient methods (default: label, the ground truth)")
+    add_target_option(parser, default="label", help="class explained by class-explaining maps (default: label, "
+                                                    "the ground truth)")
+    parser.add_argument("--layer", type=int, default=None, help="layer of per-layer methods (default: each method's)")
+    parser.add_argument("--head", default=None, help="head index or 'mean' of per-layer methods (default: each method's)")
+    parser.add_argument("--gamma", type=float, default=None,
+                        help="discount of visits/neumann (default: the learned rho, 0.9 for layers without one)")
     parser.add_argument("--seed", type=int, default=d.seed, help="tie-breaking and random-map seed")
     parser.add_argument("--chunk", type=int, default=d.chunk, help="images per map call")
-    parser.add_argument("--subsample", type=int, default=d.subsample, metavar="N",
-                        help="deletion/insertion, positive/negative perturbation and the class switch on images "
-                             f"with index < N (0 = off; default {d.subsample})")
-    parser.add_argument("--insertion-steps", type=int, default=d.insertion_steps,
-                        help=f"deletion/insertion steps (default {d.insertion_steps})")
-    parser.add_argument("--blur-sigma", type=float, default=d.blur_sigma,
-                        help="deletion/insertion blur sigma in pixels (default patch_size / 2)")
-    parser.add_argument("--road-images", type=int, default=d.road_images, metavar="N",
-                        help=f"ROAD on images with index < N (0 = off; default {d.road_images})")
-    parser.add_argument("--road-steps", type=int, default=d.road_steps, help=f"ROAD steps (default {d.road_steps})")
-    parser.add_argument("--road-noise", type=float, default=d.road_noise,
-                        help=f"ROAD imputation noise, normalised units (default {d.road_noise})")
-    parser.add_argument("--sanity-images", type=int, default=d.sanity_images, metavar="N",
-                        help=f"sanity checks (randomisation, random logit) on the first N images (0 = off; "
-                             f"default {d.sanity_images})")
+    for setting in SETTINGS.values():  # every metric's settings, declared once in the metric registry
+        parser.add_argument(setting.flag, type=_setting_type(setting), default=setting.default,
+                            choices=setting.choices, help=f"{setting.help} (default {setting.default})")
     parser.add_argument("--per-image", action="store_true",
                         help="also write every image's figures to OUT.images.csv")
     parser.add_argument("--out", default=None, help="report .json (CSV and HTML written next to it); a killed "
@@ -87,17 +85,19 @@ def _fingerprint(data, protocol, dist) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     from ..distributed import init_distributed
-    from ..evaluation import TABLE_COLUMNS, EvalProtocol, evaluate, write_evaluation
+    from ..evaluation import EvalSettings, evaluate, reference_methods, table_columns, write_evaluation
     from ..evaluation.journal import Journal, OutputLock
-    from ..evaluation.reference import check_evaluation_method
     from ..formats import load_model
+    from ..maps import check_method
+    from ..metrics.registry import SETTINGS
+    from ..targets import Target
 
     if not args.methods:
         raise ValueError("--methods names no method")
     if args.references:
-        args.methods = tuple(args.methods) + tuple(m for m in ("random", "box_oracle") if m not in args.methods)
+        args.methods = tuple(args.methods) + tuple(m for m in reference_methods() if m not in args.methods)
     for method in args.methods:
-        check_evaluation_method(method)
+        check_method(method)
     if not args.models:
         raise ValueError("--models names no model directory")
     if args.out and not args.out.endswith(".json"):
@@ -106,12 +106,23 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--journal={args.journal!r} needs --out (the journal keeps the chunks of a written report)")
     if args.journal and os.path.exists(args.journal) and not os.path.isdir(args.journal):
         raise ValueError(f"--journal={args.journal!r} is a file; expected a folder (or a path to create)")
-    protocol = EvalProtocol(steps=args.steps, baseline=args.baseline, score=args.score, select=args.select,
-                            target=args.target, seed=args.seed, chunk=args.chunk, subsample=args.subsample,
-                            insertion_steps=args.insertion_steps, blur_sigma=args.blur_sigma,
-                            road_images=args.road_images, road_steps=args.road_steps, road_noise=args.road_noise,
-                            sanity_images=args.sanity_images)
+    try:
+        target = Target.parse(args.target, name="--target")
+    except ValueError:
+        target = None  # a class name: resolved against the models' class names once they are loaded
+    protocol = EvalSettings(score=args.score, select=args.select, target=target or "label", seed=args.seed,
+                            chunk=args.chunk, metrics=args.metrics,
+                            map_options={"layer": args.layer, "head": args.head, "gamma": args.gamma},
+                            **{name: getattr(args, name) for name in SETTINGS})
     models = [(d, load_model(d)) for d in args.models]
+    if target is None:
+        names = {tuple(m.config.class_names or ()) for _, m in models}
+        if len(names) != 1:
+            raise ValueError(f"--target={args.target!r} names a class by name, but the models name their classes "
+                             "differently; give a class index")
+        protocol = protocol.replace(target=Target.parse(args.target, class_names=names.pop(), name="--target"))
+    for directory, model in models:
+        protocol.target.validate(model.config.num_classes, name="--target", model=directory)
     data = load_data(args, models)
     dist = init_distributed()
     with contextlib.ExitStack() as stack:
@@ -135,8 +146,9 @@ def run(args: argparse.Namespace) -> int:
                              per_image=args.per_image)
             if not args.journal:
                 journal.remove()
-    header = TABLE_COLUMNS[1:12]
+    header = table_columns()[1:12]
     print("  ".join(f"{h:>13}" for h in header))
     for row in result.rows:
-        print("  ".join(f"{row[h]:>13.4g}" if isinstance(row[h], float) else f"{row[h]!s:>13}" for h in header))
+        cells = [row.get(h) for h in header]
+        print("  ".join(f"{v:>13.4g}" if isinstance(v, float) else f"{v!s:>13}" for v in cells))
     return 0

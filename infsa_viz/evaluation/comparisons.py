@@ -25,8 +25,9 @@ from typing import Any
 
 import numpy as np
 
+from ..maps import METHODS
+from ..metrics.registry import FIGURES
 from .records import ImageRecord, per_image_figures
-from .reference import REFERENCE_METHODS
 from .stats import compare_paired, holm, significant
 from .verdict import ALPHA, quality_across_seeds, split_seed, spread, variant_verdict
 
@@ -35,8 +36,18 @@ __all__ = ["PAIRED_FIGURES", "QUALITY_GOALS", "adjacent_methods", "benchmark_qua
 
 #: Figures compared pairwise (each test is a paired bootstrap plus a Wilcoxon test).
 PAIRED_FIGURES = ("morf_aoc", "box_pr_auc")
-#: Figures of :func:`benchmark_quality`, with the factor that turns them into points.
-_QUALITY_SCALE = {"morf_aoc": 1.0, "box_pr_auc": 100.0}
+#: Figures of :func:`benchmark_quality`.
+QUALITY_FIGURES = ("morf_aoc", "box_pr_auc")
+
+
+def _points(figure: str) -> float:
+    """The factor that turns a figure into points (shares x 100)."""
+    return 100.0 if FIGURES[figure].percent else 1.0
+
+
+def _role(method: str) -> str | None:
+    spec = METHODS.get(method)
+    return None if spec is None else spec.role
 #: What a benchmark that separates methods should show, in points (issue #15).
 QUALITY_GOALS = {"oracle_minus_best_attention": 5.0, "method_spread": 15.0}
 
@@ -47,7 +58,7 @@ def _r(value: float, digits: int = 6) -> float | None:
 
 def _by_image(records: Sequence[ImageRecord], select: str) -> dict[str, dict[int, float]]:
     values = per_image_figures(records, select=select)
-    return {f: dict(zip((r.index for r in records), values[f].tolist(), strict=True)) for f in PAIRED_FIGURES}
+    return {f: dict(zip((r.index for r in records), v.tolist(), strict=True)) for f, v in values.items()}
 
 
 def _aligned(a: dict[int, float], b: dict[int, float]) -> tuple[np.ndarray, np.ndarray]:
@@ -104,6 +115,7 @@ def paired_tests(records: Sequence[ImageRecord], *, select: str, figures: Sequen
     methods = list(dict.fromkeys(m for _, m in groups))
     within: list[dict[str, Any]] = []
     across: list[dict[str, Any]] = []
+    figures = [f for f in figures if all(f in v for v in values.values())]  # measured in every row
     for figure in figures:
         for model in models:
             present = [m for m in methods if (model, m) in values]
@@ -141,8 +153,6 @@ def paired_tests(records: Sequence[ImageRecord], *, select: str, figures: Sequen
 
 
 def _attention_type(method: str) -> bool:
-    from ..maps import METHODS
-
     spec = METHODS.get(method)
     return spec is not None and spec.family in ("attention", "spectral")
 
@@ -151,12 +161,12 @@ def _ranked_maps(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, dict[str
     """``{model: {figure: {method: points}}}`` over the maps that are neither random nor a reference."""
     out: dict[str, dict[str, dict[str, float]]] = {}
     for row in rows:
-        if row["method"] == "random" or row["method"] in REFERENCE_METHODS:
+        if _role(row["method"]) != "explanation":
             continue
-        for figure, scale in _QUALITY_SCALE.items():
+        for figure in QUALITY_FIGURES:
             value = row.get(figure)
             if value is not None and math.isfinite(float(value)):
-                out.setdefault(row["model"], {}).setdefault(figure, {})[row["method"]] = float(value) * scale
+                out.setdefault(row["model"], {}).setdefault(figure, {})[row["method"]] = float(value) * _points(figure)
     return out
 
 
@@ -200,7 +210,8 @@ def benchmark_quality(rows: Sequence[dict[str, Any]],
     (raw attention, rollout, expected visits, Perron vectors, …); the spread runs over every map
     that is neither the random map nor a reference map. MoRF-AOC is in % already; box PR-AUC is
     multiplied by 100. A value is ``None`` when a row it needs was not evaluated (run the
-    evaluation with ``random`` and ``box_oracle`` among the methods). With ``method_tests``
+    evaluation with the reference maps: the floor, ``random``, and each figure's ceiling, its
+    :attr:`~infsa_viz.metrics.registry.Figure.ceiling`). With ``method_tests``
     (:func:`paired_tests`' ``method_vs_method``) each figure also holds ``adjacent``
     (:func:`adjacent_methods`): which neighbours in the ranking of maps the paired tests tell apart.
     """
@@ -210,13 +221,13 @@ def benchmark_quality(rows: Sequence[dict[str, Any]],
     for model in dict.fromkeys(r["model"] for r in rows):
         mine = {r["method"]: r for r in rows if r["model"] == model}
         entry: dict[str, Any] = {}
-        for figure, scale in _QUALITY_SCALE.items():
-            def value(method: str, figure: str = figure, scale: float = scale,
-                      mine: dict[str, Any] = mine) -> float | None:
+        floor = next((m for m in mine if _role(m) == "floor"), None)
+        for figure in QUALITY_FIGURES:
+            def value(method: str | None, figure: str = figure, mine: dict[str, Any] = mine) -> float | None:
                 v = mine[method].get(figure) if method in mine else None
-                return None if v is None else float(v) * scale
+                return None if v is None else float(v) * _points(figure)
 
-            oracle, random = value("box_oracle"), value("random")
+            oracle, random = value(FIGURES[figure].ceiling), value(floor)
             attention = {m: value(m) for m in mine if _attention_type(m) and value(m) is not None}
             others = ranked.get(model, {}).get(figure, {})
             best_attention = max(attention, key=attention.__getitem__) if attention else None

@@ -1,6 +1,7 @@
 """The evaluation engine: maps of every (model, method) on the same images, scored per image.
 
-:func:`score_images` scores one batch (the app calls it for one image); :func:`evaluate` runs it
+:func:`score_images` scores one batch (the app calls it for one image) with every selected
+metric of the registry (:data:`~infsa_viz.metrics.registry.METRICS`); :func:`evaluate` runs it
 over a data set in fixed chunks, sharded over torchrun ranks and gathered on rank 0, so a sharded
 run gives the records of a single-process run. Every image goes through the model's own
 preprocessing (:func:`~infsa_viz.preprocess.prepare`), boxes included.
@@ -10,8 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import math
-import warnings
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -21,24 +20,18 @@ from torch import Tensor, nn
 
 from ..data import LabelledImages
 from ..distributed import Dist, shard_indices
-from ..maps import METHODS, MapResult, attribute, check_method
-from ..metrics import RECALL_GRID, UndefinedMetricWarning, box_auc, box_curves, perturbation_curves, pointing_game
-from ..metrics import aopc, lerf_auc, morf_aoc
-from .._checks import check_choice, check_float, check_int
-from ..metrics.protocol import BASELINES, SCORES, SELECTIONS
+from ..maps import METHODS, GroundTruth, MapResult, attribute, check_method
+from ..metrics.registry import Scores, Scoring
 from ..preprocess import Prepared, prepare
 from ..progress import progress
 from .journal import Journal
-from .protocols import extra_protocols, finish_rows, sanity_row, score_extra
 from .records import ImageRecord, summarise
-from .reference import box_oracle, check_evaluation_method, is_reference
+from .settings import EvalProtocol, EvalSettings
 
-__all__ = ["TARGETS", "EvalProtocol", "Evaluation", "default_methods", "evaluate", "score_images"]
+__all__ = ["EvalProtocol", "EvalSettings", "Evaluation", "default_methods", "evaluate", "finish_rows",
+           "reference_methods", "score_images"]
 
 log = logging.getLogger(__name__)
-
-#: What a class-explaining map explains: the ground-truth label, the prediction, or a class index.
-TARGETS = ("label", "predicted")
 
 
 def default_methods() -> list[str]:
@@ -46,74 +39,33 @@ def default_methods() -> list[str]:
     return [name for name, method in METHODS.items() if method.in_default_report]
 
 
-@dataclass(frozen=True)
-class EvalProtocol:
-    """The evaluation's free choices (each metric adds its own fixed rules to the protocol).
+def reference_methods() -> list[str]:
+    """The reference rows of an evaluation: every registered method whose role is a floor or a ceiling."""
+    return [name for name, method in METHODS.items() if method.role != "explanation"]
 
-    Args:
-        steps: MoRF/LeRF removal steps K (K + 1 points, both endpoints).
-        baseline: what removed patches become (``"mean"`` = 0 in normalised space).
-        score: ``"target"`` (probability of the ground-truth class) or ``"predicted"``.
-        select: images in the curve scores: ``"correct"`` (correctly classified) or ``"all"``.
-        target: what class-explaining maps (gradients) explain: ``"label"`` (default, the
-            ground truth), ``"predicted"`` or a class index.
-        seed: tie-breaking seed (and random-map seed).
-        chunk: images per map call (also bounds memory of dense spectral maps).
-        batch_size: perturbed copies per forward pass (does not change the results).
-        subsample: deletion/insertion, positive/negative perturbation and the class switch run
-            on the images with index below this (0 = off); see :mod:`.protocols`.
-        insertion_steps: deletion/insertion steps.
-        blur_sigma: deletion/insertion blur sigma in pixels (``None``: patch_size / 2).
-        road_images: ROAD runs on the images with index below this (0 = off).
-        road_steps: ROAD steps (fractions 0 .. (K-1)/K).
-        road_noise: ROAD's imputation noise (normalised units).
-        sanity_images: the sanity checks run on this many first images (0 = off).
-    """
 
-    steps: int = 20
-    baseline: str = "mean"
-    score: str = "target"
-    select: str = "correct"
-    target: str | int = "label"
-    seed: int = 0
-    chunk: int = 50
-    batch_size: int = 512
-    subsample: int = 100
-    insertion_steps: int = 20
-    blur_sigma: float | None = None
-    road_images: int = 30
-    road_steps: int = 8
-    road_noise: float = 0.01
-    sanity_images: int = 30
+def _truth(prepared: Prepared, data: LabelledImages) -> GroundTruth:
+    """The images' ground truth in model-input pixels."""
+    return GroundTruth(boxes=[prepared.boxes(i, b) for i, b in enumerate(data.boxes)])
 
-    def __post_init__(self) -> None:
-        check_int("steps", self.steps, minimum=1)
-        check_choice("baseline", self.baseline, tuple(b for b in BASELINES if b != "zero"))
-        check_choice("score", self.score, SCORES)
-        check_choice("select", self.select, SELECTIONS)
-        if not (self.target in TARGETS or (isinstance(self.target, int) and not isinstance(self.target, bool)
-                                           and self.target >= 0)):
-            raise ValueError(f"target={self.target!r} is invalid; expected 'label', 'predicted' or a class index >= 0")
-        check_int("seed", self.seed, minimum=0)
-        check_int("chunk", self.chunk, minimum=1)
-        check_int("batch_size", self.batch_size, minimum=1)
-        for name in ("subsample", "road_images", "sanity_images"):
-            check_int(name, getattr(self, name), minimum=0)
-        check_int("insertion_steps", self.insertion_steps, minimum=1)
-        check_int("road_steps", self.road_steps, minimum=2)
-        if self.blur_sigma is not None:
-            check_float("blur_sigma", self.blur_sigma, positive=True)
-        check_float("road_noise", self.road_noise, minimum=0.0)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self),
-                "target_rule": "class-explaining maps (gradient family) explain "
-                               + ("the ground-truth label" if self.target == "label" else
-                                  "the model's prediction" if self.target == "predicted" else f"class {self.target}")}
+def _scatter(metric: Any, scores: Scores, rows: np.ndarray, n: int) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """A metric's values on ``rows`` of a chunk of ``n`` images, ``nan`` (curves: ``nan`` rows) elsewhere."""
+    values = {}
+    for figure in metric.figures:
+        full = np.full(n, np.nan)
+        full[rows] = np.asarray(scores.values[figure.key], dtype=np.float64)
+        values[figure.key] = full
+    curves = {}
+    for key, curve in scores.curves.items():
+        full = np.full((n, *np.shape(curve)[1:]), np.nan)
+        full[rows] = curve
+        curves[key] = full
+    return values, curves
 
 
 def score_images(
-    model: nn.Module, data: LabelledImages, method: str, *, protocol: EvalProtocol = EvalProtocol(),
+    model: nn.Module, data: LabelledImages, method: str, *, protocol: EvalSettings = EvalSettings(),
     name: str = "model", indices: Sequence[int] | None = None, options: dict[str, Any] | None = None,
     prepared: Prepared | None = None,
 ) -> tuple[list[ImageRecord], MapResult, dict[str, Any]]:
@@ -124,83 +76,73 @@ def score_images(
         data: images in source pixels, labels (``-1`` where unknown, e.g. an upload: the
             model's prediction is then scored and explained, and the record's label is ``None``)
             and boxes.
-        method: a registered map method, or a reference map (``"box_oracle"``, which reads the
-            target boxes; :mod:`~infsa_viz.evaluation.reference`).
-        protocol: the evaluation choices.
+        method: a registered map method (reference maps such as ``"box_oracle"`` read the
+            images' ground truth).
+        protocol: the evaluation settings (:class:`EvalSettings`).
         name: the model's name in the records.
         indices: the images' positions in the whole data set (default ``0..n-1``).
-        options: map options (default the method's own).
+        options: map options (default: the method's own, with the settings' map selectors).
         prepared: ``prepare(model, data.images)`` when the caller already has it (default: made here).
 
     Returns:
         ``(records, map result, protocols)``: one :class:`ImageRecord` per image, the maps, and
-        the resolved protocols of the metrics (``perturbation``, ``box_auc``, ``pointing_game``)
-        with ``steps``, the curves' ``(fractions, removed)``.
+        each metric's resolved protocol under its name (with ``steps``, the MoRF curves'
+        ``(fractions, removed)``, when MoRF ran).
     """
     model.eval()
     prepared = prepare(model, data.images) if prepared is None else prepared
     x = prepared.tensor
-    size = tuple(x.shape[-2:])
     with torch.no_grad():
         logits = model(x).double()  # (B, classes)
     given = np.asarray(data.labels, dtype=np.int64)
     known = given >= 0
     labels = np.where(known, given, logits.argmax(-1).numpy())  # unknown labels: the prediction
-    boxes = [prepared.boxes(i, b) for i, b in enumerate(data.boxes)]
+    truth = _truth(prepared, data)
     negatives = None if data.negative_boxes is None else [prepared.boxes(i, b) for i, b in enumerate(data.negative_boxes)]
-    spec = None if is_reference(check_evaluation_method(method)) else check_method(method)
-    extra = dict(options or {})
-    if spec is not None and spec.seeded and "seed" not in extra:  # one random map per chunk, reproducible from the protocol
-        extra["seed"] = protocol.seed + (int(indices[0]) if indices is not None and len(indices) else 0)
-    target: int | Tensor | None = None
-    if spec is not None and spec.explains_class:
-        target = (torch.as_tensor(labels) if protocol.target == "label" else
-                  None if protocol.target == "predicted" else int(protocol.target))
-    if spec is None:  # a reference map: made from the target boxes, not from the model
-        if extra:
-            raise ValueError(f"options {sorted(extra)} do not apply to reference map {method!r}")
-        result = box_oracle(boxes, image_size=size, patch_size=model.patch_size)  # type: ignore[arg-type]
-    else:
-        result = attribute(model, x, method, target=target, **extra)
-    curves = perturbation_curves(model, x, result.maps, labels, patch_size=model.patch_size, order="both",
-                                 steps=protocol.steps, baseline=protocol.baseline, score=protocol.score,
-                                 seed=protocol.seed, batch_size=protocol.batch_size)
-    with warnings.catch_warnings():  # undefined images are nan in the records and counted in the rows
-        warnings.simplefilter("ignore", UndefinedMetricWarning)
-        auc = box_auc(result.maps, boxes, image_size=size, negatives_boxes=negatives)
-        point = pointing_game(result.maps, boxes, image_size=size)
-        morf = morf_aoc(curves["morf"], select="all").per_image
-        lerf = lerf_auc(curves["lerf"], select="all").per_image
-        gap = aopc(curves["morf"], select="all").per_image
-    precision = [np.full(len(RECALL_GRID), np.nan) if c is None else c.interpolated_precision()
-                 for c in box_curves(result.maps, boxes, image_size=size)]
-    positions = list(range(len(labels))) if indices is None else [int(i) for i in indices]
-    beyond, beyond_protocols = score_extra(model, x, labels, result, positions=positions, boxes=boxes,
-                                           negatives=negatives, negative_labels=data.negative_labels, size=size,
-                                           protocol=protocol, map_options=extra)
+    spec = check_method(method)
+    positions = np.arange(len(labels)) if indices is None else np.asarray([int(i) for i in indices], dtype=np.int64)
+    extra = {**protocol.options_for(method), **(options or {})}
+    if spec.seeded and "seed" not in extra:  # one random map per chunk, reproducible from the settings
+        extra["seed"] = protocol.seed + (int(positions[0]) if len(positions) else 0)
+    target = protocol.target.resolve(logits, labels) if spec.explains_class else None
+    result = attribute(model, x, method, target=target, truth=truth if spec.needs_truth else None, **extra)
+
+    def redraw(rows: np.ndarray, classes: np.ndarray) -> Tensor:
+        if not spec.explains_class:  # a map that explains no class does not move
+            return result.maps[rows]
+        return attribute(model, x[rows], method, target=torch.as_tensor(classes), **extra).maps
+
+    settings = protocol.resolved()
+    ctx = Scoring(model=model, images=x, maps=result.maps, classes=labels, positions=positions, truth=truth,
+                  negatives=negatives, negative_labels=data.negative_labels, settings=settings, redraw=redraw)
+    figures: dict[str, np.ndarray] = {}
+    curves: dict[str, np.ndarray] = {}
+    protocols: dict[str, Any] = {}
+    n = len(labels)
+    for metric in protocol.image_metrics():
+        rows = np.arange(n) if metric.subset is None else np.flatnonzero(positions < settings[metric.subset])
+        scores = Scores({f.key: np.full(0, np.nan) for f in metric.figures})
+        if rows.size:
+            scores = metric.score(ctx if rows.size == n else ctx.take(rows))
+        values, kept = _scatter(metric, scores, rows, n)
+        figures.update(values)
+        curves.update(kept)
+        protocols[metric.name] = {**metric.describe(settings), **scores.protocol, "ran": bool(rows.size)}
+    if "fractions" in protocols.get("perturbation", {}):
+        steps = protocols["perturbation"]
+        protocols["steps"] = (np.asarray(steps["fractions"]), np.asarray(steps["removed"]))
+    score_class = labels if protocol.score == "target" else logits.argmax(-1).numpy()
     names = list(data.names) if data.names else [str(i) for i in positions]
     variant = getattr(getattr(model, "config", None), "attention", "unknown")
     maps = result.maps.double()
-    records = []
-    for i, position in enumerate(positions):
-        records.append(ImageRecord(
-            model=name, variant=variant, method=method, index=position, name=names[i],
-            label=int(labels[i]) if known[i] else None, logits=logits[i].numpy(),
-            target=None if result.target is None else int(result.target[i]),
-            scored=int(curves["morf"].scored_class[i]), morf=curves["morf"].probs[i], lerf=curves["lerf"].probs[i],
-            morf_aoc=float(morf[i]), lerf_auc=float(lerf[i]), aopc=float(gap[i]),
-            box_roc_auc=float(auc.roc_auc[i]), box_pr_auc=float(auc.pr_auc[i]),
-            distractor_roc_auc=math.nan if auc.negatives_roc_auc is None else float(auc.negatives_roc_auc[i]),
-            positive_fraction=float(auc.positive_fraction[i]), pointing_hit=float(point.hits[i]),
-            precision=precision[i], map_min=float(maps[i].min()), map_max=float(maps[i].max()),
-            map_mass=float(maps[i].abs().sum()),
-            validity=None if result.validity is None else result.validity.for_image(i),
-            **{k: float(v[i]) for k, v in beyond.items()},
-        ))
-    protocols = {"perturbation": {k: v for k, v in curves["morf"].protocol.items() if k != "order"},
-                 "box_auc": auc.protocol, "pointing_game": point.protocol,
-                 "beyond_morf": {**extra_protocols(protocol), **beyond_protocols},
-                 "steps": (curves["morf"].fractions, curves["morf"].removed)}
+    records = [ImageRecord(
+        model=name, variant=variant, method=method, index=int(position), name=names[i],
+        label=int(labels[i]) if known[i] else None, logits=logits[i].numpy(),
+        target=None if result.target is None else int(result.target[i]), scored=int(score_class[i]),
+        figures={k: float(v[i]) for k, v in figures.items()}, curves={k: v[i] for k, v in curves.items()},
+        map_min=float(maps[i].min()), map_max=float(maps[i].max()), map_mass=float(maps[i].abs().sum()),
+        validity=None if result.validity is None else result.validity.for_image(i),
+    ) for i, position in enumerate(positions)]
     return records, result, protocols
 
 
@@ -243,19 +185,25 @@ def _merged(dicts: list[dict[str, Any]]) -> dict[str, Any]:
     return {k: _agreed([d.get(k) for d in dicts]) for k in keys}
 
 
-def _row_protocol(protocol: EvalProtocol, method: str, chunks: list[tuple[MapResult, dict[str, Any]]]) -> dict[str, Any]:
+def _row_protocol(protocol: EvalSettings, method: str, chunks: list[tuple[MapResult, dict[str, Any]]]) -> dict[str, Any]:
     """The protocol of one (model, method) row: settings, the map's options and metadata over all
     chunks (a value that differs between chunks, e.g. a solver's residual, is given as a range),
-    and the metric protocols."""
+    and each metric's protocol (from the first chunk it ran on)."""
     results = [result for result, _ in chunks]
+    metrics: dict[str, Any] = {}
+    for metric in [*protocol.image_metrics(), *protocol.row_metrics()]:
+        found = [parts[metric.name] for _, parts in chunks if metric.name in parts]
+        ran = [p for p in found if p.get("ran")]
+        if found:
+            metrics[metric.name] = {k: v for k, v in (ran or found)[0].items() if k != "ran"}
     return {
         "evaluation": protocol.to_dict(),
         "map": {"method": method, "options": _merged([r.options for r in results]),
                 **_merged([r.metadata for r in results])},
-        **{k: v for k, v in chunks[0][1].items() if k != "steps"},
-        "aggregation": f"curve scores: mean over the '{protocol.select}' images whose score is defined "
-                       "(n_scored; ROAD: those of its subset, n_road); box and pointing scores: mean over images where they are defined "
-                       "(box_undefined counts the others)",
+        **metrics,
+        "aggregation": f"'scored' figures (curve scores): mean over the '{protocol.select}' images whose MoRF "
+                       "score is defined (n_scored; within a metric's image subset, its count); other figures: "
+                       "mean over images where they are defined (box_undefined counts the images without a box score)",
     }
 
 
@@ -264,7 +212,7 @@ def evaluate(
     methods: Sequence[str],
     data: LabelledImages,
     *,
-    protocol: EvalProtocol = EvalProtocol(),
+    protocol: EvalSettings = EvalSettings(),
     dist: Dist = Dist(),
     journal: Journal | None = None,
 ) -> Evaluation | None:
@@ -272,9 +220,9 @@ def evaluate(
 
     Args:
         models: ``(name, model)`` pairs; each model reads the images through its own preprocessing.
-        methods: map methods (keys of :data:`infsa_viz.maps.METHODS`).
+        methods: map methods (keys of :data:`infsa_viz.maps.METHODS`, reference maps included).
         data: images, labels and boxes in source pixels.
-        protocol: the evaluation choices.
+        protocol: the evaluation settings (:class:`EvalSettings`).
         dist: torchrun rank/world (default single process).
         journal: where finished chunks are kept and read back (resuming a killed run); default none.
 
@@ -286,7 +234,7 @@ def evaluate(
     if not methods:
         raise ValueError(f"methods is empty; expected at least one of {sorted(METHODS)}")
     for method in methods:
-        check_evaluation_method(method)
+        check_method(method)
     n = len(data)
     all_chunks = [list(range(s, min(s + protocol.chunk, n))) for s in range(0, n, protocol.chunk)]
     chunks = [all_chunks[i] for i in shard_indices(len(all_chunks), dist)]
@@ -316,35 +264,65 @@ def evaluate(
                 ordered = sorted((c for _, d in gathered for c in d), key=lambda c: c[0])  # type: ignore[union-attr]
                 row_protocol = _row_protocol(protocol, method, [(r, parts) for _, r, parts in ordered])
                 records += merged
-                rows.append(summarise(merged, select=protocol.select, steps=ordered[0][2]["steps"],
-                                      protocol=row_protocol))
-                log.info("%s %s: MoRF-AOC %s, PR-AUC %s", name, method, rows[-1]["morf_aoc"], rows[-1]["box_pr_auc"])
-                if protocol.sanity_images and not is_reference(check_evaluation_method(method)):
-                    _add_sanity(rows[-1], model, data, method, protocol)
+                rows.append(summarise(merged, select=protocol.select, protocol=row_protocol))
+                log.info("%s %s: MoRF-AOC %s, PR-AUC %s", name, method, rows[-1].get("morf_aoc"),
+                         rows[-1].get("box_pr_auc"))
+                if not check_method(method).needs_truth:  # an oracle reads the truth, not the model
+                    _add_row_metrics(rows[-1], model, data, method, protocol)
     if not dist.is_main:
         return None
-    rankings = finish_rows(rows)
     from .comparisons import compare
 
+    rankings = finish_rows(rows)
     return Evaluation(records=records, rows=rows, dataset=data.description,
                       protocol={"settings": protocol.to_dict(), "world_size": dist.world_size}, rankings=rankings,
                       comparisons=compare(records, rows, select=protocol.select, seed=protocol.seed))
 
 
-def _add_sanity(row: dict[str, Any], model: nn.Module, data: LabelledImages, method: str,
-                protocol: EvalProtocol) -> None:
-    """The sanity checks of one row on the first ``protocol.sanity_images`` images (rank 0)."""
-    part = data.subset(range(min(protocol.sanity_images, len(data))))
-    x = prepare(model, part.images).tensor
-    labels = np.asarray(part.labels, dtype=np.int64)
-    if (labels < 0).any():
+def finish_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Flag passes-MoRF-fails-sanity per row (MoRF-AOC above the same model's floor map) and add each
+    method's ranks on the registered criteria; returns the ranking records."""
+    from ..metrics import rank_methods
+
+    floors = {r["model"]: r for r in rows if check_method(r["method"]).role == "floor"}
+    for row in rows:
+        floor = floors.get(row["model"])
+        fails = row.get("sanity_fails")
+        beats = (None if floor is None or row.get("morf_aoc") is None or floor.get("morf_aoc") is None
+                 else row["morf_aoc"] > floor["morf_aoc"])
+        row["passes_morf_fails_sanity"] = None if fails is None or beats is None else bool(beats and fails)
+    rankings = rank_methods(rows)
+    found = {(r["model"], r["method"]): r["mean_rank"] for r in rankings}
+    for row in rows:
+        row["mean_rank"] = found[row["model"], row["method"]]
+    return rankings
+
+
+def _add_row_metrics(row: dict[str, Any], model: nn.Module, data: LabelledImages, method: str,
+                     protocol: EvalSettings) -> None:
+    """The row metrics (sanity checks) of one row on the first images its setting names (rank 0).
+
+    Class-explaining maps explain the class the run's ``target`` names (as the evaluated maps do)."""
+    spec = check_method(method)
+    settings = protocol.resolved()
+    for metric in protocol.row_metrics():
+        count = min(int(settings[metric.subset]), len(data)) if metric.subset else len(data)
+        if not count:
+            continue
+        part = data.subset(range(count))
+        x = prepare(model, part.images).tensor
+        labels = np.asarray(part.labels, dtype=np.int64)
         with torch.no_grad():
-            labels = np.where(labels >= 0, labels, model(x).argmax(-1).numpy())
-    options = {"seed": protocol.seed} if check_method(method).seeded else {}
-    report = sanity_row(model, x, labels, method, options=options, protocol=protocol)
-    row["sanity_randomised_spearman"] = report["randomised_spearman"]
-    row["sanity_randomised_ssim"] = report["randomised_ssim"]
-    row["sanity_random_logit_spearman"] = None if report["random_logit"] is None else \
-        report["random_logit"]["spearman"]["mean"]
-    row["sanity_fails"] = report["fails"]
-    row["sanity"] = report
+            logits = model(x).double()
+        labels = np.where(labels >= 0, labels, logits.argmax(-1).numpy())
+        classes = protocol.target.resolve(logits, labels).numpy() if spec.explains_class else None
+        options = {**protocol.options_for(method), **({"seed": protocol.seed} if spec.seeded else {})}
+
+        def maps_of(m: nn.Module, target: Tensor | None) -> Tensor:
+            return attribute(m, x, method, target=target, **options).maps
+
+        figures, report = metric.score_row(model, x, classes, method, options, settings, maps_of)
+        row.update(figures)
+        row[f"{metric.name}_fails"] = report.get("fails")
+        row[metric.name] = report
+        row["protocol"][metric.name] = metric.describe(settings)

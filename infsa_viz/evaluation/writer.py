@@ -11,22 +11,29 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..io import atomic_write, write_json
+from ..metrics.registry import figures_of
 from .engine import Evaluation
 from .records import ImageRecord
 
-__all__ = ["TABLE_COLUMNS", "records_csv", "report", "rows_csv", "write_evaluation", "write_plotly_js"]
+__all__ = ["TABLE_COLUMNS", "records_csv", "report", "rows_csv", "table_columns", "write_evaluation",
+           "write_plotly_js"]
 
 log = logging.getLogger(__name__)
 
-#: Columns of the evaluation table, in order (the JSON rows hold more: curves and protocol).
-TABLE_COLUMNS = ("model", "variant", "method", "n_images", "n_scored", "accuracy", "morf_aoc", "lerf_auc",
-                 "aopc", "box_roc_auc", "box_pr_auc", "pointing_game", "distractor_roc_auc", "box_undefined",
-                 "chain_valid_images", "chain_valid_rows",
-                 # beyond MoRF and box AUC (evaluation/protocols.py)
-                 "energy_pointing_game", "relevance_rank_accuracy", "complexity", "deletion_auc", "insertion_auc",
-                 "positive_perturbation_auc", "negative_perturbation_auc", "road_morf_aoc", "road_lerf_auc",
-                 "class_switch_shift", "sanity_randomised_spearman", "sanity_fails", "passes_morf_fails_sanity",
-                 "mean_rank")
+#: Columns of every table before the figures, and after them.
+_LEADING = ("model", "variant", "method", "n_images", "n_scored", "accuracy")
+_TRAILING = ("box_undefined", "chain_valid_images", "chain_valid_rows", "sanity_fails", "passes_morf_fails_sanity",
+             "mean_rank")
+
+
+def table_columns() -> tuple[str, ...]:
+    """Columns of the evaluation table, in order: the run's, every registered table figure (registry
+    order), then counts and flags (the JSON rows hold more: curves and protocol)."""
+    return (*_LEADING, *(f.name for f in figures_of() if f.table), *_TRAILING)
+
+
+#: The table's columns for the metrics registered at import (see :func:`table_columns`).
+TABLE_COLUMNS = table_columns()
 
 
 def report(evaluation: Evaluation, *, command: str | None = None) -> dict[str, Any]:
@@ -47,8 +54,8 @@ def _csv(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
 
 
 def rows_csv(rows: Sequence[dict[str, Any]]) -> str:
-    """The summary table (:data:`TABLE_COLUMNS`) as CSV text."""
-    return _csv(rows, TABLE_COLUMNS)
+    """The summary table (:func:`table_columns`) as CSV text."""
+    return _csv(rows, table_columns())
 
 
 def records_csv(records: Sequence[ImageRecord]) -> str:

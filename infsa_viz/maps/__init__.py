@@ -2,7 +2,8 @@
 
 Families: ``attention`` (a layer's attention row, rollout), ``spectral`` (expected visits,
 the Neumann series across layers, Perron vectors, Linear-InfSA's estimate), ``gradient``
-(Captum, optional) and ``baseline`` (random). See :class:`MapMethod` for what each class states
+(Captum, optional), ``baseline`` (random: the floor) and ``reference`` (oracles built from the
+images' ground truth: the ceilings of an evaluation). See :class:`MapMethod` for what each class states
 about itself (options, cost, reference, whether it explains a class or has signed values).
 """
 
@@ -13,10 +14,13 @@ from . import gradient  # noqa: F401
 from . import relevance  # noqa: F401
 from . import flow  # noqa: F401
 from . import baseline  # noqa: F401
+from . import reference  # noqa: F401
 from .attention import fuse_heads, rollout
 from .base import (
     FAMILIES,
     METHODS,
+    ROLES,
+    GroundTruth,
     MapMethod,
     MapResult,
     Validity,
@@ -32,7 +36,9 @@ from .spectral import UNLEARNED_GAMMA
 __all__ = [
     "FAMILIES",
     "METHODS",
+    "ROLES",
     "UNLEARNED_GAMMA",
+    "GroundTruth",
     "MapMethod",
     "MapResult",
     "Validity",

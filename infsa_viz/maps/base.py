@@ -13,14 +13,18 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, get_args
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 
 from ..capture import AttentionRecord
+from ..targets import Target
 
 __all__ = [
     "FAMILIES",
     "METHODS",
+    "ROLES",
+    "GroundTruth",
     "MapMethod",
     "MapResult",
     "Validity",
@@ -32,8 +36,37 @@ __all__ = [
     "tokens_to_grid",
 ]
 
-Family = Literal["attention", "spectral", "gradient", "baseline"]
+Family = Literal["attention", "spectral", "gradient", "baseline", "reference"]
 FAMILIES: tuple[str, ...] = get_args(Family)
+#: What a map is for: an ``"explanation"`` of the model, or a reference row of an evaluation — the
+#: ``"floor"`` of every metric (the random map) or a ``"ceiling"`` (an oracle built from the truth).
+Role = Literal["explanation", "floor", "ceiling"]
+ROLES: tuple[str, ...] = get_args(Role)
+
+
+@dataclass(frozen=True, eq=False)
+class GroundTruth:
+    """What an evaluation knows about its images beyond the pixels, in model-input pixels.
+
+    Reference maps (:attr:`MapMethod.needs_truth`) read it; explanation methods never do.
+
+    Attributes:
+        boxes: per image, ``(K_i, 4)`` target boxes ``(x0, y0, x1, y1)``, ``x1``/``y1`` exclusive.
+        masks: per image, object name → ``(H, W)`` bool mask of its visible pixels, or ``None``.
+        importance: per image, object name → the model's importance of that object (the drop of
+            the explained class's probability when it is removed), or ``None``.
+    """
+
+    boxes: list[np.ndarray]
+    masks: list[dict[str, np.ndarray]] | None = None
+    importance: list[dict[str, float]] | None = None
+
+    def subset(self, rows: Any) -> GroundTruth:
+        """The truth of the images at positions ``rows``."""
+        rows = [int(i) for i in rows]
+        pick = lambda values: None if values is None else [values[i] for i in rows]  # noqa: E731
+        return GroundTruth(boxes=[self.boxes[i] for i in rows], masks=pick(self.masks),
+                           importance=pick(self.importance))
 
 
 @dataclass(frozen=True)
@@ -109,8 +142,13 @@ class MapMethod(ABC):
 
     #: Registry key.
     name: ClassVar[str]
-    #: ``"attention"``, ``"spectral"``, ``"gradient"`` or ``"baseline"``.
+    #: ``"attention"``, ``"spectral"``, ``"gradient"``, ``"baseline"`` or ``"reference"``.
     family: ClassVar[Family]
+    #: ``"explanation"`` (default), or ``"floor"`` / ``"ceiling"`` for the reference rows of an
+    #: evaluation (``infsa-viz evaluate --references`` adds every method whose role is not an explanation).
+    role: ClassVar[Role] = "explanation"
+    #: Whether it reads the images' :class:`GroundTruth` (an oracle) rather than only the model.
+    needs_truth: ClassVar[bool] = False
     #: One line for help texts and the app.
     description: ClassVar[str]
     #: Where the method comes from (paper, library).
@@ -140,28 +178,36 @@ class MapMethod(ABC):
             )
         return {**self.defaults, **options}
 
-    def attribute(self, model: nn.Module, images: Tensor, *, target: int | Tensor | None = None,
-                  **options: Any) -> MapResult:
+    def attribute(self, model: nn.Module, images: Tensor, *, target: Target | str | int | Tensor | None = None,
+                  labels: Any = None, truth: GroundTruth | None = None, **options: Any) -> MapResult:
         """Maps ``(B, h, w)`` of this method for ``images`` ``(B, C, H, W)`` (model input).
 
         Args:
             model: a :class:`~infsa_viz.vit.VisionTransformer` (any variant).
             images: ``(B, C, H, W)`` preprocessed images (:func:`infsa_viz.preprocess.preprocess`).
             target: the class to explain for methods with ``explains_class``: ``None`` (default,
-                the model's prediction), one class index for every image, or ``(B,)`` indices.
-                Methods that do not explain a class refuse a target.
+                the model's prediction), a :class:`~infsa_viz.targets.Target` or anything
+                :meth:`Target.parse <infsa_viz.targets.Target.parse>` reads (``"label"``,
+                ``"top 2"``, a class index or name), or ``(B,)`` class indices. Methods that do not
+                explain a class refuse a target.
+            labels: ``(B,)`` ground-truth labels, for ``target="label"``.
+            truth: the images' :class:`GroundTruth`, for methods with :attr:`needs_truth`.
             **options: see :attr:`defaults`; unknown options are refused.
 
         Raises:
-            ValueError: unknown option, bad option value, a target for a method without one, or
-                maps that are not finite (the images are named).
+            ValueError: unknown option, bad option value, a target for a method without one, a
+                missing ground truth, or maps that are not finite (the images are named).
         """
         resolved = self.resolve(options)
         if target is not None and not self.explains_class:
             raise ValueError(f"method {self.name!r} does not explain a class; target={target!r} does not apply")
+        if self.needs_truth and (truth is None or len(truth.boxes) != images.shape[0]):
+            raise ValueError(f"method {self.name!r} is a reference map built from the images' ground truth; "
+                             f"pass truth=GroundTruth(...) with one entry per image ({images.shape[0]})")
         model.eval()
-        classes = _resolve_target(model, images, target) if self.explains_class else None
-        maps, metadata, validity = self._compute(model, images, classes, resolved)
+        classes = _resolve_target(model, images, target, labels) if self.explains_class else None
+        maps, metadata, validity = self._compute(model, images, classes, resolved, truth) if self.needs_truth \
+            else self._compute(model, images, classes, resolved)
         finite = torch.isfinite(maps.detach()).flatten(1).all(-1)  # (B,)
         if not bool(finite.all()):
             bad = (~finite).nonzero().flatten().tolist()
@@ -172,26 +218,30 @@ class MapMethod(ABC):
 
     @abstractmethod
     def _compute(self, model: nn.Module, images: Tensor, target: Tensor | None,
-                 options: dict[str, Any]) -> tuple[Tensor, dict[str, Any], Validity | None]:
-        """``(maps (B, h, w), metadata, validity)`` for resolved ``options``."""
+                 options: dict[str, Any], *truth: GroundTruth) -> tuple[Tensor, dict[str, Any], Validity | None]:
+        """``(maps (B, h, w), metadata, validity)`` for resolved ``options`` (and, for methods with
+        :attr:`needs_truth`, the images' :class:`GroundTruth`)."""
 
 
-def _resolve_target(model: nn.Module, images: Tensor, target: int | Tensor | None) -> Tensor:
-    """The class per image ``(B,)``: the prediction, one index for all, or the given indices."""
+def _resolve_target(model: nn.Module, images: Tensor, target: Any, labels: Any) -> Tensor:
+    """The class per image ``(B,)`` that ``target`` names (:class:`~infsa_viz.targets.Target`), or
+    the given ``(B,)`` indices checked against the model's classes."""
     B = images.shape[0]
-    if target is None:
-        with torch.no_grad():
-            return model(images).argmax(-1)
-    if isinstance(target, bool) or not isinstance(target, (int, Tensor)):
-        raise ValueError(f"target={target!r} must be None (the prediction), a class index or a (B,) tensor")
-    classes = torch.full((B,), target, dtype=torch.int64) if isinstance(target, int) else target.to(torch.int64)
-    num_classes = getattr(getattr(model, "config", None), "num_classes", None)
-    if classes.shape != (B,) or (classes < 0).any() or (num_classes is not None and (classes >= num_classes).any()):
-        raise ValueError(
-            f"target has shape {tuple(classes.shape)} and values {classes.tolist()[:8]}; expected ({B},) class "
-            f"indices in [0, {num_classes})"
-        )
-    return classes
+    config = getattr(model, "config", None)
+    num_classes = getattr(config, "num_classes", None)
+    if isinstance(target, Tensor):
+        classes = target.to(torch.int64).flatten() if target.ndim else torch.full((B,), int(target), dtype=torch.int64)
+        if classes.shape != (B,) or (classes < 0).any() or (num_classes is not None and (classes >= num_classes).any()):
+            raise ValueError(f"target has shape {tuple(target.shape)} and values {classes.tolist()[:8]}; expected "
+                             f"({B},) class indices in [0, {num_classes})")
+        return classes
+    parsed = Target.parse(target, class_names=getattr(config, "class_names", None)).validate(num_classes)
+    if parsed.kind == "class":
+        return torch.full((B,), int(parsed.value), dtype=torch.int64)  # type: ignore[arg-type]
+    if parsed.kind == "label":
+        return parsed.resolve(torch.zeros(B, num_classes or 1), labels)
+    with torch.no_grad():
+        return parsed.resolve(model(images), labels)
 
 
 #: Method name → the method. Filled by :func:`register`; the one list of methods.
@@ -204,6 +254,8 @@ def register(cls: type[MapMethod]) -> type[MapMethod]:
         raise ValueError(f"map method {cls.name!r} is registered twice")
     if cls.family not in FAMILIES:
         raise ValueError(f"{cls.__name__}.family={cls.family!r} must be one of {list(FAMILIES)}")
+    if cls.role not in ROLES:
+        raise ValueError(f"{cls.__name__}.role={cls.role!r} must be one of {list(ROLES)}")
     METHODS[cls.name] = cls()
     return cls
 
@@ -215,15 +267,15 @@ def check_method(method: str) -> MapMethod:
     return METHODS[method]
 
 
-def attribute(model: nn.Module, images: Tensor, method: str, *, target: int | Tensor | None = None,
-              **options: Any) -> MapResult:
+def attribute(model: nn.Module, images: Tensor, method: str, *, target: Target | str | int | Tensor | None = None,
+              labels: Any = None, truth: GroundTruth | None = None, **options: Any) -> MapResult:
     """Maps of ``method`` for each image: ``METHODS[method].attribute(model, images, …)``.
 
     Example:
         >>> result = attribute(model, images, "visits")      # result.maps: (B, h, w)
         >>> attribute(model, images, "attention", layer=0, head=1).maps
     """
-    return check_method(method).attribute(model, images, target=target, **options)
+    return check_method(method).attribute(model, images, target=target, labels=labels, truth=truth, **options)
 
 
 def parse_head(value: Any) -> str | int:

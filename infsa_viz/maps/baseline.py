@@ -15,6 +15,7 @@ class RandomMap(MapMethod):
 
     name = "random"
     family = "baseline"
+    role = "floor"
     description = "seeded uniform noise: the chance baseline"
     defaults = {"seed": 0}
     seeded = True

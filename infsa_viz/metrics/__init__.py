@@ -1,7 +1,8 @@
 """Attribution metrics: MoRF / LeRF patch-removal curves and their scores, box ROC-AUC /
 PR-AUC and the pointing game, each returned with its resolved protocol; deletion / insertion,
 positive / negative perturbation, ROAD, mass-based localisation, complexity, sanity checks, the
-class-switch test and a multi-criteria ranking.
+class-switch test and a multi-criteria ranking. Every metric the evaluation computes is declared
+once in the registry (:mod:`.registry`; the built-in declarations are in :mod:`.catalog`).
 
 Plain functions over maps ``(B, h, w)`` on the ViT patch grid (or pixel maps ``(B, H, W)`` for
 the localisation metrics). OpenCV and scikit-learn are imported by the functions that use them.
@@ -32,7 +33,7 @@ from .mass import (
 )
 from .perturbation import PerturbationCurves, perturbation_curves, removal_order
 from .protocol import BoxAUCProtocol, PerturbationProtocol, PointingProtocol
-from .ranking import CRITERIA, rank_methods
+from .ranking import rank_methods
 from .road import ROADCurves, noisy_linear_imputation, road_curves
 from .sanity import (
     cascading_randomisation,
@@ -44,10 +45,36 @@ from .sanity import (
 )
 from .scores import CurveScore, aopc, lerf_auc, morf_aoc
 from .upsample import boxes_to_mask, upsample_map
+from .registry import (
+    FIGURES,
+    METRICS,
+    SETTINGS,
+    Figure,
+    Metric,
+    RowMetric,
+    Scores,
+    Scoring,
+    Setting,
+    check_metric,
+    default_metrics,
+    register_metric,
+)
+from . import catalog  # noqa: F401, E402  (registers the built-in metrics, in table order)
 
 __all__ = [
-    "CRITERIA",
+    "FIGURES",
+    "METRICS",
     "RECALL_GRID",
+    "SETTINGS",
+    "Figure",
+    "Metric",
+    "RowMetric",
+    "Scores",
+    "Scoring",
+    "Setting",
+    "check_metric",
+    "default_metrics",
+    "register_metric",
     "BoxAUCProtocol",
     "BoxAUCResult",
     "BoxCurve",

@@ -8,16 +8,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CRITERIA", "rank_methods"]
-
-#: The summary's criteria: row key → ``True`` where higher is better.
-CRITERIA: dict[str, bool] = {
-    "morf_aoc": True, "lerf_auc": True, "box_pr_auc": True, "pointing_game": True,
-    "deletion_auc": False, "insertion_auc": True, "positive_perturbation_auc": False,
-    "negative_perturbation_auc": True, "road_morf_aoc": True, "road_lerf_auc": True,
-    "energy_pointing_game": True, "relevance_rank_accuracy": True, "complexity": False,
-    "class_switch_shift": True, "sanity_randomised_spearman": False,
-}
+__all__ = ["rank_methods"]
 
 
 def _ranks(values: np.ndarray, higher_is_better: bool) -> np.ndarray:
@@ -39,19 +30,24 @@ def _ranks(values: np.ndarray, higher_is_better: bool) -> np.ndarray:
     return out
 
 
-def rank_methods(rows: Sequence[Mapping[str, Any]], *, criteria: Mapping[str, bool] = CRITERIA,
+def rank_methods(rows: Sequence[Mapping[str, Any]], *, criteria: Mapping[str, bool] | None = None,
                  group: str = "model") -> list[dict[str, Any]]:
     """Rank the methods of each ``group`` (default: per model) on each criterion present.
 
     Args:
         rows: summary rows with ``group``, ``"method"`` and the criteria's keys (``None`` or a
             missing key = not measured, left out of that criterion's ranking).
-        criteria: key → higher is better.
+        criteria: key → higher is better (default: the ranked figures of every registered metric,
+            :func:`~infsa_viz.metrics.registry.criteria`).
 
     Returns:
         One dict per row: ``{group, method, ranks: {criterion: rank}, mean_rank, n_criteria}``,
         rank 1 = best, ties share their mean rank; ``mean_rank`` over the criteria the method has.
     """
+    if criteria is None:
+        from .registry import criteria as registered
+
+        criteria = registered()
     out: list[dict[str, Any]] = []
     for name in dict.fromkeys(r[group] for r in rows):
         members = [r for r in rows if r[group] == name]

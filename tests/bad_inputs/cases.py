@@ -222,9 +222,9 @@ def _prepare(images) -> Callable[[Paths], Any]:
 
 
 def _protocol(**kwargs) -> Callable[[Paths], Any]:
-    from infsa_viz.evaluation import EvalProtocol
+    from infsa_viz.evaluation import EvalSettings
 
-    return lambda p: EvalProtocol(**kwargs)
+    return lambda p: EvalSettings(**kwargs)
 
 
 def _cluttered(**kwargs) -> Callable[[Paths], Any]:
@@ -368,7 +368,7 @@ def _cli_cases() -> list[Case]:
                                       "--out", "{not_a_dir}/r.json"], r"cannot write"),
         C("evaluate-locked", ["evaluate", "--models", "{model}", "--methods", "attention", "--n-images", "2", "--out",
                               "{out}/locked.json"], r"another evaluation is writing", setup=_hold_lock),
-        C("evaluate-bad-target", [*evaluate, "--target", "x"], r"'x' must be 'label', 'predicted' or a class index"),
+        C("evaluate-bad-target", [*evaluate, "--target", "x"], r"--target='x' is invalid; expected 'label', 'predicted', 'top K'"),
         C("eigencheck-batch-zero", ["eigencheck", "--model", "{model}", "--batch-size", "0", "--out", "{out}/e.json"],
           r"batch"),
         C("eigencheck-n-images-zero", ["eigencheck", "--model", "{model}", "--n-images", "0", "--out", "{out}/e.json"],

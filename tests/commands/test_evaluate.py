@@ -54,7 +54,8 @@ def test_report_has_rows_protocol_and_side_files(tmp_path, models):
         assert protocol["evaluation"]["target"] == "label" and "ground-truth" in protocol["evaluation"]["target_rule"]
         assert protocol["map"]["method"] == r["method"] and "options" in protocol["map"]
         assert {"box_auc", "pointing_game", "aggregation"} <= set(protocol)
-        assert {"deletion_insertion", "road", "class_switch", "subsample"} <= set(protocol["beyond_morf"])
+        assert {"deletion_insertion", "positive_negative", "road", "class_switch", "mass", "complexity"} <= set(protocol)
+        assert protocol["deletion_insertion"]["images"] == "index < 4" and protocol["road"]["images"] == "index < 2"
         assert r["n_subsample"] == 4 and r["n_road"] == 2 and r["sanity"]["n_images"] == 4
     assert report["protocol"]["settings"]["road_images"] == 2 and len(report["rankings"]) == 4
     with open(out.with_suffix(".csv")) as f:

@@ -15,8 +15,9 @@ def image_record(model: str, method: str, index: int, *, morf: float, pr: float,
     logits = np.zeros(3)
     logits[predicted] = 1.0
     nan = math.nan
+    figures = {"morf_aoc": morf, "lerf_auc": nan, "aopc": nan, "box_roc_auc": pr, "box_pr_auc": pr,
+               "distractor_roc_auc": nan, "positive_fraction": 0.1, "pointing_hit": nan}
     return ImageRecord(model=model, variant=variant, method=method, index=index, name=str(index), label=label,
-                       logits=logits, target=None, scored=label, morf=np.ones(3), lerf=np.ones(3), morf_aoc=morf,
-                       lerf_auc=nan, aopc=nan, box_roc_auc=pr, box_pr_auc=pr, distractor_roc_auc=nan,
-                       positive_fraction=0.1, pointing_hit=nan, precision=np.full(3, nan), map_min=0.0,
-                       map_max=1.0, map_mass=1.0)
+                       logits=logits, target=None, scored=label, figures=figures,
+                       curves={"morf": np.ones(3), "lerf": np.ones(3), "precision": np.full(3, nan)},
+                       map_min=0.0, map_max=1.0, map_mass=1.0)

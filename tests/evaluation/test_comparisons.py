@@ -1,4 +1,4 @@
-"""Row intervals, paired tests, benchmark headroom, seed spread and the box oracle."""
+"""Row intervals, paired tests, benchmark headroom and seed spread."""
 
 from __future__ import annotations
 
@@ -9,10 +9,8 @@ import pytest
 
 from infsa_viz.data import LabelledImages
 from infsa_viz.evaluation import (
-    EvalProtocol,
+    EvalSettings,
     benchmark_quality,
-    box_oracle,
-    check_evaluation_method,
     evaluate,
     paired_tests,
     per_image_figures,
@@ -39,7 +37,7 @@ def test_rows_carry_intervals_that_match_their_figures(make_config):
     data = LabelledImages(images=rng.integers(0, 256, (n, 16, 16), dtype=np.uint8), labels=rng.integers(0, 3, n),
                           boxes=[np.array([[0, 0, 8, 8]])] * n, negative_boxes=[np.array([[8, 8, 16, 16]])] * n)
     result = evaluate([("m-seed1", model), ("m-seed2", model)], ["attention", "random", "box_oracle"], data,
-                      protocol=EvalProtocol(steps=4, select="all", chunk=5))
+                      protocol=EvalSettings(steps=4, select="all", chunk=5))
     for row in result.rows:
         records = [r for r in result.records if (r.model, r.method) == (row["model"], row["method"])]
         values = per_image_figures(records, select="all")
@@ -59,7 +57,7 @@ def test_rows_carry_intervals_that_match_their_figures(make_config):
     assert len(tests["method_vs_method"]) == 2 * 2 * 3  # figures x models x pairs of 3 methods
     assert tests["model_vs_model"] == []  # two seeds of one model: not paired (the seed spread is in `seeds`)
     alone = evaluate([("m", model), ("m-copy", model)], ["attention"], data,
-                     protocol=EvalProtocol(steps=4, select="all", chunk=5)).comparisons["paired_tests"]
+                     protocol=EvalSettings(steps=4, select="all", chunk=5)).comparisons["paired_tests"]
     same = [t for t in alone["model_vs_model"] if t["method"] == "attention"]  # the same model twice
     assert len(same) == 2 and all(t["mean_difference"] == 0.0 and t["p_wilcoxon"] == 1.0 for t in same)
 
@@ -138,22 +136,3 @@ def test_seed_summary_mean_and_spread():
     assert morf["per_seed"] == [74.0, 70.0, 72.0] and morf["per_seed_ci"][0] == [73.0, 75.0]
     assert entry["figures"]["box_pr_auc"]["mean"] is None
     assert split_seed("a/b-seed12/") == ("a/b", 12) and split_seed("seedless") == ("seedless", None)
-
-
-def test_box_oracle_is_the_covered_share_of_each_patch():
-    boxes = [np.array([[0, 0, 8, 8]]), np.array([[2, 2, 6, 6]]), np.zeros((0, 4))]
-    result = box_oracle(boxes, image_size=(16, 16), patch_size=4)
-    expect = np.zeros((3, 4, 4))
-    expect[0, :2, :2] = 1.0
-    expect[1, :2, :2] = 0.25  # a 4x4 box centred on the corner of four patches covers 4 of 16 pixels of each
-    np.testing.assert_allclose(result.maps.numpy(), expect)
-    assert result.method == "box_oracle" and result.metadata["images_without_box"] == 1
-    with pytest.raises(ValueError, match="patch_size"):
-        box_oracle(boxes, image_size=(16, 16), patch_size=5)
-
-
-def test_reference_names_are_checked():
-    assert check_evaluation_method("box_oracle") == "box_oracle"
-    assert check_evaluation_method("attention") == "attention"
-    with pytest.raises(ValueError, match="box_oracle"):
-        check_evaluation_method("oracle")

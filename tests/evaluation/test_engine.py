@@ -11,7 +11,7 @@ import torch
 from sklearn.metrics import auc
 
 from infsa_viz.data import LabelledImages
-from infsa_viz.evaluation import EvalProtocol, default_methods, evaluate, score_images, summarise
+from infsa_viz.evaluation import EvalSettings, default_methods, evaluate, score_images, summarise
 from infsa_viz.maps import METHODS, attribute
 from infsa_viz.metrics import aopc, box_auc, box_curves, lerf_auc, morf_aoc, perturbation_curves, pointing_game
 from infsa_viz.preprocess import Preprocessing, preprocess
@@ -36,7 +36,7 @@ def model(make_config):
 
 def test_records_equal_the_metric_functions_on_the_same_maps(model):
     data = _data()
-    protocol = EvalProtocol(steps=4, select="all")
+    protocol = EvalSettings(steps=4, select="all")
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # every figure is defined here: no undefined-metric warning
         records, result, parts = score_images(model, data, "visits", protocol=protocol, name="m")
@@ -66,7 +66,7 @@ def test_records_equal_the_metric_functions_on_the_same_maps(model):
 
 def test_unknown_labels_score_and_explain_the_prediction(model):
     data = _data(labels=[-1, -1, 0, 1])
-    records, _, _ = score_images(model, data, "saliency", protocol=EvalProtocol(steps=2, target="label"))
+    records, _, _ = score_images(model, data, "saliency", protocol=EvalSettings(steps=2, target="label"))
     with torch.no_grad():
         predicted = model(preprocess(model, data.images)).argmax(-1).tolist()
     assert [r.label for r in records] == [None, None, 0, 1]
@@ -77,16 +77,16 @@ def test_unknown_labels_score_and_explain_the_prediction(model):
 
 def test_images_without_boxes_have_undefined_box_figures(model):
     data = LabelledImages(images=_data().images, labels=np.zeros(4, np.int64), boxes=[np.zeros((0, 4))] * 4)
-    records, _, _ = score_images(model, data, "attention", protocol=EvalProtocol(steps=2))
+    records, _, _ = score_images(model, data, "attention", protocol=EvalSettings(steps=2))
     assert all(math.isnan(r.box_roc_auc) and math.isnan(r.pointing_hit) for r in records)
     assert all(np.isnan(r.precision).all() for r in records)
-    row = summarise(records, select="all", steps=(np.array([0.0, 1.0]), np.array([0, 16])), protocol={})
+    row = summarise(records, select="all", protocol={})
     assert row["box_roc_auc"] is None and row["box_undefined"] == 4 and row["n_scored"] == 4
 
 
 def test_evaluate_rows_aggregate_the_records_and_are_chunk_independent(model):
     data = _data(6)
-    results = [evaluate([("m", model)], ["attention", "random"], data, protocol=EvalProtocol(steps=3, chunk=chunk,
+    results = [evaluate([("m", model)], ["attention", "random"], data, protocol=EvalSettings(steps=3, chunk=chunk,
                                                                                                   select="all"))
                for chunk in (2, 6)]
     a, b = results
@@ -109,5 +109,5 @@ def test_protocol_validation_and_default_methods():
     assert set(default_methods()) == {n for n, m in METHODS.items() if m.in_default_report}
     for bad in ({"target": "truth"}, {"target": -1}, {"select": "some"}, {"steps": 0}, {"baseline": "zero"}):
         with pytest.raises(ValueError):
-            EvalProtocol(**bad)
-    assert EvalProtocol(target=3).to_dict()["target_rule"].endswith("class 3")
+            EvalSettings(**bad)
+    assert EvalSettings(target=3).to_dict()["target_rule"].endswith("class 3")

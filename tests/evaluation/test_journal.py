@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from infsa_viz.data import test_split
-from infsa_viz.evaluation import EvalProtocol, evaluate, score_images
+from infsa_viz.evaluation import EvalSettings, evaluate, score_images
 from infsa_viz.evaluation.journal import Journal, OutputLock, _decode, _encode
 from infsa_viz.vit import VisionTransformer
 
@@ -34,16 +34,22 @@ def test_journal_returns_what_it_saved(tmp_path, make_config):
     assert journal.load("m", "visits", [0, 1, 2, 3]) is None
     journal.save("m", "visits", [0, 1, 2, 3], records, result, parts)
     got, summary, got_parts = Journal(tmp_path / "j", {"run": 1}).load("m", "visits", [0, 1, 2, 3])
+    def same(x, y, field):
+        if isinstance(x, dict):
+            assert set(x) == set(y), field
+            for key in x:
+                same(x[key], y[key], f"{field}.{key}")
+        elif isinstance(x, np.ndarray):
+            assert x.dtype == y.dtype, field
+            np.testing.assert_array_equal(x, y)
+        elif isinstance(x, float) and np.isnan(x):
+            assert np.isnan(y), field
+        else:
+            assert x == y, field
+
     for a, b in zip(records, got):
         for field in a.__dataclass_fields__:
-            x, y = getattr(a, field), getattr(b, field)
-            if isinstance(x, np.ndarray):
-                assert x.dtype == y.dtype
-                np.testing.assert_array_equal(x, y)
-            elif isinstance(x, float) and np.isnan(x):
-                assert np.isnan(y)
-            else:
-                assert x == y, field
+            same(getattr(a, field), getattr(b, field), field)
     assert summary.options == {k: v for k, v in result.options.items() if not isinstance(v, (dict, tuple))}
     np.testing.assert_array_equal(got_parts["steps"][0], parts["steps"][0])
 
@@ -67,7 +73,7 @@ def test_chunks_are_keyed_by_model_weights(tmp_path, make_config):
 
 def test_evaluate_with_journal_equals_without(tmp_path, make_config):
     models = [("m", VisionTransformer(make_config("softmax", num_classes=10)).eval())]
-    data, protocol = test_split(6), EvalProtocol(steps=4, chunk=2, select="all")
+    data, protocol = test_split(6), EvalSettings(steps=4, chunk=2, select="all")
     plain = evaluate(models, ["attention"], data, protocol=protocol)
     journal = Journal(tmp_path / "j", {"run": 1})
     evaluate(models, ["attention"], data, protocol=protocol, journal=journal)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from infsa_viz.data import LabelledImages
-from infsa_viz.evaluation import TABLE_COLUMNS, EvalProtocol, evaluate, records_csv, write_evaluation
+from infsa_viz.evaluation import TABLE_COLUMNS, EvalSettings, evaluate, records_csv, write_evaluation
 from infsa_viz.vit import VisionTransformer
 
 
@@ -18,7 +18,7 @@ def _evaluation(make_config):
     rng = np.random.default_rng(1)
     data = LabelledImages(images=rng.integers(0, 256, (3, 16, 16), dtype=np.uint8), labels=np.array([0, 1, 2]),
                           boxes=[np.array([[0, 0, 8, 8]])] * 3, names=["a", "b", "c"], description={"name": "t"})
-    return evaluate([("m", model)], ["visits", "saliency"], data, protocol=EvalProtocol(steps=2, select="all"))
+    return evaluate([("m", model)], ["visits", "saliency"], data, protocol=EvalSettings(steps=2, select="all"))
 
 
 def test_json_csv_per_image_csv_and_html(tmp_path, make_config):

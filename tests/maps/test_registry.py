@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 from torch.testing import assert_close
 
 from infsa_viz.maps import (
     FAMILIES,
+    GroundTruth,
     METHODS,
     UNLEARNED_GAMMA,
     MapMethod,
@@ -24,7 +26,8 @@ FAST = [m for m in METHODS if m != "integrated_gradients"]
 @pytest.mark.parametrize("method", FAST)
 def test_every_method_gives_a_finite_grid_map(tiny_model, method):
     x = torch.randn(2, 1, 16, 16)
-    result = attribute(tiny_model, x, method)
+    truth = GroundTruth(boxes=[np.array([[0, 0, 8, 8]])] * 2) if METHODS[method].needs_truth else None
+    result = attribute(tiny_model, x, method, truth=truth)
     assert result.maps.shape == (2, 4, 4) and torch.isfinite(result.maps).all()
     assert result.method == method and set(METHODS[method].defaults) == set(result.options)
     spec = METHODS[method]
@@ -67,8 +70,11 @@ def test_gradient_target_defaults_to_the_prediction_and_is_checked(make_config):
         predicted = model(x).argmax(-1)
     assert attribute(model, x, "saliency").target.tolist() == predicted.tolist()
     assert attribute(model, x, "saliency", target=0).target.tolist() == [0, 0, 0]
-    for bad in (3, torch.tensor([0, 1]), -1):
-        with pytest.raises(ValueError, match="target"):
+    assert attribute(model, x, "saliency", target="top 2").target.tolist() == \
+        torch.sort(model(x), dim=-1, descending=True, stable=True).indices[:, 1].tolist()
+    assert attribute(model, x, "saliency", target="label", labels=[2, 1, 0]).target.tolist() == [2, 1, 0]
+    for bad in (3, torch.tensor([0, 1]), -1, "top 9", "label", "cat"):
+        with pytest.raises(ValueError, match="target|label"):
             attribute(model, x, "saliency", target=bad)
     with pytest.raises(ValueError, match="does not explain a class"):
         attribute(model, x, "attention", target=1)

@@ -1,4 +1,4 @@
-"""The protocols beyond MoRF and box AUC inside the engine, on a tiny model: per-image figures
+"""The built-in metrics of the registry inside the engine, on a tiny model: per-image figures
 equal the metric functions, subsets follow the image index, class switch, sanity and ranks."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from infsa_viz.data import LabelledImages
-from infsa_viz.evaluation import EvalProtocol, evaluate, score_images
+from infsa_viz.evaluation import EvalSettings, evaluate, score_images
 from infsa_viz.maps import attribute
 from infsa_viz.metrics import (
     class_switch,
@@ -39,7 +39,7 @@ def model(make_config):
 
 def test_records_hold_the_metric_functions_on_their_subsets(model):
     data = _data()
-    protocol = EvalProtocol(steps=3, select="all", subsample=2, road_images=1, road_steps=3, insertion_steps=4,
+    protocol = EvalSettings(steps=3, select="all", subsample=2, road_images=1, road_steps=3, insertion_steps=4,
                             sanity_images=0)
     records, _, parts = score_images(model, data, "chefer2021", protocol=protocol, name="m")
     x = preprocess(model, data.images)
@@ -56,17 +56,17 @@ def test_records_hold_the_metric_functions_on_their_subsets(model):
         if i < 2:
             assert r.deletion_auc == pytest.approx(di.deletion_auc[i], abs=1e-6)
             assert r.class_switch_shift == pytest.approx(shift[i], abs=1e-6)
-    assert "road" in parts["beyond_morf"] and "class_switch" in parts["beyond_morf"]
+    assert parts["road"]["ran"] and parts["class_switch"]["ran"] and parts["road"]["images"] == "index < 1"
 
 
 def test_a_map_without_a_class_does_not_shift(model):
-    protocol = EvalProtocol(steps=2, select="all", road_images=0, sanity_images=0)
+    protocol = EvalSettings(steps=2, select="all", road_images=0, sanity_images=0)
     records, _, _ = score_images(model, _data(2), "rollout", protocol=protocol)
     assert all(r.class_switch_shift == 0 for r in records)
 
 
 def test_evaluate_adds_sanity_flags_and_ranks(model):
-    protocol = EvalProtocol(steps=2, select="all", subsample=2, road_images=0, sanity_images=3)
+    protocol = EvalSettings(steps=2, select="all", subsample=2, road_images=0, sanity_images=3)
     result = evaluate([("m", model)], ["attention", "chefer2021", "random"], _data(4), protocol=protocol)
     rows = {r["method"]: r for r in result.rows}
     assert rows["random"]["sanity_fails"] is True  # seeded noise ignores the model entirely
@@ -80,18 +80,44 @@ def test_evaluate_adds_sanity_flags_and_ranks(model):
 
 def test_road_row_mean_is_over_the_curve_selection_only():
     """ROAD divides by p_0: a misclassified image (tiny p_0, huge score) must not enter the row mean."""
-    from types import SimpleNamespace
+    from infsa_viz.evaluation import ImageRecord, summarise
 
-    from infsa_viz.evaluation.protocols import EXTRA_FIELDS, summarise_extra
+    def record(index, road, deletion, predicted=0):
+        logits = np.zeros(3)
+        logits[predicted] = 1.0
+        return ImageRecord(model="m", variant="softmax", method="attention", index=index, name=str(index), label=0,
+                           logits=logits, target=None, scored=0,
+                           figures={"morf_aoc": 10.0, "road_morf_aoc": road, "road_lerf_auc": road,
+                                    "deletion_auc": deletion, "insertion_auc": math.nan})
 
-    def record(road, deletion):
-        fields = dict.fromkeys(EXTRA_FIELDS, math.nan)
-        return SimpleNamespace(**{**fields, "road_morf_aoc": road, "road_lerf_auc": road, "deletion_auc": deletion})
-
-    records = [record(40.0, 0.2), record(-300.0, 0.4), record(60.0, 0.6), record(math.nan, math.nan)]
-    row = summarise_extra(records, selected=np.array([True, False, True, True]))
+    records = [record(0, 40.0, 0.2), record(1, -300.0, 0.4, predicted=1), record(2, 60.0, 0.6),
+               record(3, math.nan, math.nan)]
+    row = summarise(records, select="correct", protocol={})
     assert row["road_morf_aoc"] == pytest.approx(50.0) and row["n_road"] == 2
-    assert row["deletion_auc"] == pytest.approx(0.4) and row["n_subsample"] == 3  # not a curve-selected field
-    assert summarise_extra(records)["road_morf_aoc"] == pytest.approx(-200.0 / 3)
-    with pytest.raises(ValueError, match="selected"):
-        summarise_extra(records, selected=np.ones(2, dtype=bool))
+    assert row["deletion_auc"] == pytest.approx(0.4) and row["n_subsample"] == 3  # not a curve-selected figure
+    assert summarise(records, select="all", protocol={})["road_morf_aoc"] == pytest.approx(-200.0 / 3)
+
+
+@pytest.mark.parametrize("target", ["predicted", "label", "top 2"])
+def test_sanity_checks_explain_the_class_the_run_asks_for(model, monkeypatch, target):
+    """The sanity check explains the run's target class (it used to explain the label always)."""
+    from infsa_viz.metrics import catalog
+    from infsa_viz.targets import Target
+
+    seen = []
+    real = catalog.sanity_report
+
+    def spy(model, images, maps_of, targets, **kwargs):
+        seen.append(None if targets is None else targets.tolist())
+        return real(model, images, maps_of, targets, **kwargs)
+
+    monkeypatch.setattr(catalog, "sanity_report", spy)
+    data = _data(4)
+    protocol = EvalSettings(steps=2, select="all", subsample=0, road_images=0, sanity_images=4, target=target,
+                            metrics=["sanity"])
+    evaluate([("m", model)], ["saliency"], data, protocol=protocol)
+    with torch.no_grad():
+        logits = model(preprocess(model, data.images))
+    assert seen == [Target.parse(target).resolve(logits, data.labels).tolist()]
+    if target != "label":  # the case that used to be wrong differs from the labels here
+        assert seen[0] != data.labels.tolist()

@@ -1,0 +1,66 @@
+"""Reference maps: made from the images' ground truth, not from the model.
+
+An explanation method sees a model and its input; a reference map also sees the images'
+:class:`~infsa_viz.maps.base.GroundTruth`, which only an evaluation has. They are registered in
+:data:`~infsa_viz.maps.METHODS` with the role ``"ceiling"`` (the random map,
+:class:`~infsa_viz.maps.baseline.RandomMap`, is the ``"floor"``), so every reader tells them apart
+by their role, never by their name; ``benchmark_quality`` reads the headroom between them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ..metrics.upsample import boxes_to_mask
+from .base import GroundTruth, MapMethod, register
+
+__all__ = ["BoxOracle", "box_oracle_maps"]
+
+
+def box_oracle_maps(boxes: list[np.ndarray], *, image_size: tuple[int, int], patch_size: int) -> torch.Tensor:
+    """Each patch's share of pixels inside the image's target boxes ``(B, H/p, W/p)`` in [0, 1].
+
+    A patch wholly inside a target box scores 1, one wholly outside 0, a patch on the border the
+    covered fraction. Removing patches in this order removes the target's pixels first (MoRF), and
+    the map's upsampled values rank target pixels above the rest (box ROC/PR-AUC), up to the blur
+    of the patch grid.
+
+    Args:
+        boxes: per image, ``(K_i, 4)`` target boxes in model-input pixels (``x1``, ``y1`` exclusive).
+        image_size: ``(H, W)`` of the model input.
+        patch_size: the model's patch side ``p``; ``H`` and ``W`` must be multiples of it.
+
+    Raises:
+        ValueError: if the image size is not a multiple of ``patch_size``.
+    """
+    height, width = image_size
+    if patch_size < 1 or height % patch_size or width % patch_size:
+        raise ValueError(f"patch_size={patch_size} is invalid for image_size={image_size}; expected a divisor "
+                         "of both sides")
+    h, w = height // patch_size, width // patch_size
+    maps = np.zeros((len(boxes), h, w), dtype=np.float32)
+    for i, image_boxes in enumerate(boxes):
+        if len(image_boxes):
+            mask = boxes_to_mask(image_boxes, (height, width)).astype(np.float32)  # (H, W)
+            maps[i] = mask.reshape(h, patch_size, w, patch_size).mean(axis=(1, 3))
+    return torch.from_numpy(maps)
+
+
+@register
+class BoxOracle(MapMethod):
+    """The box oracle: each patch's share of pixels inside a target box (the ceiling of box metrics)."""
+
+    name = "box_oracle"
+    family = "reference"
+    role = "ceiling"
+    needs_truth = True
+    in_default_report = False
+    description = ("reference (not a model explanation): share of each patch inside a target box, "
+                   "1 inside, 0 outside")
+    cost = "none (reads the target boxes)"
+
+    def _compute(self, model, images, target, options, truth: GroundTruth):
+        maps = box_oracle_maps(truth.boxes, image_size=tuple(images.shape[-2:]), patch_size=model.patch_size)
+        return maps, {"reference": self.description,
+                      "images_without_box": int(sum(len(b) == 0 for b in truth.boxes))}, None

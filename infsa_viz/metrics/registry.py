@@ -1,0 +1,357 @@
+"""The metric registry: every metric the evaluation computes, declared once.
+
+A :class:`Metric` is one class with its name, category, citation, the rule stored with its
+results, its settings (:class:`Setting`) and the figures it produces (:class:`Figure`: name, label,
+direction, unit, which images its row mean counts, its ceiling reference map); :func:`register_metric`
+adds it to :data:`METRICS`. The evaluation engine, the row summaries, the table columns, the
+ranking criteria, the CLI's ``--metrics`` and settings options, the README tables and the app's
+hints all read these declarations (as Quantus declares a metric once with its name, score
+direction and category), so a new metric is one module with its registration:
+
+    >>> @register_metric
+    ... class MapPeak(Metric):
+    ...     name = "map_peak"
+    ...     category = "complexity"
+    ...     rule = "the map's largest value"
+    ...     figures = (Figure("map_peak", "map peak", higher_is_better=None, unit="map units"),)
+    ...     def score(self, ctx):
+    ...         return Scores({"map_peak": ctx.maps.flatten(1).amax(1).double().numpy()})
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, get_args
+
+import numpy as np
+from torch import Tensor, nn
+
+__all__ = [
+    "CATEGORIES",
+    "FIGURES",
+    "IMAGE_SUBSETS",
+    "METRICS",
+    "SETTINGS",
+    "Figure",
+    "Metric",
+    "RowMetric",
+    "Scores",
+    "Scoring",
+    "Setting",
+    "check_metric",
+    "criteria",
+    "default_metrics",
+    "figures_of",
+    "register_metric",
+    "resolve_settings",
+]
+
+Category = Literal["faithfulness", "localisation", "evidence", "complexity", "randomisation", "robustness"]
+CATEGORIES: tuple[str, ...] = get_args(Category)
+#: Which images a figure's row mean counts: every image where it is defined (``"all"``), or only
+#: the images of the run's curve selection (``"scored"``: ``--select``, e.g. correctly classified,
+#: with a defined MoRF score) — figures divided by the clean probability ``p_0`` use the latter.
+ImageSubset = Literal["all", "scored"]
+IMAGE_SUBSETS: tuple[str, ...] = get_args(ImageSubset)
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One number a metric gives per image (and its row mean).
+
+    Attributes:
+        name: the row key (and the per-image key, unless ``record`` differs).
+        label: the name people read ("MoRF-AOC").
+        higher_is_better: the direction; ``None`` for a descriptive figure (not ranked).
+        unit: what one unit is ("% of the area", "share of pixels", "nats", …).
+        images: :data:`IMAGE_SUBSETS`: the images the row mean counts.
+        percent: a share in [0, 1] that tables and the app show as a percentage.
+        ranked: whether it is a criterion of :func:`~infsa_viz.metrics.rank_methods`.
+        table: whether it is a column of the evaluation table.
+        digits: decimals kept in rows.
+        record: the per-image key when it differs from the row key (``pointing_hit`` → ``pointing_game``).
+        ceiling: the reference map (a :data:`~infsa_viz.maps.METHODS` name with the role
+            ``"ceiling"``) that bounds this figure from above, for the benchmark's headroom.
+        description: one line for glossaries and help texts.
+    """
+
+    name: str
+    label: str
+    higher_is_better: bool | None
+    unit: str
+    images: ImageSubset = "all"
+    percent: bool = False
+    ranked: bool = True
+    table: bool = True
+    digits: int = 5
+    record: str | None = None
+    ceiling: str | None = None
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if self.images not in IMAGE_SUBSETS:
+            raise ValueError(f"Figure {self.name!r}: images={self.images!r} must be one of {list(IMAGE_SUBSETS)}")
+        if self.ranked and self.higher_is_better is None:
+            raise ValueError(f"Figure {self.name!r} is ranked but has no direction (higher_is_better=None)")
+
+    @property
+    def key(self) -> str:
+        """The per-image key of :class:`~infsa_viz.evaluation.ImageRecord` figures."""
+        return self.record or self.name
+
+    @property
+    def direction(self) -> str:
+        return {True: "higher is better", False: "lower is better", None: "descriptive"}[self.higher_is_better]
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A free choice of a metric's protocol, with its default and bounds (a CLI option ``--name``).
+
+    Bounds are checked before anything runs, so a value that would exhaust memory (e.g. a step
+    count) is refused up front with the bound in the message.
+    """
+
+    name: str
+    default: Any
+    kind: type
+    help: str
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[Any, ...] | None = None
+    optional: bool = False
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    def check(self, value: Any) -> Any:
+        """``value`` converted to :attr:`kind` and checked; ``ValueError`` naming the setting otherwise."""
+        if value is None and self.optional:
+            return None
+        expected = (f"one of {list(self.choices)}" if self.choices else
+                    f"{'an integer' if self.kind is int else 'a number' if self.kind is float else self.kind.__name__}"
+                    + (f" >= {self.minimum:g}" if self.minimum is not None else "")
+                    + (f" and <= {self.maximum:g}" if self.maximum is not None else ""))
+        bad = ValueError(f"{self.name}={value!r} is invalid; expected {expected}")
+        if isinstance(value, bool) or (self.kind is int and not isinstance(value, (int, np.integer))):
+            raise bad
+        if self.kind is float:
+            if not isinstance(value, (int, float, np.integer, np.floating)) or not math.isfinite(float(value)):
+                raise bad
+            value = float(value)
+        elif self.kind is int:
+            value = int(value)
+        elif not isinstance(value, self.kind):
+            raise bad
+        if self.choices is not None and value not in self.choices:
+            raise bad
+        if (self.minimum is not None and value < self.minimum) or (self.maximum is not None and value > self.maximum):
+            raise bad
+        return value
+
+
+@dataclass(frozen=True, eq=False)
+class Scoring:
+    """What a metric sees of one chunk of images (all in model-input space).
+
+    Attributes:
+        model: the model (eval mode).
+        images: ``(B, C, H, W)`` prepared inputs.
+        maps: ``(B, h, w)`` the maps being scored.
+        classes: ``(B,)`` the class each image is scored for (its label, or the prediction where
+            the label is unknown).
+        positions: ``(B,)`` each image's index in the whole data set.
+        truth: the images' :class:`~infsa_viz.maps.GroundTruth` (target boxes, masks, importance).
+        negatives: per image, ``(K_i, 4)`` negative (distractor) boxes, or ``None``.
+        negative_labels: per image, the class of each negative box, or ``None``.
+        settings: the run's resolved settings (every registered :class:`Setting`, and the
+            evaluation's own ``score``, ``select``, ``seed``, ``batch_size``).
+        redraw: ``redraw(rows, classes) -> (len(rows), h, w)``: the same method's maps of the
+            images at ``rows`` explaining ``classes`` (the map itself for methods without a class).
+    """
+
+    model: nn.Module
+    images: Tensor
+    maps: Tensor
+    classes: np.ndarray
+    positions: np.ndarray
+    truth: Any
+    negatives: list[np.ndarray] | None
+    negative_labels: Sequence[np.ndarray] | None
+    settings: Mapping[str, Any]
+    redraw: Callable[[np.ndarray, np.ndarray], Tensor]
+
+    @property
+    def image_size(self) -> tuple[int, int]:
+        return (int(self.images.shape[-2]), int(self.images.shape[-1]))
+
+    @property
+    def boxes(self) -> list[np.ndarray]:
+        return self.truth.boxes
+
+    def __len__(self) -> int:
+        return int(self.images.shape[0])
+
+    def take(self, rows: np.ndarray) -> Scoring:
+        """The context of the images at ``rows`` (positions in this chunk)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        pick = lambda values: None if values is None else [values[i] for i in rows]  # noqa: E731
+        base = self.redraw
+        return Scoring(model=self.model, images=self.images[rows], maps=self.maps[rows], classes=self.classes[rows],
+                       positions=self.positions[rows], truth=self.truth.subset(rows), negatives=pick(self.negatives),
+                       negative_labels=pick(self.negative_labels), settings=self.settings,
+                       redraw=lambda r, c: base(rows[np.asarray(r, dtype=np.int64)], c))
+
+
+@dataclass
+class Scores:
+    """A metric's result on one chunk.
+
+    Attributes:
+        values: figure key → ``(B,) float64`` per image (``nan`` where not measured).
+        protocol: the resolved rules, stored with the row (JSON-able).
+        curves: name → ``(B, K)`` per-image curves kept in the records (e.g. MoRF probabilities).
+    """
+
+    values: dict[str, np.ndarray]
+    protocol: dict[str, Any] = field(default_factory=dict)
+    curves: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+class Metric(ABC):
+    """A per-image metric: class attributes declare it, :meth:`score` computes it on a chunk."""
+
+    #: Registry key (also the key of its protocol in each row).
+    name: ClassVar[str]
+    category: ClassVar[Category]
+    #: The paper or library the definition comes from.
+    citation: ClassVar[str] = ""
+    #: The rule, in one line, stored with every result.
+    rule: ClassVar[str]
+    figures: ClassVar[tuple[Figure, ...]]
+    #: Its free choices (shared by name with other metrics that declare the same setting).
+    settings: ClassVar[tuple[Setting, ...]] = ()
+    #: The name of an ``int`` setting: the metric runs on the images whose index is below it
+    #: (``None``: every image).
+    subset: ClassVar[str | None] = None
+    #: The row key counting the images with a value of its first figure (``None``: no count).
+    count: ClassVar[str | None] = None
+    #: Whether ``infsa-viz evaluate`` computes it unless ``--metrics`` says otherwise.
+    default: ClassVar[bool] = True
+    #: Work per image, in words.
+    cost: ClassVar[str] = ""
+
+    @abstractmethod
+    def score(self, ctx: Scoring) -> Scores:
+        """Per-image values of every figure on ``ctx``'s images."""
+
+    def row_extras(self, records: Sequence[Any], scored: np.ndarray, protocol: Mapping[str, Any]) -> dict[str, Any]:
+        """Row entries beyond the figures' means (counts, mean curves under ``"curves"``), from the
+        (model, method)'s image records, the ``"scored"`` image mask and this metric's row protocol."""
+        return {}
+
+    def describe(self, settings: Mapping[str, Any]) -> dict[str, Any]:
+        """The protocol record of this metric under ``settings`` (stored with each row)."""
+        out: dict[str, Any] = {"category": self.category, "rule": self.rule}
+        if self.citation:
+            out["reference"] = self.citation
+        if self.subset:
+            out["images"] = f"index < {settings[self.subset]}"
+        return out
+
+
+class RowMetric(Metric):
+    """A metric computed once per (model, method) on the first images, not per chunk (sanity checks)."""
+
+    def score(self, ctx: Scoring) -> Scores:  # pragma: no cover - row metrics are scored by score_row
+        raise NotImplementedError(f"{self.name} is a row metric: call score_row")
+
+    @abstractmethod
+    def score_row(self, model: nn.Module, images: Tensor, classes: np.ndarray, method: str,
+                  options: dict[str, Any], settings: Mapping[str, Any],
+                  maps_of: Callable[[nn.Module, Tensor | None], Tensor]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """``(row figures, full report)`` of one (model, method) on ``images``; ``maps_of(model, classes)``
+        gives the method's maps."""
+
+
+#: Metric name → metric; filled by :func:`register_metric`. The one list of metrics.
+METRICS: dict[str, Metric] = {}
+#: Figure name → figure, over every registered metric (derived; names are unique).
+FIGURES: dict[str, Figure] = {}
+#: Setting name → setting, over every registered metric (derived; shared names agree).
+SETTINGS: dict[str, Setting] = {}
+_OWNER: dict[str, str] = {}
+
+
+def register_metric(cls: type[Metric]) -> type[Metric]:
+    """Class decorator: add an instance of ``cls`` to :data:`METRICS` (and its figures and settings)."""
+    if cls.name in METRICS:
+        raise ValueError(f"metric {cls.name!r} is registered twice")
+    if cls.category not in CATEGORIES:
+        raise ValueError(f"{cls.__name__}.category={cls.category!r} must be one of {list(CATEGORIES)}")
+    for figure in cls.figures:
+        if figure.name in FIGURES or figure.key in _OWNER:
+            raise ValueError(f"figure {figure.name!r} of metric {cls.name!r} is already declared by "
+                             f"{_OWNER.get(figure.key, _OWNER.get(figure.name))!r}")
+    for setting in cls.settings:
+        known = SETTINGS.get(setting.name)
+        if known is not None and known != setting:
+            raise ValueError(f"setting {setting.name!r} of metric {cls.name!r} differs from the one already declared")
+    if cls.subset is not None and cls.subset not in {s.name for s in cls.settings}:
+        raise ValueError(f"{cls.__name__}.subset={cls.subset!r} must name one of its settings")
+    METRICS[cls.name] = cls()
+    for figure in cls.figures:
+        FIGURES[figure.name] = figure
+        _OWNER[figure.key] = _OWNER[figure.name] = cls.name
+    for setting in cls.settings:
+        SETTINGS.setdefault(setting.name, setting)
+    return cls
+
+
+def unregister_metric(name: str) -> None:
+    """Remove a metric (for tests that register a toy one)."""
+    metric = METRICS.pop(name)
+    for figure in metric.figures:
+        FIGURES.pop(figure.name, None)
+        _OWNER.pop(figure.key, None)
+        _OWNER.pop(figure.name, None)
+    used = {s.name for m in METRICS.values() for s in m.settings}
+    for setting in metric.settings:
+        if setting.name not in used:
+            SETTINGS.pop(setting.name, None)
+
+
+def check_metric(name: str) -> Metric:
+    """The registered metric ``name``; ``ValueError`` naming the choices otherwise."""
+    if name not in METRICS:
+        raise ValueError(f"metric={name!r} is not a known metric; expected one of {list(METRICS)}")
+    return METRICS[name]
+
+
+def default_metrics() -> list[str]:
+    """The metrics an evaluation computes by default."""
+    return [name for name, metric in METRICS.items() if metric.default]
+
+
+def figures_of(metrics: Sequence[str] | None = None) -> list[Figure]:
+    """The figures of ``metrics`` (default: every registered metric), in registry order."""
+    names = list(METRICS) if metrics is None else list(metrics)
+    return [figure for name in names for figure in check_metric(name).figures]
+
+
+def criteria(metrics: Sequence[str] | None = None) -> dict[str, bool]:
+    """Ranking criteria: figure name → higher is better, for the ranked figures of ``metrics``."""
+    return {f.name: bool(f.higher_is_better) for f in figures_of(metrics) if f.ranked}
+
+
+def resolve_settings(given: Mapping[str, Any]) -> dict[str, Any]:
+    """Every registered setting: its default, updated by ``given`` (checked); ``ValueError`` for an
+    unknown name or a value out of bounds."""
+    unknown = sorted(set(given) - set(SETTINGS))
+    if unknown:
+        raise ValueError(f"settings {unknown} are not settings of any metric; expected some of {sorted(SETTINGS)}")
+    return {name: setting.check(given.get(name, setting.default)) for name, setting in SETTINGS.items()}

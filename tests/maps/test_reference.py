@@ -1,0 +1,41 @@
+"""Reference maps: registered methods with a role, built from the images' ground truth."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from infsa_viz.maps import METHODS, GroundTruth, attribute
+from infsa_viz.maps.reference import box_oracle_maps
+from infsa_viz.vit import ViTConfig, VisionTransformer
+
+
+def test_box_oracle_is_the_covered_share_of_each_patch():
+    boxes = [np.array([[0, 0, 8, 8]]), np.array([[2, 2, 6, 6]]), np.zeros((0, 4))]
+    maps = box_oracle_maps(boxes, image_size=(16, 16), patch_size=4)
+    expect = np.zeros((3, 4, 4))
+    expect[0, :2, :2] = 1.0
+    expect[1, :2, :2] = 0.25  # a 4x4 box centred on the corner of four patches covers 4 of 16 pixels of each
+    np.testing.assert_allclose(maps.numpy(), expect)
+    with pytest.raises(ValueError, match="patch_size"):
+        box_oracle_maps(boxes, image_size=(16, 16), patch_size=5)
+
+
+def test_the_box_oracle_is_a_method_that_reads_the_truth():
+    model = VisionTransformer(ViTConfig(img_size=16, patch_size=4, in_chans=1, embed_dim=16, depth=1, num_heads=2,
+                                        num_classes=3))
+    images = torch.zeros(2, 1, 16, 16)
+    truth = GroundTruth(boxes=[np.array([[0, 0, 8, 8]]), np.zeros((0, 4))])
+    result = attribute(model, images, "box_oracle", truth=truth)
+    assert result.method == "box_oracle" and result.metadata["images_without_box"] == 1
+    assert float(result.maps[0, :2, :2].min()) == 1.0 and float(result.maps[1].abs().sum()) == 0.0
+    with pytest.raises(ValueError, match="ground truth"):
+        attribute(model, images, "box_oracle")
+
+
+def test_roles_tell_references_apart():
+    roles = {name: method.role for name, method in METHODS.items()}
+    assert roles["random"] == "floor" and roles["box_oracle"] == "ceiling"
+    assert {r for n, r in roles.items() if n not in ("random", "box_oracle")} == {"explanation"}
+    assert not any(m.needs_truth for m in METHODS.values() if m.role == "explanation")
