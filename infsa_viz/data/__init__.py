@@ -12,9 +12,11 @@ from .cluttered import (
     ClutteredSample,
     cluttered_epoch,
     generate_cluttered,
+    generate_scenes,
 )
 from .folder import FolderDataset, parse_voc_boxes
 from .mnist import load_mnist_digits
+from .scenes import Scene, object_names
 from .splits import (
     BENCHMARKS,
     TEST_SEED,
@@ -36,10 +38,13 @@ __all__ = [
     "ClutteredSample",
     "FolderDataset",
     "LabelledImages",
+    "Scene",
     "check_benchmark",
     "cluttered_epoch",
     "generate_cluttered",
+    "generate_scenes",
     "load_mnist_digits",
+    "object_names",
     "parse_voc_boxes",
     "test_split",
 ]
