@@ -1,7 +1,7 @@
 """Attribution metrics: MoRF / LeRF patch-removal curves and their scores, box ROC-AUC /
 PR-AUC and the pointing game, each returned with its resolved protocol; deletion / insertion,
-positive / negative perturbation, ROAD, mass-based localisation, complexity, sanity checks, the
-class-switch test and a multi-criteria ranking.
+positive / negative perturbation, ROAD, mass-based localisation, evidence metrics against the
+objects a model used, complexity, sanity checks, the class-switch test and a multi-criteria ranking.
 
 Plain functions over maps ``(B, h, w)`` on the ViT patch grid (or pixel maps ``(B, H, W)`` for
 the localisation metrics). OpenCV and scikit-learn are imported by the functions that use them.
@@ -9,6 +9,17 @@ the localisation metrics). OpenCV and scikit-learn are imported by the functions
 
 from ._checks import UndefinedMetricWarning
 from .class_switch import class_switch, switch_classes
+from .evidence import (
+    EVIDENCE_FIGURES,
+    RankCorrelation,
+    evidence_mass_accuracy,
+    evidence_oracle,
+    evidence_rank_correlation,
+    evidence_scores,
+    object_density,
+    object_mass,
+    top_object_agreement,
+)
 from .insertion import (
     DeletionInsertion,
     PositiveNegative,
@@ -28,6 +39,8 @@ from .mass import (
     box_mass_share,
     complexity,
     energy_pointing_game,
+    mask_mass_share,
+    mask_rank_accuracy,
     relevance_rank_accuracy,
 )
 from .perturbation import PerturbationCurves, perturbation_curves, removal_order
@@ -47,6 +60,7 @@ from .upsample import boxes_to_mask, upsample_map
 
 __all__ = [
     "CRITERIA",
+    "EVIDENCE_FIGURES",
     "RECALL_GRID",
     "BoxAUCProtocol",
     "BoxAUCResult",
@@ -59,6 +73,7 @@ __all__ = [
     "PointingResult",
     "PositiveNegative",
     "ROADCurves",
+    "RankCorrelation",
     "UndefinedMetricWarning",
     "aopc",
     "box_auc",
@@ -70,10 +85,18 @@ __all__ = [
     "complexity",
     "deletion_insertion",
     "energy_pointing_game",
+    "evidence_mass_accuracy",
+    "evidence_oracle",
+    "evidence_rank_correlation",
+    "evidence_scores",
     "lerf_auc",
     "map_similarity",
+    "mask_mass_share",
+    "mask_rank_accuracy",
     "morf_aoc",
     "noisy_linear_imputation",
+    "object_density",
+    "object_mass",
     "perturbation_curves",
     "pointing_game",
     "positive_negative_perturbation",
@@ -86,5 +109,6 @@ __all__ = [
     "spearman",
     "ssim",
     "switch_classes",
+    "top_object_agreement",
     "upsample_map",
 ]

@@ -19,15 +19,19 @@ BOXES = np.array([[0, 0, 8, 8], [12, 12, 16, 16], [12, 0, 16, 4]])
 VALUES = (200, 150, 100)
 
 
-def block_scene(background: int = 10, alternative: int = 30) -> Scene:
-    """Three solid digits on a flat background (its alternative: another flat value)."""
+BACKGROUND_ONLY = np.array([0, 8, 8, 16])  # the bottom-left quarter holds no digit
+
+
+def block_scene(background: int = 30, alternative: int = 10) -> Scene:
+    """Three solid digits on a flat background (its alternative: a darker flat value)."""
     digits = tuple(np.full((y1 - y0, x1 - x0), v, np.uint8) for (x0, y0, x1, y1), v in zip(BOXES, VALUES, strict=True))
     return Scene(np.full((SIZE, SIZE), background, np.uint8), np.full((SIZE, SIZE), alternative, np.uint8),
                  digits, BOXES.copy(), np.array([1, 2, 3]))
 
 
 class PlantedModel(nn.Module):
-    """Two classes: logit 0 = 0, logit 1 = ``gain`` × the mean input over one object's box.
+    """Two classes: logit 0 = 0, logit 1 = ``gain`` × the mean input over one object's box (for the
+    background, object 3: over :data:`BACKGROUND_ONLY`).
 
     Its output depends only on that object's pixels; it carries the preprocessing contract
     (identity normalisation) that :func:`~infsa_viz.preprocess.prepare` reads.
@@ -37,7 +41,7 @@ class PlantedModel(nn.Module):
         super().__init__()
         self.config = ViTConfig(img_size=SIZE, in_chans=1, patch_size=PATCH, num_classes=2,
                                 preprocessing=Preprocessing(mean=0.0, std=1.0))
-        self.patch_size, self.box, self.gain = PATCH, BOXES[obj], gain
+        self.patch_size, self.box, self.gain = PATCH, (BOXES[obj] if obj < len(BOXES) else BACKGROUND_ONLY), gain
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x0, y0, x1, y1 = (int(v) for v in self.box)

@@ -15,7 +15,7 @@ from tests.conftest import tiny_config
 from tests.evaluation.planted import PlantedModel, block_scene
 
 
-@pytest.mark.parametrize("obj", [0, 1, 2])
+@pytest.mark.parametrize("obj", [0, 1, 2, 3])
 def test_a_planted_classifier_gets_importance_on_its_object_alone(obj):
     scene = block_scene()
     result = object_importance(PlantedModel(obj).eval(), [scene, scene], target=np.array([1, 0]))
