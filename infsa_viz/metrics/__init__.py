@@ -1,7 +1,7 @@
 """Attribution metrics: MoRF / LeRF patch-removal curves and their scores, box ROC-AUC /
 PR-AUC and the pointing game, each returned with its resolved protocol; deletion / insertion,
 positive / negative perturbation, ROAD, mass-based localisation, evidence metrics against the
-objects a model used, complexity, sanity checks, the class-switch test and a multi-criteria ranking.
+objects a model used, the greedy deletion oracle (a MoRF ceiling), complexity, sanity checks, the class-switch test and a multi-criteria ranking.
 
 Plain functions over maps ``(B, h, w)`` on the ViT patch grid (or pixel maps ``(B, H, W)`` for
 the localisation metrics). OpenCV and scikit-learn are imported by the functions that use them.
@@ -20,6 +20,7 @@ from .evidence import (
     object_mass,
     top_object_agreement,
 )
+from .greedy_deletion import GreedyDeletion, greedy_deletion, greedy_forwards
 from .insertion import (
     DeletionInsertion,
     PositiveNegative,
@@ -67,6 +68,7 @@ __all__ = [
     "BoxCurve",
     "CurveScore",
     "DeletionInsertion",
+    "GreedyDeletion",
     "PerturbationCurves",
     "PerturbationProtocol",
     "PointingProtocol",
@@ -89,6 +91,8 @@ __all__ = [
     "evidence_oracle",
     "evidence_rank_correlation",
     "evidence_scores",
+    "greedy_deletion",
+    "greedy_forwards",
     "lerf_auc",
     "map_similarity",
     "mask_mass_share",
