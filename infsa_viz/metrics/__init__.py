@@ -1,7 +1,8 @@
 """Attribution metrics: MoRF / LeRF patch-removal curves and their scores, box ROC-AUC /
 PR-AUC and the pointing game, each returned with its resolved protocol; deletion / insertion,
 positive / negative perturbation, ROAD, mass-based localisation, evidence metrics against the
-objects a model used, the greedy deletion oracle (a MoRF ceiling), complexity, sanity checks, the class-switch test and a multi-criteria ranking.
+objects a model used, the greedy deletion oracle (a MoRF ceiling), complexity, sanity checks, the
+class-switch test and a multi-criteria ranking.
 
 Plain functions over maps ``(B, h, w)`` on the ViT patch grid (or pixel maps ``(B, H, W)`` for
 the localisation metrics). OpenCV and scikit-learn are imported by the functions that use them.
