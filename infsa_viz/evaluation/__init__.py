@@ -6,7 +6,8 @@ its resolved protocol; :func:`write_evaluation` writes JSON + CSV (+ per-image C
 Every row figure has a bootstrap interval over images (``<figure>_ci``); the report adds paired
 tests, benchmark headroom and the spread across training seeds (:mod:`.comparisons`, built on
 :mod:`.stats`) and the call across seeds of each variant against softmax (:mod:`.verdict`);
-:mod:`.reference` holds the box-oracle map.
+:mod:`.reference` holds the box-oracle map; :mod:`.interventions` measures what a model used per
+scene object (the evidence ground truth) and :mod:`.meta` meta-evaluates any metric.
 """
 
 from .comparisons import benchmark_quality, compare, paired_tests, seed_summary
@@ -18,6 +19,8 @@ from .engine import (
     evaluate,
     score_images,
 )
+from .interventions import ObjectImportance, object_importance
+from .meta import FigureMeta, MetaEvaluation, meta_evaluate
 from .records import SCALAR_FIELDS, ImageRecord, per_image_figures, summarise
 from .reference import REFERENCE_METHODS, box_oracle, check_evaluation_method
 from .verdict import quality_across_seeds, variant_verdict
@@ -30,6 +33,9 @@ __all__ = [
     "TARGETS",
     "EvalProtocol",
     "Evaluation",
+    "FigureMeta",
+    "MetaEvaluation",
+    "ObjectImportance",
     "ImageRecord",
     "benchmark_quality",
     "box_oracle",
@@ -37,6 +43,8 @@ __all__ = [
     "compare",
     "default_methods",
     "evaluate",
+    "meta_evaluate",
+    "object_importance",
     "paired_tests",
     "per_image_figures",
     "quality_across_seeds",
