@@ -137,6 +137,14 @@ def _density(values: np.ndarray, regions: np.ndarray) -> np.ndarray:
     return np.where(area > 0, sums / np.maximum(area, 1), np.nan)
 
 
+def _compared(maps: Any, masks: Any, importance: Any, missing: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(visible (B, O) bool, density ρ, positive importance Δ⁺)``, hidden objects set to ``missing``."""
+    values, regions, weights = _inputs(maps, masks, importance)
+    density = _density(values, regions)
+    valid = ~np.isnan(density)
+    return valid, np.where(valid, density, missing), np.where(valid, np.clip(weights, 0, None), missing)
+
+
 def _average_ranks(x: np.ndarray, valid: np.ndarray) -> np.ndarray:
     """Average ranks (1-based) of ``x (B, O)`` among each row's valid entries; invalid entries get 0."""
     below = ((x[:, None, :] < x[:, :, None]) & valid[:, None, :]).sum(axis=2)  # (B, O)
@@ -176,10 +184,8 @@ def evidence_rank_correlation(maps: Any, masks: Any, importance: Any) -> RankCor
         >>> evidence_rank_correlation(np.array([[[4.0, 3.0], [2.0, 1.0]]]), masks, [[0.9, 0.5, 0.1, 0.0]]).spearman
         array([1.])
     """
-    values, regions, weights = _inputs(maps, masks, importance)
-    density = _density(values, regions)
-    valid = ~np.isnan(density)
-    result = _rank_correlations(np.nan_to_num(density), np.clip(weights, 0, None), valid)
+    valid, density, weights = _compared(maps, masks, importance, 0.0)
+    result = _rank_correlations(density, weights, valid)
     undefined = int(np.isnan(result.spearman).sum())
     if undefined:
         warn_undefined(f"{undefined} image(s) have fewer than two visible objects or a constant map density or "
@@ -195,11 +201,7 @@ def evidence_mass_accuracy(maps: Any, masks: Any, importance: Any) -> np.ndarray
         ``(B,) float64`` in ``[0, 1]``; ``nan`` where no object has positive importance or the map
         no positive mass on the objects.
     """
-    values, regions, weights = _inputs(maps, masks, importance)
-    density = _density(values, regions)
-    valid = ~np.isnan(density)
-    d = np.where(valid, density, 0.0)
-    w = np.where(valid, np.clip(weights, 0, None), 0.0)
+    _, d, w = _compared(maps, masks, importance, 0.0)
     d_total, w_total = d.sum(1, keepdims=True), w.sum(1, keepdims=True)
     defined = (d_total[:, 0] > 0) & (w_total[:, 0] > 0)
     if not defined.all():
@@ -220,11 +222,7 @@ def top_object_agreement(maps: Any, masks: Any, importance: Any) -> np.ndarray:
         ``(B,) float64`` in ``[0, 1]``; ``nan`` where no object has positive importance or the map
         no positive mass on the objects.
     """
-    values, regions, weights = _inputs(maps, masks, importance)
-    density = _density(values, regions)
-    valid = ~np.isnan(density)
-    d = np.where(valid, density, -np.inf)
-    w = np.where(valid, np.clip(weights, 0, None), -np.inf)
+    valid, d, w = _compared(maps, masks, importance, -np.inf)
     top_map = valid & (d == d.max(1, keepdims=True))
     top_weight = valid & (w == w.max(1, keepdims=True))
     defined = (d.max(1) > 0) & (w.max(1) > 0)
