@@ -1,4 +1,5 @@
-"""Datasets of infsa-viz: packaged MNIST digits, cluttered digits, bring-your-own image folders.
+"""Datasets of infsa-viz: packaged MNIST digits, cluttered digits (each image also a
+:class:`~infsa_viz.data.scenes.Scene` of named objects with masks), bring-your-own image folders.
 
 Box convention everywhere in this package: ``(x0, y0, x1, y1)`` in pixels with ``x1``/``y1``
 exclusive, so a box covers ``image[y0:y1, x0:x1]``. Images are decoded ``uint8`` arrays; a
