@@ -170,6 +170,30 @@ class Prepared:
         y1 = np.ceil(b[:, 3] * sy - dy - _EPS)
         return np.clip(np.stack([x0, y0, x1, y1], axis=1), 0, size).astype(np.int64)
 
+    def masks(self, index: int, masks: Any) -> np.ndarray:
+        """Boolean pixel masks ``(K, H, W)`` (or one ``(H, W)``) of source image ``index`` → ``(K, S, S)
+        bool`` in the model's input: each mask follows the image's resize (as coverage: ``INTER_AREA``
+        when no side grows, else ``INTER_LINEAR``, whatever the model's resample) and its crop or pad
+        (margins are outside every mask), and keeps the pixels more than half covered, so disjoint
+        masks stay disjoint."""
+        import cv2
+
+        planes = np.asarray(masks, dtype=bool)
+        planes = planes[None] if planes.ndim == 2 else planes
+        if planes.ndim != 3:
+            raise ValueError(f"masks has shape {planes.shape}; expected (K, H, W) or (H, W) source-pixel masks")
+        sx, sy, dx, dy = self.scales[index]
+        size, (h, w) = self.tensor.shape[-1], planes.shape[1:]
+        out_w, out_h, x0, y0 = round(w * sx), round(h * sy), int(dx), int(dy)
+        out = np.zeros((len(planes), size, size), dtype=bool)
+        for k, plane in enumerate(planes.astype(np.float32)):
+            if (out_h, out_w) != (h, w):
+                shrinking = out_w <= w and out_h <= h
+                plane = cv2.resize(plane, (out_w, out_h), interpolation=cv2.INTER_AREA if shrinking else cv2.INTER_LINEAR)
+            kept = plane[max(y0, 0) : y0 + size, max(x0, 0) : x0 + size] > 0.5  # a crop (dx, dy >= 0) …
+            out[k, max(-y0, 0) :, max(-x0, 0) :][: kept.shape[0], : kept.shape[1]] = kept  # … or a pad
+        return out
+
 
 def _interpolation(resample: str, shrinking: bool) -> int:
     import cv2

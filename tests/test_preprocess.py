@@ -166,3 +166,43 @@ def test_mean_per_channel_must_match_the_model_channels_and_bad_config_keys_are_
 def test_bad_images_are_refused_with_the_reason(images, error, match):
     with pytest.raises(error, match=match):
         preprocess(_config(), images)
+
+
+def test_masks_follow_the_images_resize_crop_and_pad():
+    from infsa_viz.metrics import boxes_to_mask
+
+    block = np.zeros((24, 24), bool)
+    block[4:12, 8:16] = True
+    lone = np.zeros((24, 24), bool)
+    lone[0, 0] = True  # a quarter of one model pixel: not kept
+    halved = prepare(_config(channels=1, resample="nearest"), [np.zeros((24, 24), np.uint8)])
+    np.testing.assert_array_equal(halved.masks(0, np.stack([block, lone])),
+                                  np.stack([boxes_to_mask([8 // 2, 4 // 2, 16 // 2, 12 // 2], 12), np.zeros((12, 12), bool)]))
+    # Growing 6 → 12 doubles a mask exactly; the model's resample (nearest here) does not matter.
+    small = np.zeros((6, 6), bool)
+    small[1:3, 1:3] = True
+    grown = prepare(_config(channels=1, resample="bicubic"), [np.zeros((6, 6), np.uint8)])
+    np.testing.assert_array_equal(grown.masks(0, small)[0], boxes_to_mask([2, 2, 6, 6], 12))
+    # pad: 12 × 24 → 6 × 12 centred on rows 3..8; a mask of a box lands on the mapped box.
+    padded = prepare(_config(channels=1, resize="pad"), [np.zeros((12, 24), np.uint8)])
+    box = [[4, 2, 20, 10]]
+    source = boxes_to_mask(box, (12, 24))
+    np.testing.assert_array_equal(padded.masks(0, source)[0], boxes_to_mask(padded.boxes(0, box), 12))
+    assert not padded.masks(0, np.ones((12, 24), bool))[0, :3].any()  # margins belong to no mask
+    # center_crop: 24 × 48 → 12 × 24, centre columns 6..17; the left half of the image → columns 0..5.
+    cropped = prepare(_config(channels=1, resize="center_crop"), [np.zeros((24, 48), np.uint8)])
+    left = boxes_to_mask([0, 0, 24, 24], (24, 48))
+    np.testing.assert_array_equal(cropped.masks(0, left)[0], boxes_to_mask(cropped.boxes(0, [[0, 0, 24, 24]]), 12))
+    same = prepare(_config(size=24, channels=1), np.zeros((1, 24, 24), np.uint8))  # the fast path
+    np.testing.assert_array_equal(same.masks(0, block)[0], block)
+
+
+def test_disjoint_masks_stay_disjoint_through_any_resize():
+    labels = np.random.default_rng(0).integers(0, 4, (30, 50))
+    partition = labels[None] == np.arange(4)[:, None, None]  # (4, 30, 50) disjoint, covering
+    for how in ({}, {"resize": "center_crop"}, {"resize": "pad"}, {"crop_fraction": 0.8}):
+        for size in (12, 64):
+            prepared = prepare(_config(size=size, channels=1, **how), [np.zeros((30, 50), np.uint8)])
+            assert prepared.masks(0, partition).sum(axis=0).max() <= 1
+    with pytest.raises(ValueError, match="masks"):
+        prepared.masks(0, np.zeros(5, bool))

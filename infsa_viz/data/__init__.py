@@ -1,4 +1,5 @@
-"""Datasets of infsa-viz: packaged MNIST digits, cluttered digits, bring-your-own image folders.
+"""Datasets of infsa-viz: packaged MNIST digits, cluttered digits (each image also a
+:class:`~infsa_viz.data.scenes.Scene` of named objects with masks), bring-your-own image folders.
 
 Box convention everywhere in this package: ``(x0, y0, x1, y1)`` in pixels with ``x1``/``y1``
 exclusive, so a box covers ``image[y0:y1, x0:x1]``. Images are decoded ``uint8`` arrays; a
@@ -12,9 +13,11 @@ from .cluttered import (
     ClutteredSample,
     cluttered_epoch,
     generate_cluttered,
+    generate_scenes,
 )
 from .folder import FolderDataset, parse_voc_boxes
 from .mnist import load_mnist_digits
+from .scenes import Scene, object_names
 from .splits import (
     BENCHMARKS,
     TEST_SEED,
@@ -36,10 +39,13 @@ __all__ = [
     "ClutteredSample",
     "FolderDataset",
     "LabelledImages",
+    "Scene",
     "check_benchmark",
     "cluttered_epoch",
     "generate_cluttered",
+    "generate_scenes",
     "load_mnist_digits",
+    "object_names",
     "parse_voc_boxes",
     "test_split",
 ]

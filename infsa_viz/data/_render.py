@@ -54,6 +54,20 @@ def background_photos(intensity: float) -> tuple[np.ndarray, ...]:
     return tuple(photos)
 
 
+def photo_crop(intensity: float, pick: int, u: np.ndarray, size: int) -> np.ndarray:
+    """The ``size`` square of photo ``pick`` (of :func:`background_photos`) at relative offset ``u``
+    ``(uy, ux)`` in [0, 1): rows ``oy = floor(uy·(h − size + 1))``, columns likewise; a read-only view."""
+    photo = background_photos(intensity)[pick]
+    oy = int(u[0] * (photo.shape[0] - size + 1))
+    ox = int(u[1] * (photo.shape[1] - size + 1))
+    return photo[oy : oy + size, ox : ox + size]
+
+
+def alternative_photo(pick: int) -> int:
+    """The background swap's photo: the other sample photo (china ↔ flower) at the same downscale."""
+    return (pick + len(PHOTO_DOWNSCALES)) % PHOTO_COUNT
+
+
 def render_digit(digit: np.ndarray, ink_box: np.ndarray, size: int) -> np.ndarray:
     """Renders a 28x28 digit with its longer ink side scaled to ``size``; returns a tight patch."""
     x0, y0, x1, y1 = (int(v) for v in ink_box)

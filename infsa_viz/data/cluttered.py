@@ -34,12 +34,14 @@ from ..preprocess import CLUTTERED_DIGITS
 from ._render import (
     CANDIDATES,
     PHOTO_COUNT,
-    background_photos,
+    alternative_photo,
+    photo_crop,
     place_all,
     place_one,
     render_digit,
 )
 from .mnist import Split, _check_split, load_mnist_digits
+from .scenes import Scene
 
 __all__ = [
     "PIXEL_MEAN",
@@ -48,6 +50,7 @@ __all__ = [
     "ClutteredSample",
     "cluttered_epoch",
     "generate_cluttered",
+    "generate_scenes",
 ]
 
 # Mean and standard deviation of images / 255 for the default config (one definition, in the
@@ -209,9 +212,12 @@ def _draw(rng: np.random.Generator, pool_size: int, cfg: ClutteredDigitsConfig) 
     }
 
 
-def _generate(indices: range, split: Split, entropy: list[int], cfg: ClutteredDigitsConfig) -> ClutteredSample:
-    """Images ``indices`` of the stream named by ``entropy``: image ``i`` is drawn from its own
-    generator, seeded by ``entropy + [i]``, so it is the same whichever images are asked with it."""
+def _generate(
+    indices: range, split: Split, entropy: list[int], cfg: ClutteredDigitsConfig
+) -> tuple[ClutteredSample, list[Scene]]:
+    """Images ``indices`` of the stream named by ``entropy``, with their scenes: image ``i`` is
+    drawn from its own generator, seeded by ``entropy + [i]``, so it is the same whichever images
+    are asked with it. Each image is its scene's :meth:`~infsa_viz.data.scenes.Scene.render`."""
     pool = _digit_pool(split)
     rngs = [np.random.default_rng(np.random.SeedSequence([*entropy, i])) for i in indices]
     draws = [_draw(rng, len(pool.labels), cfg) for rng in rngs]
@@ -243,22 +249,30 @@ def _generate(indices: range, split: Split, entropy: list[int], cfg: ClutteredDi
             )
         boxes[i] = layout
 
-    images = np.zeros((n, S, S), dtype=np.uint8)
-    masks = np.zeros((n, S, S), dtype=bool)
-    photos = background_photos(cfg.background_intensity) if cfg.background == "photo" else ()
+    digit_labels = np.concatenate([tgt_idx[:, None], dis_idx], axis=1)  # (n, K + 1) pool rows
+    digit_labels = pool.labels[digit_labels].astype(np.int64)
+    digit_labels.setflags(write=False)
+    black = np.zeros((S, S), dtype=np.uint8)
+    black.setflags(write=False)
+    scenes = []
     for i, d in enumerate(draws):
-        canvas = images[i]
-        if photos:
-            photo = photos[int(d["photo_pick"])]
-            oy = int(d["photo_u"][0] * (photo.shape[0] - S + 1))
-            ox = int(d["photo_u"][1] * (photo.shape[1] - S + 1))
-            canvas[...] = photo[oy : oy + S, ox : ox + S]
-        for patch, (x0, y0, x1, y1) in zip(patches[i], boxes[i], strict=True):
-            region = canvas[y0:y1, x0:x1]
-            np.maximum(region, patch, out=region)
+        if cfg.background == "photo":
+            background = photo_crop(cfg.background_intensity, int(d["photo_pick"]), d["photo_u"], S)
+            alternative = photo_crop(cfg.background_intensity, alternative_photo(int(d["photo_pick"])),
+                                     d["photo_u"], S)
+        else:
+            background = alternative = black
+        box_rows = boxes[i].copy()
+        for array in (box_rows, *patches[i]):
+            array.setflags(write=False)
+        scenes.append(Scene(background, alternative, tuple(patches[i]), box_rows, digit_labels[i]))
+
+    images = np.stack([scene.render() for scene in scenes]) if n else np.zeros((0, S, S), np.uint8)
+    masks = np.zeros((n, S, S), dtype=bool)
+    for i in range(n):
         x0, y0, x1, y1 = boxes[i, 0]
         masks[i, y0:y1, x0:x1] = patches[i][0] > cfg.mask_threshold
-    return ClutteredSample(
+    sample = ClutteredSample(
         images=images,
         labels=pool.labels[tgt_idx].astype(np.int64),
         target_boxes=boxes[:, 0].copy(),
@@ -268,6 +282,16 @@ def _generate(indices: range, split: Split, entropy: list[int], cfg: ClutteredDi
         target_indices=tgt_idx,
         distractor_indices=dis_idx,
     )
+    return sample, scenes
+
+
+def _sample_stream(n: int, split: Split, seed: int, start: int) -> tuple[range, Split, list[int]]:
+    """Validated ``(indices, split, entropy)`` of images ``start … start + n − 1`` of ``(split, seed)``."""
+    n = check_int("n", n, minimum=0)
+    _check_split(split)
+    seed = check_int("seed", seed, minimum=0)
+    start = check_int("start", start, minimum=0)
+    return range(start, start + n), split, [seed, _STREAM_SAMPLE, _SPLIT_CODE[split]]
 
 
 def generate_cluttered(
@@ -299,11 +323,29 @@ def generate_cluttered(
         >>> sample.images.shape, sample.target_boxes.shape
         ((4, 48, 48), (4, 4))
     """
-    n = check_int("n", n, minimum=0)
-    _check_split(split)
-    seed = check_int("seed", seed, minimum=0)
-    start = check_int("start", start, minimum=0)
-    return _generate(range(start, start + n), split, [seed, _STREAM_SAMPLE, _SPLIT_CODE[split]], config)
+    return _generate(*_sample_stream(n, split, seed, start), config)[0]
+
+
+def generate_scenes(
+    n: int, *, split: Split, seed: int, config: ClutteredDigitsConfig = ClutteredDigitsConfig(), start: int = 0
+) -> list[Scene]:
+    """The scenes of images ``start, …, start + n − 1`` of :func:`generate_cluttered`'s stream.
+
+    Scene ``i`` renders image ``i`` bit for bit (``scene.render()``), and re-renders it without any
+    digits or with its background swapped (:class:`~infsa_viz.data.scenes.Scene`).
+
+    Args:
+        n, split, seed, config, start: as :func:`generate_cluttered`.
+
+    Returns:
+        ``n`` :class:`~infsa_viz.data.scenes.Scene` objects.
+
+    Example:
+        >>> scene = generate_scenes(1, split="test", seed=0)[0]
+        >>> scene.object_names, scene.masks().shape
+        (('target', 'distractor_1', 'distractor_2', 'background'), (4, 48, 48))
+    """
+    return _generate(*_sample_stream(n, split, seed, start), config)[1]
 
 
 def cluttered_epoch(
@@ -326,4 +368,4 @@ def cluttered_epoch(
     epoch = check_int("epoch", epoch, minimum=0)
     n = check_int("n", n, minimum=0)
     seed = check_int("seed", seed, minimum=0)
-    return _generate(range(n), "train", [seed, _STREAM_EPOCH, _SPLIT_CODE["train"], epoch], config)
+    return _generate(range(n), "train", [seed, _STREAM_EPOCH, _SPLIT_CODE["train"], epoch], config)[0]

@@ -18,7 +18,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..preprocess import CLUTTERED_DIGITS, Preprocessing
-from .cluttered import ClutteredDigitsConfig, generate_cluttered
+from .cluttered import ClutteredDigitsConfig, _generate, _sample_stream
+from .scenes import Scene
 
 __all__ = ["BENCHMARKS", "DEFAULT_BENCHMARK", "TEST_SEED", "TEST_SIZE", "Benchmark", "LabelledImages",
            "check_benchmark", "test_split"]
@@ -88,6 +89,9 @@ class LabelledImages:
         description: JSON-able record of where the images come from.
         negative_labels: ``n`` arrays ``(K_i,)``: the class of each negative box (e.g. each
             distractor digit's class), or ``None`` where unknown. Needs ``negative_boxes``.
+        scenes: ``n`` :class:`~infsa_viz.data.scenes.Scene` objects (each image as named objects
+            with pixel masks, re-renderable without any of them), or ``None`` (images that are
+            not generated scenes: files, uploads).
     """
 
     images: np.ndarray | Sequence[np.ndarray]
@@ -97,6 +101,7 @@ class LabelledImages:
     names: Sequence[str] = ()
     description: dict[str, Any] = field(default_factory=dict)
     negative_labels: Sequence[np.ndarray] | None = None
+    scenes: Sequence[Scene] | None = None
 
     def __post_init__(self) -> None:
         n = len(self.labels)
@@ -115,6 +120,8 @@ class LabelledImages:
                                  "expected one class per box")
         if self.names:
             lengths["names"] = len(self.names)
+        if self.scenes is not None:
+            lengths["scenes"] = len(self.scenes)
         bad = {k: v for k, v in lengths.items() if v != n}
         if bad:
             raise ValueError(f"labels has {n} entries but {bad}; expected one entry per image")
@@ -138,6 +145,7 @@ class LabelledImages:
             description={**self.description, "indices": picked if len(picked) <= 16 else
                          f"{len(picked)} indices from {picked[0]} to {picked[-1]}"},
             negative_labels=None if self.negative_labels is None else [self.negative_labels[i] for i in picked],
+            scenes=None if self.scenes is None else [self.scenes[i] for i in picked],
         )
 
 
@@ -145,7 +153,7 @@ class LabelledImages:
 def _full_test_split(benchmark: str) -> LabelledImages:
     spec = BENCHMARKS[benchmark]
     config, seed = spec.config, spec.test_seed
-    sample = generate_cluttered(TEST_SIZE, split="test", seed=seed, config=config)
+    sample, scenes = _generate(*_sample_stream(TEST_SIZE, "test", seed, 0), config)
     for array in (sample.images, sample.labels, sample.target_boxes, sample.distractor_boxes,
                   sample.distractor_labels):
         array.setflags(write=False)
@@ -156,6 +164,7 @@ def _full_test_split(benchmark: str) -> LabelledImages:
         negative_boxes=list(sample.distractor_boxes),
         negative_labels=list(sample.distractor_labels),
         names=[f"test:{i}" for i in range(TEST_SIZE)],
+        scenes=tuple(scenes),
         description={
             "name": benchmark,
             "split": "test",
@@ -193,7 +202,7 @@ def test_split(n: int | None = None, *, benchmark: str = DEFAULT_BENCHMARK) -> L
         raise ValueError(f"n={n!r} is invalid; the test split holds {TEST_SIZE} images, expected 1..{TEST_SIZE}")
     part = full.subset(range(int(n)))
     return LabelledImages(part.images, part.labels, part.boxes, part.negative_boxes, part.names,
-                          {**full.description, "n_images": int(n)}, part.negative_labels)
+                          {**full.description, "n_images": int(n)}, part.negative_labels, part.scenes)
 
 
 test_split.__test__ = False  # type: ignore[attr-defined]  # a data function, not a pytest test

@@ -8,7 +8,8 @@ has a bootstrap interval over images (``<figure>_ci``); the report adds paired t
 headroom and the spread across training seeds (:mod:`.comparisons`, built on :mod:`.stats`) and
 the call across seeds of each variant against softmax (:mod:`.verdict`). The run's free choices
 are one :class:`EvalSettings`; reference maps (the random floor, the oracles) are registered
-map methods with a role (:func:`reference_methods`).
+map methods with a role (:func:`reference_methods`). :mod:`.interventions` measures what a model
+used per scene object (the evidence ground truth) and :mod:`.meta` meta-evaluates any metric.
 """
 
 from .comparisons import benchmark_quality, compare, paired_tests, seed_summary
@@ -22,6 +23,8 @@ from .engine import (
     reference_methods,
     score_images,
 )
+from .interventions import ObjectImportance, object_importance
+from .meta import FigureMeta, MetaEvaluation, meta_evaluate
 from .records import ImageRecord, per_image_figures, summarise
 from .verdict import quality_across_seeds, variant_verdict
 from .writer import TABLE_COLUMNS, records_csv, report, rows_csv, table_columns, write_evaluation
@@ -31,12 +34,17 @@ __all__ = [
     "EvalProtocol",
     "EvalSettings",
     "Evaluation",
+    "FigureMeta",
+    "MetaEvaluation",
+    "ObjectImportance",
     "ImageRecord",
     "benchmark_quality",
     "compare",
     "default_methods",
     "evaluate",
     "finish_rows",
+    "meta_evaluate",
+    "object_importance",
     "paired_tests",
     "per_image_figures",
     "quality_across_seeds",

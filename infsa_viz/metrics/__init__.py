@@ -1,6 +1,7 @@
 """Attribution metrics: MoRF / LeRF patch-removal curves and their scores, box ROC-AUC /
 PR-AUC and the pointing game, each returned with its resolved protocol; deletion / insertion,
-positive / negative perturbation, ROAD, mass-based localisation, complexity, sanity checks, the
+positive / negative perturbation, ROAD, mass-based localisation, evidence metrics against the
+objects a model used, the greedy deletion oracle (a MoRF ceiling), complexity, sanity checks, the
 class-switch test and a multi-criteria ranking. Every metric the evaluation computes is declared
 once in the registry (:mod:`.registry`; the built-in declarations are in :mod:`.catalog`).
 
@@ -10,6 +11,18 @@ the localisation metrics). OpenCV and scikit-learn are imported by the functions
 
 from ._checks import UndefinedMetricWarning
 from .class_switch import class_switch, switch_classes
+from .evidence import (
+    EVIDENCE_FIGURES,
+    RankCorrelation,
+    evidence_mass_accuracy,
+    evidence_oracle,
+    evidence_rank_correlation,
+    evidence_scores,
+    object_density,
+    object_mass,
+    top_object_agreement,
+)
+from .greedy_deletion import GreedyDeletion, greedy_deletion, greedy_forwards
 from .insertion import (
     DeletionInsertion,
     PositiveNegative,
@@ -29,6 +42,8 @@ from .mass import (
     box_mass_share,
     complexity,
     energy_pointing_game,
+    mask_mass_share,
+    mask_rank_accuracy,
     relevance_rank_accuracy,
 )
 from .perturbation import PerturbationCurves, perturbation_curves, removal_order
@@ -62,6 +77,7 @@ from .registry import (
 from . import catalog  # noqa: F401, E402  (registers the built-in metrics, in table order)
 
 __all__ = [
+    "EVIDENCE_FIGURES",
     "FIGURES",
     "METRICS",
     "RECALL_GRID",
@@ -80,12 +96,14 @@ __all__ = [
     "BoxCurve",
     "CurveScore",
     "DeletionInsertion",
+    "GreedyDeletion",
     "PerturbationCurves",
     "PerturbationProtocol",
     "PointingProtocol",
     "PointingResult",
     "PositiveNegative",
     "ROADCurves",
+    "RankCorrelation",
     "UndefinedMetricWarning",
     "aopc",
     "box_auc",
@@ -97,10 +115,20 @@ __all__ = [
     "complexity",
     "deletion_insertion",
     "energy_pointing_game",
+    "evidence_mass_accuracy",
+    "evidence_oracle",
+    "evidence_rank_correlation",
+    "evidence_scores",
+    "greedy_deletion",
+    "greedy_forwards",
     "lerf_auc",
     "map_similarity",
+    "mask_mass_share",
+    "mask_rank_accuracy",
     "morf_aoc",
     "noisy_linear_imputation",
+    "object_density",
+    "object_mass",
     "perturbation_curves",
     "pointing_game",
     "positive_negative_perturbation",
@@ -113,5 +141,6 @@ __all__ = [
     "spearman",
     "ssim",
     "switch_classes",
+    "top_object_agreement",
     "upsample_map",
 ]

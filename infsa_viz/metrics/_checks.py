@@ -23,6 +23,7 @@ __all__ = [
     "check_images",
     "check_int",
     "check_maps",
+    "check_masks",
     "warn_undefined",
 ]
 
@@ -127,3 +128,14 @@ def check_boxes(boxes: Any, *, batch: int, name: str = "boxes") -> list[np.ndarr
             )
         out.append(arr)
     return out
+
+
+def check_masks(masks: Any, *, batch: int, ndim: int = 3, name: str = "masks") -> np.ndarray:
+    """Boolean pixel masks with ``batch`` first and ``ndim`` dimensions (``(B, H, W)`` or ``(B, O, H, W)``)."""
+    if isinstance(masks, Tensor):
+        masks = masks.detach().cpu().numpy()
+    array = np.asarray(masks)
+    if array.dtype != bool or array.ndim != ndim or array.shape[0] != batch or 0 in array.shape[1:]:
+        raise ValueError(f"{name} has shape {array.shape} and dtype {array.dtype}; expected a bool array of "
+                         f"{ndim} dimensions with {batch} images first")
+    return array

@@ -45,3 +45,18 @@ def test_complexity_of_one_hot_and_flat_maps():
     values = complexity(np.concatenate([one_hot, np.ones((1, 3, 3))]))
     assert values[0] == pytest.approx(0.0) and values[1] == pytest.approx(math.log(9))
     assert math.isnan(complexity(np.zeros((1, 2, 2)))[0])
+
+
+def test_mask_forms_equal_the_box_forms_on_box_masks():
+    from infsa_viz.metrics import boxes_to_mask, mask_mass_share, mask_rank_accuracy
+
+    rng = np.random.default_rng(3)
+    maps = rng.normal(size=(5, 4, 4))
+    boxes = [np.array([[1, 2, 9, 15]]), np.array([[0, 0, 16, 4]]), np.array([[3, 3, 4, 4]]),
+             np.array([[0, 0, 16, 16]]), np.array([[5, 0, 11, 7], [12, 12, 16, 16]])]
+    masks = np.stack([boxes_to_mask(b, 16) for b in boxes])
+    with pytest.warns(UndefinedMetricWarning):  # the box covering the image has no rank accuracy
+        np.testing.assert_array_equal(mask_rank_accuracy(maps, masks), relevance_rank_accuracy(maps, boxes, image_size=16))
+    np.testing.assert_array_equal(mask_mass_share(maps, masks), box_mass_share(maps, boxes, image_size=16))
+    with pytest.raises(ValueError, match="masks"):
+        mask_mass_share(maps, masks.astype(int))
