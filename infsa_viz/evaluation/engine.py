@@ -24,6 +24,7 @@ from ..maps import METHODS, GroundTruth, MapResult, attribute, check_method
 from ..metrics.registry import Scores, Scoring
 from ..preprocess import Prepared, prepare
 from ..progress import progress
+from .interventions import ObjectImportance, object_importance
 from .journal import Journal
 from .records import ImageRecord, summarise
 from .settings import EvalProtocol, EvalSettings
@@ -40,13 +41,22 @@ def default_methods() -> list[str]:
 
 
 def reference_methods() -> list[str]:
-    """The reference rows of an evaluation: every registered method whose role is a floor or a ceiling."""
-    return [name for name, method in METHODS.items() if method.role != "explanation"]
+    """The reference rows ``--references`` adds: every registered floor or ceiling map that is cheap
+    enough for a whole split (:attr:`~infsa_viz.maps.MapMethod.with_references`)."""
+    return [name for name, method in METHODS.items() if method.role != "explanation" and method.with_references]
 
 
-def _truth(prepared: Prepared, data: LabelledImages) -> GroundTruth:
-    """The images' ground truth in model-input pixels."""
-    return GroundTruth(boxes=[prepared.boxes(i, b) for i, b in enumerate(data.boxes)])
+def _truth(prepared: Prepared, data: LabelledImages, evidence: ObjectImportance | None) -> GroundTruth:
+    """The images' ground truth in model-input pixels (with the scene objects' masks and importance)."""
+    boxes = [prepared.boxes(i, b) for i, b in enumerate(data.boxes)]
+    if evidence is None:
+        return GroundTruth(boxes=boxes)
+    return GroundTruth(boxes=boxes, objects=evidence.objects, masks=evidence.masks, importance=evidence.prob_drop)
+
+
+def needs_evidence(protocol: EvalSettings, methods: Sequence[str]) -> bool:
+    """Whether a run reads the scene objects' importance (the evidence metric or an oracle)."""
+    return "evidence" in protocol.metrics or any(check_method(m).needs_truth for m in methods)
 
 
 def _scatter(metric: Any, scores: Scores, rows: np.ndarray, n: int) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
@@ -67,7 +77,7 @@ def _scatter(metric: Any, scores: Scores, rows: np.ndarray, n: int) -> tuple[dic
 def score_images(
     model: nn.Module, data: LabelledImages, method: str, *, protocol: EvalSettings = EvalSettings(),
     name: str = "model", indices: Sequence[int] | None = None, options: dict[str, Any] | None = None,
-    prepared: Prepared | None = None,
+    prepared: Prepared | None = None, evidence: ObjectImportance | None = None,
 ) -> tuple[list[ImageRecord], MapResult, dict[str, Any]]:
     """Preprocess ``data`` for ``model``, compute ``method``'s maps and score every image.
 
@@ -83,6 +93,9 @@ def score_images(
         indices: the images' positions in the whole data set (default ``0..n-1``).
         options: map options (default: the method's own, with the settings' map selectors).
         prepared: ``prepare(model, data.images)`` when the caller already has it (default: made here).
+        evidence: the images' :func:`~infsa_viz.evaluation.interventions.object_importance` for the
+            run's target class when the caller already has it (default: measured here when the data
+            holds scenes and the run reads it; :func:`evaluate` measures it once per model and chunk).
 
     Returns:
         ``(records, map result, protocols)``: one :class:`ImageRecord` per image, the maps, and
@@ -97,11 +110,15 @@ def score_images(
     given = np.asarray(data.labels, dtype=np.int64)
     known = given >= 0
     labels = np.where(known, given, logits.argmax(-1).numpy())  # unknown labels: the prediction
-    truth = _truth(prepared, data)
     negatives = None if data.negative_boxes is None else [prepared.boxes(i, b) for i, b in enumerate(data.negative_boxes)]
     spec = check_method(method)
     positions = np.arange(len(labels)) if indices is None else np.asarray([int(i) for i in indices], dtype=np.int64)
-    extra = {**protocol.options_for(method), **(options or {})}
+    if evidence is None and data.scenes is not None and needs_evidence(protocol, [method]):
+        evidence = object_importance(model, data, target=protocol.target.resolve(logits, labels), indices=positions,
+                                     batch_size=protocol.batch_size)
+    truth = _truth(prepared, data, evidence)
+    shared = {k: v for k, v in protocol.resolved().items() if k in spec.from_settings}
+    extra = {**shared, **protocol.options_for(method), **(options or {})}
     if spec.seeded and "seed" not in extra:  # one random map per chunk, reproducible from the settings
         extra["seed"] = protocol.seed + (int(positions[0]) if len(positions) else 0)
     target = protocol.target.resolve(logits, labels) if spec.explains_class else None
@@ -243,7 +260,24 @@ def evaluate(
                          f"{dist.world_size} without work; use fewer processes")
     records: list[ImageRecord] = []
     rows: list[dict[str, Any]] = []
+    evidence_wanted = data.scenes is not None and needs_evidence(protocol, methods)
     for name, model in models:
+        measured: dict[int, ObjectImportance] = {}  # the scene objects' importance, once per chunk for every method
+
+        def evidence_of(chunk: list[int], part: LabelledImages, model: nn.Module = model,
+                        measured: dict[int, ObjectImportance] = measured) -> ObjectImportance | None:
+            if not evidence_wanted:
+                return None
+            if chunk[0] not in measured:
+                x = prepare(model, part.images).tensor
+                with torch.no_grad():
+                    logits = model(x).double()
+                given = np.asarray(part.labels, dtype=np.int64)
+                labels = np.where(given >= 0, given, logits.argmax(-1).numpy())
+                measured[chunk[0]] = object_importance(model, part, target=protocol.target.resolve(logits, labels),
+                                                       indices=chunk, batch_size=protocol.batch_size)
+            return measured[chunk[0]]
+
         for method in methods:
             desc = f"{getattr(model.config, 'attention', name)} {method}" if dist.is_main else None
             part: list[ImageRecord] = []
@@ -251,8 +285,9 @@ def evaluate(
             for chunk in progress(chunks, desc=desc, unit="chunk"):
                 entry = None if journal is None else journal.load(name, method, chunk)
                 if entry is None:
-                    entry = score_images(model, data.subset(chunk), method, protocol=protocol, name=name,
-                                         indices=chunk)
+                    part_data = data.subset(chunk)
+                    entry = score_images(model, part_data, method, protocol=protocol, name=name, indices=chunk,
+                                         evidence=evidence_of(chunk, part_data))
                     if journal is not None:
                         journal.save(name, method, chunk, *entry)
                 found, result, parts = entry

@@ -105,6 +105,8 @@ class ImageRecord:
             row[f.name] = _none_if_nan(value)
         for key, value in self.figures.items():
             row[key] = _none_if_nan(value)
+        if "importance" in self.curves:  # the model's per-object importance (evidence ground truth)
+            row["importance"] = [_none_if_nan(round(float(v), 6)) for v in self.curves["importance"]]
         row["predicted"] = self.predicted
         row["probability"] = self.probability
         return row

@@ -48,25 +48,33 @@ ROLES: tuple[str, ...] = get_args(Role)
 class GroundTruth:
     """What an evaluation knows about its images beyond the pixels, in model-input pixels.
 
-    Reference maps (:attr:`MapMethod.needs_truth`) read it; explanation methods never do.
+    Reference maps (:attr:`MapMethod.needs_truth`) and the evidence metrics read it; explanation
+    methods never do.
 
     Attributes:
         boxes: per image, ``(K_i, 4)`` target boxes ``(x0, y0, x1, y1)``, ``x1``/``y1`` exclusive.
-        masks: per image, object name → ``(H, W)`` bool mask of its visible pixels, or ``None``.
-        importance: per image, object name → the model's importance of that object (the drop of
-            the explained class's probability when it is removed), or ``None``.
+        objects: the scene objects' names (``target``, ``distractor_1`` …, ``background``), or ``None``.
+        masks: ``(B, O, H, W)`` bool: each object's visible pixels, or ``None`` (no scenes).
+        importance: ``(B, O)``: the model's importance of each object, the drop of the explained
+            class's probability when that object alone is removed
+            (:func:`~infsa_viz.evaluation.interventions.object_importance`), or ``None``.
     """
 
     boxes: list[np.ndarray]
-    masks: list[dict[str, np.ndarray]] | None = None
-    importance: list[dict[str, float]] | None = None
+    objects: tuple[str, ...] | None = None
+    masks: np.ndarray | None = None
+    importance: np.ndarray | None = None
+
+    @property
+    def has_evidence(self) -> bool:
+        return self.masks is not None and self.importance is not None
 
     def subset(self, rows: Any) -> GroundTruth:
         """The truth of the images at positions ``rows``."""
-        rows = [int(i) for i in rows]
-        pick = lambda values: None if values is None else [values[i] for i in rows]  # noqa: E731
-        return GroundTruth(boxes=[self.boxes[i] for i in rows], masks=pick(self.masks),
-                           importance=pick(self.importance))
+        rows = np.asarray(rows, dtype=np.int64)
+        return GroundTruth(boxes=[self.boxes[i] for i in rows], objects=self.objects,
+                           masks=None if self.masks is None else self.masks[rows],
+                           importance=None if self.importance is None else self.importance[rows])
 
 
 @dataclass(frozen=True)
@@ -149,6 +157,12 @@ class MapMethod(ABC):
     role: ClassVar[Role] = "explanation"
     #: Whether it reads the images' :class:`GroundTruth` (an oracle) rather than only the model.
     needs_truth: ClassVar[bool] = False
+    #: For reference maps: whether ``--references`` adds it (an expensive oracle is run on a stated
+    #: subset by naming it in ``--methods`` instead).
+    with_references: ClassVar[bool] = True
+    #: Options an evaluation sets from its own settings of the same name (an oracle that must remove
+    #: patches exactly as the run's MoRF does: ``steps``, ``baseline``, ``seed``, ``batch_size``).
+    from_settings: ClassVar[tuple[str, ...]] = ()
     #: One line for help texts and the app.
     description: ClassVar[str]
     #: Where the method comes from (paper, library).

@@ -15,7 +15,10 @@ import torch
 from ..metrics.upsample import boxes_to_mask
 from .base import GroundTruth, MapMethod, register
 
-__all__ = ["BoxOracle", "box_oracle_maps"]
+#: The MoRF settings the greedy oracle shares with the evaluation's defaults.
+_GREEDY_DEFAULTS = {"steps": 20, "baseline": "mean", "seed": 0, "batch_size": 512}
+
+__all__ = ["BoxOracle", "EvidenceOracle", "GreedyDeletionOracle", "box_oracle_maps"]
 
 
 def box_oracle_maps(boxes: list[np.ndarray], *, image_size: tuple[int, int], patch_size: int) -> torch.Tensor:
@@ -64,3 +67,57 @@ class BoxOracle(MapMethod):
         maps = box_oracle_maps(truth.boxes, image_size=tuple(images.shape[-2:]), patch_size=model.patch_size)
         return maps, {"reference": self.description,
                       "images_without_box": int(sum(len(b) == 0 for b in truth.boxes))}, None
+
+
+@register
+class EvidenceOracle(MapMethod):
+    """The evidence oracle: each object's importance painted on its visible pixels (the ceiling of
+    the evidence metrics)."""
+
+    name = "evidence_oracle"
+    family = "reference"
+    role = "ceiling"
+    needs_truth = True
+    in_default_report = False
+    description = ("reference (not a model explanation): each scene object's importance to the model "
+                   "(probability drop when it alone is removed) painted on its visible pixels, patch means")
+    reference = "in the spirit of FunnyBirds (Hesse, Schaub-Meyer & Roth, ICCV 2023)"
+    cost = "none (reads the objects' masks and importance: one forward per object and image, shared)"
+
+    def _compute(self, model, images, target, options, truth: GroundTruth):
+        from ..metrics.evidence import evidence_oracle
+
+        if not truth.has_evidence:
+            raise ValueError("method 'evidence_oracle' needs scene masks and object importance; the data has no "
+                             "scenes (use a generated benchmark such as cluttered-digits)")
+        maps = evidence_oracle(truth.masks, truth.importance, patch_size=model.patch_size)
+        return torch.from_numpy(maps).float(), {"reference": self.description,
+                                                "importance": "probability drop, clipped at 0"}, None
+
+
+@register
+class GreedyDeletionOracle(MapMethod):
+    """The greedy deletion oracle: per step, the patches whose removal lowers the explained class most
+    (the model's own best MoRF order, a ceiling of MoRF-AOC)."""
+
+    name = "greedy_deletion"
+    family = "reference"
+    role = "ceiling"
+    explains_class = True
+    in_default_report = False
+    with_references = False  # about 18x (48 px) to 75x (96 px) the cost of MoRF: run it on a stated subset
+    description = ("reference (not a model explanation): the model's own greedy MoRF order, each step removing "
+                   "the patches whose single removal lowers the explained class's probability most")
+    reference = "a greedy deletion oracle (cf. the MoRF ceiling of Samek et al. 2016)"
+    defaults = dict(_GREEDY_DEFAULTS)
+    from_settings = tuple(_GREEDY_DEFAULTS)
+    cost = "steps x remaining patches forwards per image (378 at 6x6 patches, 1,512 at 12x12, 20 steps)"
+
+    def _compute(self, model, images, target, options):
+        from ..metrics.greedy_deletion import greedy_deletion
+
+        found = greedy_deletion(model, images, target, patch_size=model.patch_size, steps=options["steps"],
+                                baseline=options["baseline"], seed=options["seed"],
+                                batch_size=options["batch_size"])
+        return torch.from_numpy(found.maps).float(), {"reference": self.description,
+                                                      "forwards_per_image": found.forwards_per_image}, None

@@ -16,6 +16,7 @@ import torch
 
 from ._checks import UndefinedMetricWarning
 from .class_switch import class_switch, switch_classes
+from .evidence import evidence_scores
 from .insertion import deletion_insertion, positive_negative_perturbation
 from .localisation import RECALL_GRID, box_auc, box_curves, pointing_game
 from .mass import complexity, energy_pointing_game, relevance_rank_accuracy
@@ -26,8 +27,8 @@ from .road import road_curves
 from .sanity import sanity_report
 from .scores import aopc, lerf_auc, morf_aoc
 
-__all__ = ["BoxLocalisation", "ClassSwitch", "DeletionInsertionMetric", "MassLocalisation", "PatchPerturbation",
-           "Pointing", "PositiveNegativeMetric", "ROAD", "Sanity"]
+__all__ = ["BoxLocalisation", "ClassSwitch", "DeletionInsertionMetric", "Evidence", "MassLocalisation",
+           "PatchPerturbation", "Pointing", "PositiveNegativeMetric", "ROAD", "Sanity"]
 
 #: Upper bounds of step counts: each step is one perturbed forward per image, held in memory at once.
 MAX_STEPS = 1000
@@ -87,6 +88,52 @@ class PatchPerturbation(Metric):
         lerf = np.stack([r.curves["lerf"] for r in records])
         mean = lambda probs: (probs[scored] / probs[scored, :1]).mean(0).round(5).tolist() if scored.any() else None  # noqa: E731
         return {"curves": {"fractions": protocol.get("fractions"), "morf_mean": mean(morf), "lerf_mean": mean(lerf)}}
+
+
+@register_metric
+class Evidence(Metric):
+    name = "evidence"
+    category = "evidence"
+    citation = ("Hesse, Schaub-Meyer & Roth, FunnyBirds, ICCV 2023 (single-object removal in distribution); "
+                "Arras, Osman & Samek, CLEVR-XAI, Information Fusion 2022 (relevance mass / rank accuracy)")
+    rule = ("the map's positive mass per visible pixel of each scene object (target, distractors, background) "
+            "against the model's importance of that object: the drop of the explained class's probability "
+            "when the object alone is removed in distribution (background: swapped), clipped at 0")
+    figures = (
+        Figure("evidence_spearman", "evidence rank correlation", True, "Spearman's rho over objects",
+               ceiling="evidence_oracle", description="the map ranks the objects as their removal hurts the model"),
+        Figure("evidence_kendall", "evidence Kendall tau", True, "Kendall's tau-b over objects", ranked=False,
+               ceiling="evidence_oracle", description="the same ranking, by Kendall's tau-b"),
+        Figure("evidence_mass_accuracy", "evidence mass accuracy", True, "histogram intersection", percent=True,
+               ceiling="evidence_oracle", description="overlap of the map's per-object mass shares (per pixel) "
+                                                      "with the model's evidence shares"),
+        Figure("top_object_agreement", "top-object agreement", True, "share of images", percent=True,
+               ceiling="evidence_oracle", description="the map's densest object is the one whose removal "
+                                                      "hurts most"),
+        Figure("mask_relevance_mass_accuracy", "relevance mass accuracy (mask)", True, "share of positive mass",
+               percent=True, ranked=False, ceiling="evidence_oracle",
+               description="share of the map's positive mass on the target digit's pixels (CLEVR-XAI, mask)"),
+        Figure("mask_relevance_rank_accuracy", "relevance rank accuracy (mask)", True, "share of pixels",
+               percent=True, ranked=False, ceiling="evidence_oracle",
+               description="share of the K highest pixels on the target digit, K = its pixels (CLEVR-XAI, mask)"),
+    )
+    cost = "one forward per scene object per image (shared by every map), then mask sums"
+    _KEYS = {"evidence_spearman": "evidence_spearman", "evidence_kendall": "evidence_kendall",
+             "evidence_mass_accuracy": "evidence_mass_accuracy", "top_object_agreement": "top_object_agreement",
+             "mask_relevance_mass_accuracy": "relevance_mass_accuracy",
+             "mask_relevance_rank_accuracy": "relevance_rank_accuracy"}
+
+    def score(self, ctx: Scoring) -> Scores:
+        truth = ctx.truth
+        if not truth.has_evidence:
+            return Scores({f.key: np.full(len(ctx), np.nan) for f in self.figures},
+                          {"undefined": "the data has no scenes (object masks): evidence figures are not measured"})
+        with _quiet():
+            found = evidence_scores(ctx.maps, truth.masks, truth.importance)
+        return Scores({figure: found[key] for figure, key in self._KEYS.items()},
+                      {"objects": list(truth.objects), "importance": "probability drop, clipped at 0",
+                       "comparison": "per-object density (positive mass per visible pixel), nearest upsampling"},
+                      curves={"importance": np.asarray(truth.importance, dtype=np.float64)})
 
 
 @register_metric

@@ -121,3 +121,33 @@ def test_sanity_checks_explain_the_class_the_run_asks_for(model, monkeypatch, ta
     assert seen == [Target.parse(target).resolve(logits, data.labels).tolist()]
     if target != "label":  # the case that used to be wrong differs from the labels here
         assert seen[0] != data.labels.tolist()
+
+
+def test_evidence_figures_are_the_evidence_functions_on_the_shared_importance(make_config):
+    """The engine measures each object's importance once per chunk and scores every map against it."""
+    from infsa_viz.data import test_split
+    from infsa_viz.evaluation import object_importance
+    from infsa_viz.metrics import evidence_oracle, evidence_scores
+
+    model = VisionTransformer(make_config("softmax", num_classes=10)).eval()
+    data = test_split(6)
+    protocol = EvalSettings(metrics=["evidence"], chunk=3)
+    result = evaluate([("m", model)], ["attention", "evidence_oracle"], data, protocol=protocol)
+    found = object_importance(model, data, target=data.labels)
+    x = preprocess(model, data.images)
+    expected = evidence_scores(attribute(model, x, "attention").maps, found.masks, found.prob_drop)
+    records = [r for r in result.records if r.method == "attention"]
+    np.testing.assert_allclose([r.evidence_spearman for r in records], expected["evidence_spearman"], atol=1e-9)
+    np.testing.assert_allclose([r.mask_relevance_mass_accuracy for r in records],
+                               expected["relevance_mass_accuracy"], atol=1e-9)
+    np.testing.assert_allclose(np.stack([r.curves["importance"] for r in records]), found.prob_drop)
+    oracle = [r for r in result.records if r.method == "evidence_oracle"]
+    painted = evidence_oracle(found.masks, found.prob_drop, patch_size=model.patch_size)
+    assert [r.map_max for r in oracle] == pytest.approx(painted.reshape(6, -1).max(1), abs=1e-6)
+    row = next(r for r in result.rows if r["method"] == "attention")
+    assert row["protocol"]["evidence"]["objects"][0] == "target" and row["evidence_spearman_ci"] is not None
+
+
+def test_evidence_is_undefined_without_scenes(model):
+    records, _, parts = score_images(model, _data(2), "attention", protocol=EvalSettings(metrics=["evidence"]))
+    assert all(math.isnan(r.evidence_spearman) for r in records) and "no scenes" in parts["evidence"]["undefined"]
