@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .blockwise import blockwise_infsa, tile_sizes
+from .blockwise import EPS, blockwise_infsa, tile_sizes
 
 __all__ = [
     "ATTENTION_REGISTRY",
@@ -45,13 +45,13 @@ __all__ = [
     "build_attention",
     "check_impl",
     "check_variant",
+    "half_gradient",
     "infsa_affinity",
     "linear_infsa_weights",
     "set_infsa_impl",
     "softmax_matrix",
 ]
 
-EPS = 1e-6
 #: Pure InfSA's ``impl="auto"`` switches from the dense to the blockwise path above this many
 #: tokens (at 4,097 tokens the blockwise path was already faster on CPU, and it needs no N×N memory).
 BLOCKWISE_MIN_TOKENS = 1024
@@ -66,6 +66,12 @@ RecorderFn = Callable[["Attention", dict[str, Any]], None]
 def _accumulation_dtype(dtype: torch.dtype) -> torch.dtype:
     """float64 stays float64; float32, bfloat16 and float16 compute in float32."""
     return torch.promote_types(dtype, torch.float32)
+
+
+def half_gradient(z: Tensor) -> Tensor:
+    """Same value, half the gradient: AttnLRP's uniform rule for a product of two activations
+    (Achtibat et al., ICML 2024), so each factor of ``q kᵀ``, ``A v`` or ``q̄·k`` gets half the relevance."""
+    return 0.5 * z + 0.5 * z.detach()
 
 
 def check_qk(q: Tensor, k: Tensor) -> None:
@@ -200,6 +206,12 @@ class Attention(nn.Module):
         """The same matrix as a matrix-free :class:`~infsa_viz.spectral.SpectralOperator`."""
         raise NotImplementedError
 
+    @staticmethod
+    def lrp_matrix(q: Tensor, k: Tensor, *, eps: float = EPS) -> Tensor:  # pragma: no cover - abstract
+        """:meth:`applied_matrix` with AttnLRP's gradient rules (Achtibat et al., ICML 2024): products of
+        two activations take :func:`half_gradient`, normalising divisors are constants; same value."""
+        raise NotImplementedError
+
     def rho(self) -> Tensor | None:
         """The discount ``ρ`` per head, shape ``(H,)``, or ``None`` for softmax."""
         return None
@@ -239,6 +251,11 @@ class SoftmaxAttention(Attention):
         from .spectral.operators import SoftmaxOperator
 
         return SoftmaxOperator(q, k, block_size=block_size)
+
+    @staticmethod
+    def lrp_matrix(q: Tensor, k: Tensor, *, eps: float = EPS) -> Tensor:
+        """``softmax(½-gradient(q kᵀ)/√D)``: softmax keeps its true gradient (AttnLRP's rule for it)."""
+        return torch.softmax(half_gradient(q @ k.transpose(-2, -1)) * q.shape[-1] ** -0.5, dim=-1)
 
 
 class _RhoMixin(Attention):
@@ -329,6 +346,13 @@ class PureInfSAAttention(_RhoMixin):
 
         return InfSAOperator(q, k, eps=eps, block_size=block_size)
 
+    @staticmethod
+    def lrp_matrix(q: Tensor, k: Tensor, *, eps: float = EPS) -> Tensor:
+        """``ReLU(½-gradient(q kᵀ)) / (‖S‖_F + ε)`` with the Frobenius divisor a constant."""
+        S = F.relu(half_gradient(q @ k.transpose(-2, -1)))  # (B, H, N, N)
+        norm = torch.linalg.vector_norm(S, dim=(-2, -1), keepdim=True)
+        return S / (norm + eps).detach()
+
 
 class LinearInfSAAttention(_RhoMixin):
     """Linear-InfSA: ``ρ · Σ_j a_j v_j`` broadcast to all tokens (O(N·D), no N×N tensor)."""
@@ -353,6 +377,16 @@ class LinearInfSAAttention(_RhoMixin):
         from .spectral.operators import RankOneOperator
 
         return RankOneOperator(linear_infsa_weights(q, k, eps=eps)[2])
+
+    @staticmethod
+    def lrp_matrix(q: Tensor, k: Tensor, *, eps: float = EPS) -> Tensor:
+        """``1·aᵀ`` with ``α`` and ``Σ_j`` constants and ``½``-gradient on the product ``q̄·k``."""
+        q_norm = torch.linalg.vector_norm(q, dim=-1)  # (B, H, N)
+        alpha = (q_norm / (q_norm.sum(-1, keepdim=True) + eps)).detach()
+        q_bar = (alpha.unsqueeze(-2) @ q).squeeze(-2)  # (B, H, D)
+        scores = F.relu(half_gradient((k @ q_bar.unsqueeze(-1)).squeeze(-1)))  # (B, H, N)
+        a = scores / (scores.sum(-1, keepdim=True) + eps).detach()
+        return a.unsqueeze(-2).expand(*a.shape[:-1], a.shape[-1], a.shape[-1])
 
 
 ATTENTION_REGISTRY: dict[str, type[Attention]] = {

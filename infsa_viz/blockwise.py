@@ -25,7 +25,11 @@ from typing import Any
 import torch
 from torch import Tensor
 
-__all__ = ["KEY_BLOCK", "TILE_ELEMENTS", "blockwise_infsa", "tile_sizes", "tiled_relu_product"]
+__all__ = ["EPS", "KEY_BLOCK", "TILE_ELEMENTS", "blockwise_infsa", "tile_sizes", "tiled_relu_product"]
+
+#: The ``ε`` of InfSA's normalisations (``‖S‖_F + ε``, ``Σ_j a_j + ε``): one value for the layers,
+#: the kernels and the spectral operators, defined here, below all of them, so none imports another.
+EPS = 1e-6
 
 #: Default numbers per tile across the batch and heads (4 MiB in float32): cache-sized tiles were
 #: the fastest on CPU (one attention layer at 16,385 tokens, 4 heads, D = 16).

@@ -34,34 +34,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..attention import EPS, Attention
+from ..attention import EPS, Attention, half_gradient
 from ..capture import attention_layers
 
 __all__ = ["explicit_attention", "target_logits"]
-
-
-def _half(z: Tensor) -> Tensor:
-    """Same value, half the gradient: the uniform rule for a product of two activations."""
-    return 0.5 * z + 0.5 * z.detach()
-
-
-def _lrp_attend(module: Attention, q: Tensor, k: Tensor) -> Tensor:
-    """The matrix ``A (B, H, N, N)`` of ``module``'s variant, with AttnLRP's gradient rules."""
-    eps = getattr(module, "eps", EPS)
-    if module.variant == "softmax":
-        return torch.softmax(_half(q @ k.transpose(-2, -1)) * q.shape[-1] ** -0.5, dim=-1)
-    if module.variant == "pure_infsa":
-        S = F.relu(_half(q @ k.transpose(-2, -1)))  # (B, H, N, N)
-        norm = torch.linalg.vector_norm(S, dim=(-2, -1), keepdim=True)
-        return S / (norm + eps).detach()
-    if module.variant == "linear_infsa":
-        q_norm = torch.linalg.vector_norm(q, dim=-1)  # (B, H, N)
-        alpha = (q_norm / (q_norm.sum(-1, keepdim=True) + eps)).detach()
-        q_bar = (alpha.unsqueeze(-2) @ q).squeeze(-2)  # (B, H, D)
-        scores = F.relu(_half((k @ q_bar.unsqueeze(-1)).squeeze(-1)))  # (B, H, N)
-        a = scores / (scores.sum(-1, keepdim=True) + eps).detach()
-        return a.unsqueeze(-2).expand(*a.shape[:-1], a.shape[-1], a.shape[-1])
-    raise ValueError(f"attention variant {module.variant!r} has no AttnLRP rule")
 
 
 def _layer_norm_lrp(module: nn.LayerNorm, x: Tensor) -> Tensor:
@@ -102,12 +78,13 @@ def explicit_attention(model: nn.Module, *, lrp: bool = False) -> Iterator[list[
     def make(module: Attention):
         def attend(q: Tensor, k: Tensor, v: Tensor) -> Tensor:
             module._record(q=q, k=k)
-            A = _lrp_attend(module, q, k) if lrp else module.applied_matrix(q, k, eps=getattr(module, "eps", EPS))
+            eps = getattr(module, "eps", EPS)
+            A = module.lrp_matrix(q, k, eps=eps) if lrp else module.applied_matrix(q, k, eps=eps)
             if A.requires_grad:
                 A.retain_grad()
             store.append(A)
             product = A.to(v.dtype) @ v  # (B, H, N, D)
-            out = _half(product) if lrp else product
+            out = half_gradient(product) if lrp else product
             rho = module.rho()
             return out if rho is None else out * rho.to(v.dtype).view(1, -1, 1, 1)
         return attend

@@ -27,12 +27,12 @@ from torch import Tensor, nn
 
 from .perturbation import (
     PerturbationCurves,
-    _baseline_images,
-    _perturbed_probabilities,
-    _resolve_device,
+    baseline_images,
     perturbation_curves,
+    perturbed_probabilities,
     removed_counts,
 )
+from .removal import resolve_device
 from .protocol import Baseline, PerturbationProtocol, Score
 
 __all__ = ["GreedyDeletion", "greedy_deletion", "greedy_forwards"]
@@ -105,8 +105,8 @@ def greedy_deletion(
                                        "grid": (h, w), "steps": steps})
     N = h * w
     removed = removed_counts(protocol.steps, N)
-    x = images.to(_resolve_device(model, images, device))
-    fill = _baseline_images(images, protocol).to(device=x.device, dtype=images.dtype)
+    x = images.to(resolve_device(model, images, device))
+    fill = baseline_images(images, protocol).to(device=x.device, dtype=images.dtype)
     perm = np.random.default_rng([protocol.seed, _STREAM_TIES]).permutation(N)  # (N,) MoRF's tie order
     position = np.full((B, N), N, dtype=np.int64)  # greedy position of each patch; N = still present
     for k in range(1, protocol.steps + 1):
@@ -118,7 +118,7 @@ def greedy_deletion(
         M = candidates.shape[1]
         ranks = np.where(position < N, position, N + 1)[None].repeat(M, axis=0)  # (M, B, N): removed first
         ranks[np.arange(M)[:, None], np.arange(B)[None], candidates.T] = before  # candidate m next
-        probs = _perturbed_probabilities(model, x, fill, ranks, np.array([before + 1]), check.scored_class,
+        probs = perturbed_probabilities(model, x, fill, ranks, np.array([before + 1]), check.scored_class,
                                          protocol.patch_size, protocol.batch_size)[..., 0]  # (M, B)
         best = np.argsort(probs.T, axis=1, kind="stable")[:, :group]  # (B, g) lowest probability first
         chosen = np.take_along_axis(candidates, best, axis=1)

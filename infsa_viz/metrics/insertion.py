@@ -24,13 +24,8 @@ import torch
 from torch import Tensor, nn
 
 from .._checks import check_float, check_int
-from ._checks import check_images, check_maps
-from .perturbation import (
-    _check_targets,
-    _removal_order,
-    _resolve_device,
-    removed_counts,
-)
+from .perturbation import patch_ranks, removed_counts
+from .removal import check_removal_inputs, resolve_device, trapezoid
 
 __all__ = ["DeletionInsertion", "PositiveNegative", "blurred", "deletion_insertion", "masked_probabilities",
            "positive_negative_perturbation"]
@@ -79,26 +74,6 @@ def masked_probabilities(model: nn.Module, base: Tensor, fill: Tensor, ranks: np
     return torch.cat(out).numpy().reshape(B, len(counts), -1)
 
 
-def _ranks(maps: np.ndarray, order: str, seed: int) -> np.ndarray:
-    return np.argsort(_removal_order(maps, order, seed), axis=1)
-
-
-def _trapz(y: np.ndarray, x: np.ndarray) -> np.ndarray:
-    return ((y[:, 1:] + y[:, :-1]) / 2 * np.diff(x)).sum(1)
-
-
-def _inputs(model: nn.Module, images: Any, maps: Any, targets: Any, patch_size: int) -> tuple[Tensor, np.ndarray, np.ndarray]:
-    images = check_images(images)
-    B, _, H, W = images.shape
-    patch_size = check_int("patch_size", patch_size, minimum=1)
-    values = check_maps(maps, batch=B)
-    if values.shape[1:] != (H // patch_size, W // patch_size):
-        raise ValueError(f"maps has grid {values.shape[1:]}; expected {(H // patch_size, W // patch_size)}")
-    if model.training:
-        raise ValueError("model is in training mode; expected eval mode (call model.eval() first)")
-    return images, values, _check_targets(targets, B)
-
-
 @dataclass(frozen=True, eq=False)
 class DeletionInsertion:
     """Deletion and insertion curves ``(B, K + 1)`` at ``fractions`` and their areas ``(B,)``."""
@@ -131,13 +106,13 @@ def deletion_insertion(model: nn.Module, images: Tensor, maps: Any, targets: Any
         seed: tie-breaking seed.
         batch_size: copies per forward pass (does not change the results).
     """
-    images, values, labels = _inputs(model, images, maps, targets, patch_size)
+    images, values, labels = check_removal_inputs(model, images, maps, targets, patch_size)
     steps = check_int("steps", steps, minimum=1)
     sigma = patch_size / 2 if blur_sigma is None else check_float("blur_sigma", blur_sigma, positive=True)
-    device = _resolve_device(model, images, None)
+    device = resolve_device(model, images, None)
     x = images.to(device)
     fill = blurred(images, sigma).to(device=device, dtype=images.dtype)
-    ranks = _ranks(values, "morf", seed)
+    ranks = patch_ranks(values, "morf", seed)
     removed = removed_counts(steps, values.shape[1] * values.shape[2])
     fractions = removed / (values.shape[1] * values.shape[2])
     rows = np.arange(len(labels))[:, None]
@@ -151,7 +126,7 @@ def deletion_insertion(model: nn.Module, images: Tensor, maps: Any, targets: Any
                 "insertion": "blurred image with the first n_k patches clean; score trapz(p_k, f_k) (higher is better)",
                 "probability": "softmax (float64) of the scored class"}
     return DeletionInsertion(fractions=fractions, deletion=deletion, insertion=insertion,
-                             deletion_auc=_trapz(deletion, fractions), insertion_auc=_trapz(insertion, fractions),
+                             deletion_auc=trapezoid(deletion, fractions), insertion_auc=trapezoid(insertion, fractions),
                              protocol=protocol)
 
 
@@ -178,19 +153,19 @@ def positive_negative_perturbation(model: nn.Module, images: Tensor, maps: Any, 
     Returns:
         :class:`PositiveNegative`; areas are ``trapz(correct, f) / (f_max − f_min)``.
     """
-    images, values, labels = _inputs(model, images, maps, labels, patch_size)
+    images, values, labels = check_removal_inputs(model, images, maps, labels, patch_size)
     grid = np.asarray(fractions, dtype=np.float64)
     if grid.ndim != 1 or len(grid) < 2 or (np.diff(grid) <= 0).any() or grid[0] < 0 or grid[-1] > 1:
         raise ValueError(f"fractions={fractions!r} must increase within [0, 1] with at least two values")
     fill_value = check_float("fill_value", fill_value)
     N = values.shape[1] * values.shape[2]
     counts = np.floor(grid * N + 0.5).astype(np.int64)
-    device = _resolve_device(model, images, None)
+    device = resolve_device(model, images, None)
     x = images.to(device)
     fill = torch.full_like(x, fill_value)
     curves = {}
     for name, order in (("positive", "morf"), ("negative", "lerf")):
-        probs = masked_probabilities(model, x, fill, _ranks(values, order, seed), counts, patch_size, batch_size)
+        probs = masked_probabilities(model, x, fill, patch_ranks(values, order, seed), counts, patch_size, batch_size)
         curves[name] = (probs.argmax(-1) == labels[:, None]).astype(np.float64)  # (B, F)
     span = grid[-1] - grid[0]
     protocol = {"metric": "positive_negative_perturbation", "reference": "Chefer, Gur & Wolf, CVPR 2021, Sec. 4",
@@ -199,5 +174,5 @@ def positive_negative_perturbation(model: nn.Module, images: Tensor, maps: Any, 
                 "negative": "least relevant patches removed first; higher is better",
                 "score": "trapz(top-1 correct, f) / (f_max - f_min): mean top-1 accuracy over the removal range"}
     return PositiveNegative(fractions=grid, positive=curves["positive"], negative=curves["negative"],
-                            positive_auc=_trapz(curves["positive"], grid) / span,
-                            negative_auc=_trapz(curves["negative"], grid) / span, protocol=protocol)
+                            positive_auc=trapezoid(curves["positive"], grid) / span,
+                            negative_auc=trapezoid(curves["negative"], grid) / span, protocol=protocol)

@@ -19,6 +19,7 @@ from torch import Tensor, nn
 
 from ._checks import check_choice, check_float, check_images, check_int, check_maps
 from .protocol import Baseline, Order, PerturbationProtocol, Score
+from .removal import check_targets, resolve_device
 
 __all__ = ["PerturbationCurves", "perturbation_curves", "removal_order"]
 
@@ -92,6 +93,11 @@ def _removal_order(maps: np.ndarray, order: str, seed: int) -> np.ndarray:
     perm = np.random.default_rng([seed, _STREAM_TIES]).permutation(flat.shape[1])  # (N,)
     keys = -flat[:, perm] if order == "morf" else flat[:, perm]
     return perm[np.argsort(keys, axis=1, kind="stable")]  # (B, N)
+
+
+def patch_ranks(maps: np.ndarray, order: str, seed: int) -> np.ndarray:
+    """``(B, N)`` each patch's position in the removal order (:func:`removal_order`, seeded ties)."""
+    return np.argsort(_removal_order(maps, order, seed), axis=1)
 
 
 def removed_counts(steps: int, num_patches: int) -> np.ndarray:
@@ -189,7 +195,7 @@ def perturbation_curves(
         raise ValueError(
             f"maps has grid {values.shape[1:]}; expected (H/patch_size, W/patch_size) = {(h, w)}"
         )
-    labels = _check_targets(targets, B)
+    labels = check_targets(targets, B)
     steps = check_int("steps", steps, minimum=1)
     seed = check_int("seed", seed, minimum=0)
     batch_size = check_int("batch_size", batch_size, minimum=1)
@@ -203,7 +209,7 @@ def perturbation_curves(
         raise TypeError(f"model has type {type(model).__name__}; expected a torch.nn.Module")
     if model.training:
         raise ValueError("model is in training mode; expected eval mode (call model.eval() first)")
-    device = _resolve_device(model, images, device)
+    device = resolve_device(model, images, device)
     protocol = PerturbationProtocol(
         patch_size=patch_size, grid=(h, w), order=order, steps=steps, baseline=baseline,
         baseline_value=0.0 if baseline == "mean" else baseline_value,
@@ -215,7 +221,7 @@ def perturbation_curves(
     removed = removed_counts(steps, h * w)  # (K + 1,)
 
     x = images.to(device)
-    fill = _baseline_images(images, protocol).to(device=device, dtype=images.dtype)  # (B, C, H, W)
+    fill = baseline_images(images, protocol).to(device=device, dtype=images.dtype)  # (B, C, H, W)
     clean = _probabilities(model, x, batch_size)  # (B, M)
     if labels.max() >= clean.shape[1]:
         raise ValueError(f"targets has class {int(labels.max())}; expected classes in [0, {clean.shape[1]})")
@@ -223,7 +229,7 @@ def perturbation_curves(
     scored = labels if score == "target" else predicted
 
     counts = np.unique(removed[removed > 0])  # (U,) distinct positive counts, each run once
-    found = _perturbed_probabilities(model, x, fill, ranks, counts, scored, patch_size, batch_size)  # (O, B, U)
+    found = perturbed_probabilities(model, x, fill, ranks, counts, scored, patch_size, batch_size)  # (O, B, U)
 
     p0 = clean[np.arange(B), scored]  # (B,)
     column = np.searchsorted(counts, removed)  # (K + 1,) index into counts for n_k > 0
@@ -243,7 +249,7 @@ def perturbation_curves(
     return results if order == "both" else results[order]
 
 
-def _perturbed_probabilities(
+def perturbed_probabilities(
     model: nn.Module,
     x: Tensor,
     fill: Tensor,
@@ -288,31 +294,7 @@ def _perturbed_probabilities(
     return found.reshape(O, B, len(counts))
 
 
-def _check_targets(targets: Any, batch: int) -> np.ndarray:
-    if isinstance(targets, Tensor):
-        targets = targets.detach().cpu().numpy()
-    array = np.asarray(targets)
-    if array.shape != (batch,) or not np.issubdtype(array.dtype, np.integer) or array.dtype == bool:
-        raise ValueError(
-            f"targets has shape {array.shape} and dtype {array.dtype}; expected ({batch},) integer labels"
-        )
-    if array.min() < 0:
-        raise ValueError(f"targets has label {int(array.min())}; expected labels >= 0")
-    return array.astype(np.int64)
-
-
-def _resolve_device(model: nn.Module, images: Tensor, device: str | torch.device | None) -> torch.device:
-    if device is not None:
-        try:
-            return torch.device(device)
-        except (RuntimeError, TypeError):
-            raise ValueError(f"device={device!r} is invalid; expected a torch device such as 'cpu'") from None
-    for tensor in (*model.parameters(), *model.buffers()):
-        return tensor.device
-    return images.device
-
-
-def _baseline_images(images: Tensor, protocol: PerturbationProtocol) -> Tensor:
+def baseline_images(images: Tensor, protocol: PerturbationProtocol) -> Tensor:
     """The replacement value of every pixel ``(B, C, H, W)``, on the CPU, in float64."""
     x = images.detach().cpu().to(torch.float64)
     if protocol.baseline in ("mean", "zero"):

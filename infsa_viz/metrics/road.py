@@ -19,8 +19,8 @@ import torch
 from torch import Tensor, nn
 
 from .._checks import check_float, check_int
-from .insertion import _inputs, _ranks, _trapz
-from .perturbation import _resolve_device
+from .perturbation import patch_ranks
+from .removal import check_removal_inputs, resolve_device, trapezoid
 
 __all__ = ["ROADCurves", "noisy_linear_imputation", "road_curves"]
 
@@ -127,17 +127,17 @@ def road_curves(model: nn.Module, images: Tensor, maps: Any, targets: Any, *, pa
     1 LeRF) is drawn from ``default_rng([seed, image_ids[b], o, k])`` (``image_ids`` default
     ``0..B−1``; the evaluation passes each image's index in the data set).
     """
-    images, values, labels = _inputs(model, images, maps, targets, patch_size)
+    images, values, labels = check_removal_inputs(model, images, maps, targets, patch_size)
     steps = check_int("steps", steps, minimum=2)
     B = images.shape[0]
     h, w = values.shape[1:]
     counts = ((2 * np.arange(steps) * h * w + steps) // (2 * steps)).astype(np.int64)  # (K,)
     fractions = counts / (h * w)
-    device = _resolve_device(model, images, None)
+    device = resolve_device(model, images, None)
     ids = np.arange(B) if image_ids is None else np.asarray(image_ids, dtype=np.int64).reshape(B)
     out = {}
     for code, order in enumerate(("morf", "lerf")):
-        ranks = _ranks(values, order, seed)  # (B, N)
+        ranks = patch_ranks(values, order, seed)  # (B, N)
         masks = (ranks[:, None, :] < counts[None, :, None]).reshape(B * steps, h, w)
         masks = masks.repeat(patch_size, 1).repeat(patch_size, 2)
         repeated = images.repeat_interleave(steps, 0)
@@ -161,5 +161,5 @@ def road_curves(model: nn.Module, images: Tensor, maps: Any, targets: Any, *, pa
                               "default_rng([seed, image index, order (0 morf, 1 lerf), step])",
                 "morf_aoc": "100 * trapz(1 - p_k/p_0, f_k)", "lerf_auc": "100 * trapz(p_k/p_0, f_k)"}
     return ROADCurves(fractions=fractions, morf=out["morf"], lerf=out["lerf"],
-                      morf_aoc=100 * _trapz(1 - morf_ratio, fractions), lerf_auc=100 * _trapz(lerf_ratio, fractions),
+                      morf_aoc=100 * trapezoid(1 - morf_ratio, fractions), lerf_auc=100 * trapezoid(lerf_ratio, fractions),
                       protocol=protocol)

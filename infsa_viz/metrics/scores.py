@@ -27,6 +27,7 @@ import numpy as np
 
 from ._checks import check_choice, warn_undefined
 from .perturbation import PerturbationCurves
+from .removal import trapezoid
 from .protocol import SELECTIONS, Selection
 
 __all__ = ["CurveScore", "aopc", "lerf_auc", "morf_aoc"]
@@ -86,7 +87,7 @@ def morf_aoc(
     """
     check_choice("select", select, SELECTIONS)
     ratio = _ratio(curve, "morf", "morf_aoc", clip)
-    return _summarise("morf_aoc", 100.0 * _trapezoid(1.0 - ratio, curve.fractions), curve, select, clip)
+    return _summarise("morf_aoc", 100.0 * trapezoid(1.0 - ratio, curve.fractions), curve, select, clip)
 
 
 def lerf_auc(
@@ -109,7 +110,7 @@ def lerf_auc(
     """
     check_choice("select", select, SELECTIONS)
     ratio = _ratio(curve, "lerf", "lerf_auc", clip)
-    return _summarise("lerf_auc", 100.0 * _trapezoid(ratio, curve.fractions), curve, select, clip)
+    return _summarise("lerf_auc", 100.0 * trapezoid(ratio, curve.fractions), curve, select, clip)
 
 
 def aopc(curve: PerturbationCurves, *, select: Selection = "correct") -> CurveScore:
@@ -149,11 +150,6 @@ def _ratio(curve: PerturbationCurves, order: str, metric: str, clip: bool) -> np
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(p0 > 0, curve.probs / np.where(p0 > 0, p0, 1.0), np.nan)
     return np.clip(ratio, 0.0, 1.0) if clip else ratio
-
-
-def _trapezoid(y: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Trapezoid rule along the last axis: ``(B, K + 1), (K + 1,) -> (B,)``."""
-    return ((y[:, 1:] + y[:, :-1]) / 2.0 * np.diff(x)).sum(axis=1)
 
 
 def _summarise(

@@ -27,8 +27,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..attention import EPS
-from ..blockwise import tile_sizes, tiled_relu_product
+from ..blockwise import EPS, tile_sizes, tiled_relu_product
 
 __all__ = [
     "DenseOperator",

@@ -77,8 +77,8 @@ def test_attn_lrp_softmax_rule_is_the_deep_taylor_rule():
 
 
 def test_attn_lrp_uniform_rule_halves_a_product():
-    """For z = a·b the uniform rule gives R_a = R_b = z/2 (input × gradient with _half)."""
-    from infsa_viz.maps._explicit import _half
+    """For z = a·b the uniform rule gives R_a = R_b = z/2 (input × gradient with half_gradient)."""
+    from infsa_viz.attention import half_gradient as _half
 
     a = torch.tensor(3.0, requires_grad=True)
     b = torch.tensor(-2.0, requires_grad=True)
@@ -111,3 +111,12 @@ def test_batched_equals_unbatched(tiny_model, method):
     single = torch.cat([attribute(tiny_model, x[i:i + 1], method, target=target[i:i + 1], **options).maps
                         for i in range(3)])
     assert_close(batched, single, atol=1e-5, rtol=1e-4)
+
+
+def test_each_variant_owns_its_lrp_rule_with_the_applied_value():
+    """The LRP matrix of every variant has the value of its applied matrix (only gradients differ)."""
+    from infsa_viz.attention import ATTENTION_REGISTRY
+
+    q, k = torch.randn(2, 3, 5, 4), torch.randn(2, 3, 5, 4)
+    for cls in ATTENTION_REGISTRY.values():
+        torch.testing.assert_close(cls.lrp_matrix(q, k), cls.applied_matrix(q, k), atol=1e-6, rtol=1e-5)

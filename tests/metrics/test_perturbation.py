@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from infsa_viz.metrics import PerturbationProtocol, perturbation_curves, removal_order
-from infsa_viz.metrics.perturbation import _baseline_images, removed_counts
+from infsa_viz.metrics.perturbation import baseline_images, removed_counts
 
 PATCH = 4
 
@@ -109,9 +109,9 @@ def test_score_predicted_tracks_clean_argmax(vit, images, tied_maps):
 def test_baseline_mean_and_zero_fill_constants(images):
     mean = PerturbationProtocol(patch_size=4, grid=(4, 4), order="morf", steps=2, baseline="mean", baseline_value=0.0,
                                 blur_sigma=None, score="target", seed=0, batch_size=8, device="cpu")
-    assert (_baseline_images(images, mean) == 0).all()
+    assert (baseline_images(images, mean) == 0).all()
     zero = PerturbationProtocol(**{**mean.__dict__, "baseline": "zero", "baseline_value": -0.8128})
-    assert (_baseline_images(images, zero) == -0.8128).all()
+    assert (baseline_images(images, zero) == -0.8128).all()
 
 
 def test_baseline_blur_is_cv2_gaussian(images):
@@ -119,20 +119,20 @@ def test_baseline_blur_is_cv2_gaussian(images):
                                     baseline_value=None, blur_sigma=1.5, score="target", seed=0, batch_size=8,
                                     device="cpu")
     expected = cv2.GaussianBlur(images[2, 0].numpy(), (0, 0), 1.5, borderType=cv2.BORDER_REFLECT_101)
-    np.testing.assert_allclose(_baseline_images(images, protocol)[2, 0].numpy(), expected, atol=1e-6)
+    np.testing.assert_allclose(baseline_images(images, protocol)[2, 0].numpy(), expected, atol=1e-6)
 
 
 def test_baseline_uniform_is_seeded_and_within_image_range(images):
     protocol = PerturbationProtocol(patch_size=4, grid=(4, 4), order="morf", steps=2, baseline="uniform",
                                     baseline_value=None, blur_sigma=None, score="target", seed=5, batch_size=8,
                                     device="cpu")
-    fill = _baseline_images(images, protocol)
+    fill = baseline_images(images, protocol)
     lo = images.amin(dim=(1, 2, 3)).double()
     hi = images.amax(dim=(1, 2, 3)).double()
     assert (fill.amin(dim=(1, 2, 3)) >= lo).all() and (fill.amax(dim=(1, 2, 3)) <= hi).all()
-    torch.testing.assert_close(fill, _baseline_images(images, protocol))
+    torch.testing.assert_close(fill, baseline_images(images, protocol))
     other = PerturbationProtocol(**{**protocol.__dict__, "seed": 6})
-    assert not torch.equal(fill, _baseline_images(images, other))
+    assert not torch.equal(fill, baseline_images(images, other))
 
 
 def test_blur_sigma_default_is_half_patch(vit, images, tied_maps):
