@@ -14,7 +14,9 @@ Commands (:data:`BENCH_COMMANDS`; each is a module of :mod:`benchmarks.commands`
 * ``profile``: ``torch.profiler`` over one forward per variant (:mod:`benchmarks.profile`);
 * ``reliability``: the bad-input matrix, a SIGKILL + resume of ``evaluate`` and the full
   evaluation's peak memory (:mod:`benchmarks.reliability`);
-* ``app-latency``: the real app in Chromium, first render and switch times (:mod:`benchmarks.app_latency`).
+* ``app-latency``: the real app in Chromium, first render and switch times (:mod:`benchmarks.app_latency`);
+* ``metric-cost``: milliseconds per image of every registered metric, the evidence interventions and
+  the greedy deletion oracle (:mod:`benchmarks.metric_cost`).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ BENCH_COMMANDS: dict[str, tuple[str, str]] = {
     "reliability": ("benchmarks.commands.reliability",
                     "bad-input matrix, SIGKILL + resume of evaluate, and the full evaluation's peak memory"),
     "app-latency": ("benchmarks.commands.app_latency", "the real app in Chromium: first render and switch times"),
+    "metric-cost": ("benchmarks.commands.metric_cost", "milliseconds per image of every registered metric"),
 }
 
 

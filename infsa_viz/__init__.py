@@ -1,9 +1,20 @@
 """infsa-viz: read the attention of softmax, InfSA and Linear-InfSA vision transformers.
 
-The flat public API re-exports the library's main names. ``import infsa_viz`` needs only
-torch and numpy: OpenCV, scikit-learn, Captum, Streamlit and plotly are imported by the
-functions that use them.
+The flat public API re-exports the library's main names: the verbs a user calls
+(:func:`load_model`, :func:`attribute`, :func:`evaluate`) and the registries they read
+(:data:`METHODS`, :data:`METRICS`). ``import infsa_viz`` needs only torch and numpy: the map,
+metric and evaluation names are imported on first use, and OpenCV, scikit-learn, Captum,
+Streamlit and plotly by the functions that use them.
+
+Example:
+    >>> import infsa_viz
+    >>> model = infsa_viz.load_model("models/pure-infsa-vit4")
+    >>> x = infsa_viz.preprocess(model, images)                # (B, C, H, W)
+    >>> infsa_viz.attribute(model, x, "visits").maps           # (B, h, w)
 """
+
+from importlib import import_module
+from typing import Any
 
 from ._version import __version__
 from .attention import (
@@ -20,11 +31,41 @@ from .attention import (
 from .capture import AttentionRecord, capture_attention, record_attention
 from .preprocess import Prepared, Preprocessing, prepare, preprocess
 from .formats import load_model
+from .targets import Target
 from .vit import ViTConfig, VisionTransformer, save_model
+
+#: Names imported on first use: their modules pull in the map methods and metrics.
+_LAZY = {
+    "METHODS": "maps", "GroundTruth": "maps", "MapResult": "maps", "attribute": "maps",
+    "METRICS": "metrics", "Figure": "metrics", "Metric": "metrics", "register_metric": "metrics",
+    "EvalSettings": "evaluation", "evaluate": "evaluation", "score_images": "evaluation",
+    "write_evaluation": "evaluation",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'infsa_viz' has no attribute {name!r}")
 
 __all__ = [
     "ATTENTION_REGISTRY",
     "AttentionRecord",
+    "EvalSettings",
+    "Figure",
+    "GroundTruth",
+    "MapResult",
+    "METHODS",
+    "METRICS",
+    "Metric",
+    "Target",
+    "attribute",
+    "evaluate",
+    "register_metric",
+    "score_images",
+    "write_evaluation",
     "LinearInfSAAttention",
     "Prepared",
     "Preprocessing",

@@ -48,6 +48,15 @@ def _quiet() -> Iterator[None]:
 
 @register_metric
 class PatchPerturbation(Metric):
+    """MoRF / LeRF patch removal (Samek et al., IEEE TNNLS 2016). ViT patches are replaced by the
+    baseline (the dataset mean by default) in the map's order, most relevant first (MoRF) or least
+    relevant first (LeRF), over ``steps`` cumulative steps, and the probability of the scored class is
+    read after each. MoRF-AOC is the area over ``p_k / p_0`` (higher: the map found what the model
+    needs), LeRF-AUC the area under it (higher: the map's low end is truly unimportant), AOPC the
+    mean drop. Both are averaged over the correctly classified images. Removal creates images the
+    model never saw, so part of any MoRF score measures the model's reaction to grey patches; the
+    greedy deletion oracle (the model's own best removal order) is its ceiling."""
+
     name = "perturbation"
     category = "faithfulness"
     citation = "Samek et al., IEEE TNNLS 2016 (MoRF/LeRF, AOPC)"
@@ -92,6 +101,19 @@ class PatchPerturbation(Metric):
 
 @register_metric
 class Evidence(Metric):
+    """Evidence by intervention (after FunnyBirds, Hesse, Schaub-Meyer & Roth, ICCV 2023, and
+    CLEVR-XAI, Arras, Osman & Samek, Information Fusion 2022). Every benchmark image is a scene of
+    named objects (the target digit, each distractor, the background); each object is removed alone
+    *in distribution* (the generator re-renders the scene without it; the background is swapped for
+    another photo crop) and the drop of the explained class's probability is that object's
+    importance to this model. A map is then scored on how it distributes its positive mass over the
+    objects' visible pixels: the rank correlation (Spearman, Kendall) between the map's mass per
+    pixel and the importance, the evidence mass accuracy (the overlap of the two distributions),
+    top-object agreement (the map's densest object is the one that hurts most when removed) and the
+    CLEVR-XAI relevance mass / rank accuracy against the target's pixel mask. Unlike box metrics it
+    rewards a map for the distractors the model really compared, and unlike MoRF it needs no
+    out-of-distribution input. The evidence oracle is its ceiling, the random map its floor."""
+
     name = "evidence"
     category = "evidence"
     citation = ("Hesse, Schaub-Meyer & Roth, FunnyBirds, ICCV 2023 (single-object removal in distribution); "
@@ -138,6 +160,12 @@ class Evidence(Metric):
 
 @register_metric
 class BoxLocalisation(Metric):
+    """Box ROC-AUC and PR-AUC: the map, upsampled to pixels, used as a detector of the target box's
+    pixels (every other pixel, distractors included, is a negative); ``sklearn`` ROC-AUC and
+    average precision per image. It measures plausibility (agreement with where a person would look),
+    not faithfulness: a map may rightly weigh the distractors the model compared the target with.
+    The distractor ROC-AUC ranks target pixels against distractor pixels only."""
+
     name = "box_auc"
     category = "localisation"
     citation = "pixel ROC-AUC / average precision of the map against the target boxes"
@@ -175,6 +203,9 @@ class BoxLocalisation(Metric):
 
 @register_metric
 class Pointing(Metric):
+    """The pointing game (Zhang et al., ECCV 2016): a hit when the map's maximum falls on a target box,
+    within a tolerance of 15 px at 224 px scaled to the image."""
+
     name = "pointing_game"
     category = "localisation"
     citation = "Zhang et al., ECCV 2016"
@@ -190,6 +221,11 @@ class Pointing(Metric):
 
 @register_metric
 class MassLocalisation(Metric):
+    """Mass-based localisation: the energy pointing game (Wang et al., Score-CAM, CVPRW 2020), the
+    share of the map's positive mass inside the target box, and the relevance rank accuracy
+    (Arras, Osman & Samek, 2022), the share of the K highest pixels that lie in the box (K = the
+    box's pixel count)."""
+
     name = "mass"
     category = "localisation"
     citation = "Wang et al., Score-CAM, CVPRW 2020; Arras, Osman & Samek, Information Fusion 2022"
@@ -212,6 +248,10 @@ class MassLocalisation(Metric):
 
 @register_metric
 class Complexity(Metric):
+    """Complexity (Bhatt, Weller & Moura, IJCAI 2020): the entropy of the map's normalised absolute
+    mass over patches; lower means a more concentrated explanation. Descriptive of the map, not of
+    the model."""
+
     name = "complexity"
     category = "complexity"
     citation = "Bhatt, Weller & Moura, IJCAI 2020"
@@ -225,6 +265,11 @@ class Complexity(Metric):
 
 @register_metric
 class DeletionInsertionMetric(Metric):
+    """Deletion / insertion (Petsiuk, Das & Saenko, RISE, BMVC 2018): the probability of the scored
+    class as patches are replaced by a blurred copy in map order (deletion, lower is better) or put
+    back into the blurred copy (insertion, higher is better), as areas under the curve. The blur
+    keeps the perturbed images closer to the data than a constant fill."""
+
     name = "deletion_insertion"
     category = "faithfulness"
     citation = "Petsiuk, Das & Saenko, RISE, BMVC 2018"
@@ -249,6 +294,10 @@ class DeletionInsertionMetric(Metric):
 
 @register_metric
 class PositiveNegativeMetric(Metric):
+    """Positive / negative perturbation (Chefer, Gur & Wolf, CVPR 2021): whether the top-1 prediction
+    survives as the most (positive, lower is better) or least (negative, higher is better) relevant
+    patches are zeroed at 0, 10, …, 90 %; the area under that accuracy curve."""
+
     name = "positive_negative"
     category = "faithfulness"
     citation = "Chefer, Gur & Wolf, CVPR 2021"
@@ -269,6 +318,10 @@ class PositiveNegativeMetric(Metric):
 
 @register_metric
 class ROAD(Metric):
+    """ROAD (Rong et al., ICML 2022): MoRF and LeRF with removed pixels imputed from their neighbours
+    by noisy linear imputation, which leaks less of the removal pattern into the model than a
+    constant fill."""
+
     name = "road"
     category = "faithfulness"
     citation = "Rong et al., ICML 2022"
@@ -295,6 +348,11 @@ class ROAD(Metric):
 
 @register_metric
 class ClassSwitch(Metric):
+    """The class switch (ours): each image is explained again for the class of a distractor digit; a
+    map that explains a class should move its mass from the target's box to that distractor's box.
+    The shift is the distractor's gain minus the target's change; a map that ignores the class
+    shifts 0."""
+
     name = "class_switch"
     category = "faithfulness"
     citation = "ours (cluttered digits carry labelled distractors)"
@@ -330,6 +388,10 @@ class ClassSwitch(Metric):
 
 @register_metric
 class Sanity(RowMetric):
+    """Sanity checks (Adebayo et al., NeurIPS 2018): the maps of the trained model against the maps
+    of the same model with its layers randomised top-down, and against maps of a random other
+    class; a method whose maps survive full randomisation (Spearman above the threshold) fails."""
+
     name = "sanity"
     category = "randomisation"
     citation = "Adebayo et al., NeurIPS 2018"
