@@ -30,7 +30,7 @@ from .records import ImageRecord, summarise
 from .settings import EvalProtocol, EvalSettings
 
 __all__ = ["EvalProtocol", "EvalSettings", "Evaluation", "default_methods", "evaluate", "finish_rows",
-           "reference_methods", "score_images"]
+           "needs_evidence", "reference_methods", "score_images", "score_metrics"]
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +72,30 @@ def _scatter(metric: Any, scores: Scores, rows: np.ndarray, n: int) -> tuple[dic
         full[rows] = curve
         curves[key] = full
     return values, curves
+
+
+def score_metrics(metrics: Sequence[Any], ctx: Scoring) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray],
+                                                                 dict[str, Any]]:
+    """Every metric of ``metrics`` on the images of ``ctx`` (each on its own image subset).
+
+    Returns:
+        ``(figures, curves, protocols)``: figure key → ``(B,)`` values (``nan`` where a metric did not
+        run), curve name → ``(B, …)``, metric name → its protocol (with ``ran``).
+    """
+    figures: dict[str, np.ndarray] = {}
+    curves: dict[str, np.ndarray] = {}
+    protocols: dict[str, Any] = {}
+    n, settings = len(ctx), ctx.settings
+    for metric in metrics:
+        rows = np.arange(n) if metric.subset is None else np.flatnonzero(ctx.positions < settings[metric.subset])
+        scores = Scores({f.key: np.full(0, np.nan) for f in metric.figures})
+        if rows.size:
+            scores = metric.score(ctx if rows.size == n else ctx.take(rows))
+        values, kept = _scatter(metric, scores, rows, n)
+        figures.update(values)
+        curves.update(kept)
+        protocols[metric.name] = {**metric.describe(settings), **scores.protocol, "ran": bool(rows.size)}
+    return figures, curves, protocols
 
 
 def score_images(
@@ -132,19 +156,7 @@ def score_images(
     settings = protocol.resolved()
     ctx = Scoring(model=model, images=x, maps=result.maps, classes=labels, positions=positions, truth=truth,
                   negatives=negatives, negative_labels=data.negative_labels, settings=settings, redraw=redraw)
-    figures: dict[str, np.ndarray] = {}
-    curves: dict[str, np.ndarray] = {}
-    protocols: dict[str, Any] = {}
-    n = len(labels)
-    for metric in protocol.image_metrics():
-        rows = np.arange(n) if metric.subset is None else np.flatnonzero(positions < settings[metric.subset])
-        scores = Scores({f.key: np.full(0, np.nan) for f in metric.figures})
-        if rows.size:
-            scores = metric.score(ctx if rows.size == n else ctx.take(rows))
-        values, kept = _scatter(metric, scores, rows, n)
-        figures.update(values)
-        curves.update(kept)
-        protocols[metric.name] = {**metric.describe(settings), **scores.protocol, "ran": bool(rows.size)}
+    figures, curves, protocols = score_metrics(protocol.image_metrics(), ctx)
     if "fractions" in protocols.get("perturbation", {}):
         steps = protocols["perturbation"]
         protocols["steps"] = (np.asarray(steps["fractions"]), np.asarray(steps["removed"]))

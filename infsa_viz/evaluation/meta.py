@@ -41,7 +41,8 @@ from .._checks import check_float, check_int
 from ..metrics import UndefinedMetricWarning
 from ..metrics._checks import check_maps
 
-__all__ = ["ALPHAS", "FigureMeta", "MetaEvaluation", "blend", "meta_evaluate", "normalise", "shift"]
+__all__ = ["ALPHAS", "FigureMeta", "MetaEvaluation", "blend", "meta_evaluate", "meta_evaluate_model", "normalise",
+           "shift"]
 
 #: Blend weights of the random map, from the oracle (0) to the random map (1).
 ALPHAS = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -240,3 +241,73 @@ def meta_evaluate(
         "reference_paper": "Hedström et al., The meta-evaluation problem in explainable AI (MetaQuantus), TMLR 2023",
     }
     return MetaEvaluation(figures=figures, protocol=protocol)
+
+
+def meta_evaluate_model(model: Any, data: Any, *, protocol: Any = None, metrics: Sequence[str] | None = None,
+                        oracle: str = "evidence_oracle", seed: int = 0) -> MetaEvaluation:
+    """:func:`meta_evaluate` of every registered per-image metric for one model on ``data``.
+
+    The reference is the ``oracle`` map (default the evidence oracle, built from each scene
+    object's importance to this model); the figures are the registry's (:data:`~infsa_viz.metrics.
+    registry.FIGURES`, table figures with a direction), each computed by its metric on the
+    degraded maps exactly as :func:`~infsa_viz.evaluation.evaluate` computes it (settings and
+    image subsets from ``protocol``; ``"scored"`` figures on the ``select`` images only). Metrics
+    that re-explain other classes (the class switch) cannot score fixed maps and are left out.
+
+    Args:
+        model: the model (eval mode).
+        data: a :class:`~infsa_viz.data.LabelledImages` with scenes (a generated benchmark).
+        protocol: :class:`~infsa_viz.evaluation.EvalSettings` (default: the evaluation's defaults).
+        metrics: the metrics to meta-evaluate (default: every selected per-image metric that can).
+        oracle: the reference map method (a registered ``"ceiling"``).
+        seed: seed of the random map and of the harmless noise.
+    """
+    import torch
+
+    from ..maps import GroundTruth, attribute, check_method
+    from ..metrics.registry import Scoring
+    from ..preprocess import prepare
+    from .engine import score_metrics
+    from .interventions import object_importance
+    from .settings import EvalSettings
+
+    protocol = EvalSettings() if protocol is None else protocol
+    if check_method(oracle).role != "ceiling":
+        raise ValueError(f"oracle={oracle!r} is not a ceiling reference map")
+    if data.scenes is None:
+        raise ValueError("data has no scenes; the meta-evaluation needs a generated benchmark (object masks)")
+    model.eval()
+    prepared = prepare(model, data.images)
+    x = prepared.tensor
+    with torch.no_grad():
+        logits = model(x).double()
+    given = np.asarray(data.labels, dtype=np.int64)
+    labels = np.where(given >= 0, given, logits.argmax(-1).numpy())
+    positions = np.arange(len(labels))
+    evidence = object_importance(model, data, target=protocol.target.resolve(logits, labels),
+                                 batch_size=protocol.batch_size)
+    truth = GroundTruth(boxes=[prepared.boxes(i, b) for i, b in enumerate(data.boxes)], objects=evidence.objects,
+                        masks=evidence.masks, importance=evidence.prob_drop)
+    negatives = None if data.negative_boxes is None else [prepared.boxes(i, b) for i, b in enumerate(data.negative_boxes)]
+    reference = attribute(model, x, oracle, truth=truth, target=torch.as_tensor(labels) if
+                          check_method(oracle).explains_class else None).maps.double().numpy()
+    chosen = [m for m in protocol.image_metrics() if not m.redraws and (metrics is None or m.name in metrics)]
+    figures = [f for m in chosen for f in m.figures if f.table and f.higher_is_better is not None]
+    eligible = (np.ones(len(labels), dtype=bool) if protocol.select == "all"
+                else logits.argmax(-1).numpy() == labels)
+    settings = protocol.resolved()
+
+    def score(maps: np.ndarray) -> dict[str, np.ndarray]:
+        tensor = torch.as_tensor(maps, dtype=torch.float32)
+        ctx = Scoring(model=model, images=x, maps=tensor, classes=labels, positions=positions, truth=truth,
+                      negatives=negatives, negative_labels=data.negative_labels, settings=settings,
+                      redraw=lambda rows, classes: tensor[rows])
+        values, _, _ = score_metrics(chosen, ctx)
+        return {f.name: np.where(eligible, values[f.key], np.nan) if f.images == "scored" else values[f.key]
+                for f in figures}
+
+    found = meta_evaluate(score, reference, higher_is_better={f.name: bool(f.higher_is_better) for f in figures},
+                          seed=seed)
+    found.protocol.update({"oracle": oracle, "metrics": [m.name for m in chosen], "settings": protocol.to_dict(),
+                           "scored_images": int(eligible.sum())})
+    return found

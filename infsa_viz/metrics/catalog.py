@@ -367,6 +367,7 @@ class ClassSwitch(Metric):
     settings = (_SUBSAMPLE,)
     subset = "subsample"
     count = "n_class_switch"
+    redraws = True
 
     def score(self, ctx: Scoring) -> Scores:
         out = {f.key: np.full(len(ctx), np.nan) for f in self.figures}

@@ -240,6 +240,9 @@ class Metric(ABC):
     subset: ClassVar[str | None] = None
     #: The row key counting the images with a value of its first figure (``None``: no count).
     count: ClassVar[str | None] = None
+    #: Whether it asks the map method for maps of other classes (``Scoring.redraw``); the
+    #: meta-evaluation, which degrades fixed maps, cannot run such a metric.
+    redraws: ClassVar[bool] = False
     #: Whether ``infsa-viz evaluate`` computes it unless ``--metrics`` says otherwise.
     default: ClassVar[bool] = True
     #: Work per image, in words.
