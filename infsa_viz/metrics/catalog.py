@@ -63,7 +63,8 @@ class PatchPerturbation(Metric):
     rule = "class probability as ViT patches are removed in map order, most (MoRF) or least (LeRF) relevant first"
     figures = (
         Figure("morf_aoc", "MoRF-AOC", True, "% of the area over p_k/p_0", images="scored", digits=3,
-               ceiling="box_oracle", description="area over the class probability as the most relevant patches go"),
+               ceiling="greedy_deletion",
+               description="area over the class probability as the most relevant patches go"),
         Figure("lerf_auc", "LeRF-AUC", True, "% of the area under p_k/p_0", images="scored", digits=3,
                description="area under the class probability as the least relevant patches go"),
         Figure("aopc", "AOPC", True, "probability", images="scored", ranked=False,

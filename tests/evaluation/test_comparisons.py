@@ -85,11 +85,12 @@ def test_paired_tests_find_a_shifted_method_and_align_models_by_image():
 
 
 def test_benchmark_quality_in_points():
-    rows = [{"model": "m", "method": "box_oracle", "morf_aoc": 90.0, "box_pr_auc": 0.9},
+    rows = [{"model": "m", "method": "greedy_deletion", "morf_aoc": 90.0, "box_pr_auc": 0.3},  # MoRF's ceiling
             {"model": "m", "method": "random", "morf_aoc": 40.0, "box_pr_auc": 0.1},
             {"model": "m", "method": "attention", "morf_aoc": 80.0, "box_pr_auc": 0.5},
             {"model": "m", "method": "visits", "morf_aoc": 82.0, "box_pr_auc": 0.4},
-            {"model": "m", "method": "saliency", "morf_aoc": 60.0, "box_pr_auc": 0.6}]
+            {"model": "m", "method": "saliency", "morf_aoc": 60.0, "box_pr_auc": 0.6},
+            {"model": "m", "method": "box_oracle", "morf_aoc": 70.0, "box_pr_auc": 0.9}]  # box PR-AUC's ceiling
     q = benchmark_quality(rows)["per_model"]["m"]
     assert q["morf_aoc"]["oracle_minus_random"] == 50.0
     assert q["morf_aoc"]["best_attention"] == "visits" and q["morf_aoc"]["oracle_minus_best_attention"] == 8.0
