@@ -64,7 +64,7 @@ def kill_and_resume(folder: Path, *, seed: int = 20261203, n_images: int = 24, c
 
     Returns:
         ``{"killed_after_chunks", "chunks", "resumed_message", "equal_json", "equal_csv",
-        "equal_images_csv", "journal_removed", "lock_released"}``.
+        "equal_images_csv", "journal_removed", "lock_released", "user_file_kept"}``.
     """
     import torch
 
@@ -84,16 +84,19 @@ def kill_and_resume(folder: Path, *, seed: int = 20261203, n_images: int = 24, c
     chunks = len(methods) * -(-n_images // chunk)
     at = random.Random(seed).randint(2, chunks - 3)
     proc = subprocess.Popen([*args, str(killed)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    beside = killed.parent / "notes.txt"  # a user's file next to the journal must survive everything
+    beside.parent.mkdir(parents=True, exist_ok=True)
+    beside.write_text("mine")
     deadline = time.monotonic() + 300
     while proc.poll() is None and time.monotonic() < deadline:
-        if journal.is_dir() and len(list(journal.glob("*.json"))) > at:  # run.json + `at` chunks
+        if journal.is_dir() and len(list(journal.glob("*/*.json"))) > at:  # run.json + `at` chunks
             proc.send_signal(signal.SIGKILL)
             break
         time.sleep(0.01)
     proc.wait()
     if proc.returncode != -signal.SIGKILL:
         raise RuntimeError(f"the evaluate child ended (code {proc.returncode}) before it could be killed")
-    done_before = len(list(journal.glob("*.json"))) - 1
+    done_before = len(list(journal.glob("*/*.json"))) - 1
     partial_report = killed.exists()
     again = subprocess.run([*args, str(killed)], env=env, capture_output=True, text=True)
     if again.returncode != 0:
@@ -106,6 +109,7 @@ def kill_and_resume(folder: Path, *, seed: int = 20261203, n_images: int = 24, c
         "equal_images_csv": (killed.with_suffix(".images.csv").read_text()
                              == whole.with_suffix(".images.csv").read_text()),
         "journal_removed": not journal.exists(), "lock_released": not Path(str(killed) + ".lock").exists(),
+        "user_file_kept": beside.read_text() == "mine",
     }
 
 

@@ -63,32 +63,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default=None, help="report .json (CSV and HTML written next to it); a killed "
                         "run resumes from OUT.journal/ when the same command is run again")
     parser.add_argument("--journal", default=None, metavar="DIR",
-                        help="keep finished chunks in DIR instead of OUT.journal/, and keep DIR after the report: "
+                        help="keep finished chunks in DIR (a new or empty folder, or an earlier journal) instead of "
+                             "OUT.journal/, and keep DIR after the report: "
                              "a later run on the same data and settings reuses every (model weights, method, "
                              "images) chunk it finds there, so models or methods can be added one run at a time")
-
-
-def _weights_digest(model) -> str:
-    """SHA-256 of a model's state dict (names and bytes): what keys its journalled chunks."""
-    import hashlib
-
-    digest = hashlib.sha256()
-    for name, tensor in model.state_dict().items():
-        digest.update(name.encode())
-        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
-    return digest.hexdigest()
-
-
-def _fingerprint(data, protocol, dist) -> dict:
-    """What every journalled chunk shares: the data and the settings (models and methods are per chunk)."""
-    return {"data": data.description, "names": list(data.names or []), "protocol": protocol.to_dict(),
-            "world_size": dist.world_size}
 
 
 def run(args: argparse.Namespace) -> int:
     from ..distributed import init_distributed
     from ..evaluation import TABLE_COLUMNS, EvalProtocol, evaluate, write_evaluation
-    from ..evaluation.journal import Journal, OutputLock
+    from ..evaluation.journal import Journal, OutputLock, run_fingerprint, weights_digest
     from ..evaluation.reference import check_evaluation_method
     from ..formats import load_model
 
@@ -119,8 +103,9 @@ def run(args: argparse.Namespace) -> int:
         if args.out:
             if dist.is_main:
                 stack.enter_context(OutputLock(args.out))
-            journal = Journal(args.journal or args.out + ".journal", _fingerprint(data, protocol, dist),
-                              models={name: _weights_digest(model) for name, model in models})
+            journal = stack.enter_context(Journal(
+                args.journal or args.out + ".journal", run_fingerprint(data, protocol, dist.world_size),
+                models={name: weights_digest(model) for name, model in models}, data=data, lock=dist.is_main))
         try:
             result = evaluate(models, args.methods, data, protocol=protocol, dist=dist, journal=journal)
         finally:
