@@ -72,6 +72,16 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(args.variants) - set(VARIANTS))
     if unknown:
         parser.error(f"--variants: {unknown} are not variants; expected some of {list(VARIANTS)}")
+    if args.threads is not None and args.threads < 1:
+        parser.error(f"--threads={args.threads} must be a positive integer")
+    from infsa_viz.train import TrainConfig
+
+    recipe = {k: v for k, v in (("epochs", args.epochs), ("images_per_epoch", args.images_per_epoch),
+                                ("test_size", args.test_size)) if v is not None}
+    try:  # checked before the first run starts, with the bounds the training itself applies
+        TrainConfig(**recipe)
+    except ValueError as err:
+        parser.error(f"--{str(err).replace('_', '-')}")
     args.out = args.out or str(Path("runs") / args.benchmark)
 
     from infsa_viz.cli import main as cli

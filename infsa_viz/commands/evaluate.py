@@ -9,7 +9,7 @@ import os
 import shlex
 
 from ._inputs import add_data_options, add_model_list, load_data
-from .lists import comma_names
+from .lists import comma_names, output_file
 
 
 def _target(text: str) -> str | int:
@@ -60,7 +60,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"default {d.sanity_images})")
     parser.add_argument("--per-image", action="store_true",
                         help="also write every image's figures to OUT.images.csv")
-    parser.add_argument("--out", default=None, help="report .json (CSV and HTML written next to it); a killed "
+    parser.add_argument("--out", type=output_file, default=None,
+                        help="report .json (CSV and HTML written next to it); a killed "
                         "run resumes from OUT.journal/ when the same command is run again")
     parser.add_argument("--journal", default=None, metavar="DIR",
                         help="keep finished chunks in DIR (a new or empty folder, or an earlier journal) instead of "
