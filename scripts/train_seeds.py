@@ -57,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     from infsa_viz.data import BENCHMARKS
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.error = lambda message: parser.exit(2, f"{parser.prog}: error: {message}\n")  # one line, no usage
     parser.add_argument("--benchmark", default="cluttered-digits-hard", choices=list(BENCHMARKS))
     parser.add_argument("--variants", default=",".join(VARIANTS),
                         type=lambda t: [v for v in t.split(",") if v], help="comma-separated variants (default all)")

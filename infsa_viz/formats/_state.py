@@ -115,8 +115,9 @@ def check_fits(config: ViTConfig, shapes: Mapping[str, tuple[int, ...]], source:
     """Check a config against the weights' names and shapes (our names) before the model is built.
 
     The depth is compared first, from the names alone (block indices must be ``0 .. depth-1``),
-    then every name (missing and unexpected ones) and every shape, on shapes computed on the
-    meta device (:func:`~infsa_viz.vit.state_shapes`), so nothing of the config's size is allocated.
+    then every name (missing and unexpected ones) and every shape against one block and the
+    top-level tensors computed on the meta device, so the work is proportional to the file, not
+    to the depth the config claims, and nothing of the config's size is allocated.
 
     Args:
         config: the architecture the weights claim.
@@ -126,7 +127,7 @@ def check_fits(config: ViTConfig, shapes: Mapping[str, tuple[int, ...]], source:
         optional: name endings that may be absent from ``shapes`` (e.g. ``rho_logit``).
 
     Returns:
-        The shapes the config implies.
+        The shapes the config implies (:func:`~infsa_viz.vit.state_shapes`).
 
     Raises:
         ValueError: naming ``source``, the depth, the block index, the names or the first tensor
@@ -137,15 +138,38 @@ def check_fits(config: ViTConfig, shapes: Mapping[str, tuple[int, ...]], source:
         raise ValueError(f"{source}: {against} asks for depth={config.depth}, the weights hold {len(blocks)} "
                          "blocks; the config does not describe these weights")
     block_count(shapes, r"^blocks\.(\d+)\.", source)
-    expected = state_shapes(config)
-    missing = sorted(k for k in set(expected) - set(shapes) if not (optional and k.endswith(optional)))
-    unexpected = sorted(set(shapes) - set(expected))
+    template = state_shapes(config.replace(depth=1))
+    block = {name[len("blocks.0."):]: shape for name, shape in template.items() if name.startswith("blocks.0.")}
+    top = {name: shape for name, shape in template.items() if not name.startswith("blocks.")}
+    needed = lambda names: [n for n in names if not (optional and n.endswith(optional))]  # noqa: E731
+    found: dict[int, set[str]] = {}
+    unexpected, expected_of = [], {}
+    for name in shapes:
+        if name.startswith("blocks.") and name.count(".") >= 2 and name.split(".")[1].isdecimal():
+            _, index, rest = name.split(".", 2)
+            found.setdefault(int(index), set()).add(rest)
+            if rest not in block:
+                unexpected.append(name)
+            expected_of[name] = block.get(rest)
+        else:
+            if name not in top:
+                unexpected.append(name)
+            expected_of[name] = top.get(name)
+    missing = needed(n for n in top if n not in shapes)
+    for index in range(config.depth):
+        if len(missing) >= 5:
+            break
+        missing += needed(f"blocks.{index}.{rest}" for rest in block if rest not in found.get(index, ()))
     if missing or unexpected:
-        raise ValueError(f"{source}: weights do not match {against}: missing {missing[:5]}, unexpected {unexpected[:5]}")
-    for name, shape in expected.items():  # in the model's order: the first mismatch a reader expects
-        if name in shapes and tuple(shapes[name]) != tuple(shape):
-            raise ValueError(f"{source}: tensor {name!r} has shape {tuple(shapes[name])}, {against} implies {tuple(shape)}")
-    return expected
+        raise ValueError(f"{source}: weights do not match {against}: missing {missing[:5]}, "
+                         f"unexpected {sorted(unexpected)[:5]}")
+    for name in template:  # the first mismatch in the model's order, block by block
+        names = [f"blocks.{i}.{name[9:]}" for i in range(config.depth)] if name.startswith("blocks.0.") else [name]
+        for key in names:
+            if key in shapes and tuple(shapes[key]) != tuple(expected_of[key]):
+                raise ValueError(f"{source}: tensor {key!r} has shape {tuple(shapes[key])}, {against} implies "
+                                 f"{tuple(expected_of[key])}")
+    return state_shapes(config)
 
 
 def load_state(config: ViTConfig, state: Mapping[str, Tensor], *, source: str, against: str,

@@ -180,6 +180,8 @@ def from_transformers(directory: str | Path, *, map_location: str = "cpu") -> Vi
     if not isinstance(qkv_bias, bool):
         raise ValueError(f"{source}: qkv_bias={qkv_bias!r} is invalid; expected true or false")
     img_size = _square(hf.get("image_size", 224), "image_size", source)
+    patch = _square(hf.get("patch_size", 16), "patch_size", source)
+    norm_eps = _eps(hf, "layer_norm_eps", 1e-12, source)
     processor_path = directory / PREPROCESSOR_FILE
     if os.path.lexists(processor_path):  # a broken link or a link loop is an error, not "no file"
         preprocessing = preprocessing_from_hf(read_json(processor_path), img_size=img_size, model_type=model_type,
@@ -194,10 +196,10 @@ def from_transformers(directory: str | Path, *, map_location: str = "cpu") -> Vi
                                          "std": preprocessing.std[:1]})
     try:
         config = ViTConfig(
-            img_size=img_size, in_chans=channels, patch_size=_square(hf.get("patch_size", 16), "patch_size", source),
+            img_size=img_size, in_chans=channels, patch_size=patch,
             embed_dim=dim, depth=depth, num_heads=heads, mlp_ratio=hidden / dim,
             pool="cls", attention="softmax", num_classes=num_classes, preprocessing=preprocessing,
-            norm_eps=_eps(hf, "layer_norm_eps", 1e-12, source), qkv_bias=qkv_bias, act=act,
+            norm_eps=norm_eps, qkv_bias=qkv_bias, act=act,
             distillation_token=distillation_token, distillation_head=distillation_head,
             class_names=_class_names(hf, num_classes),
             source={"format": "transformers", "path": str(directory), "architecture": architecture,
