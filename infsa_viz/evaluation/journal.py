@@ -214,20 +214,9 @@ class Journal:
                              f"{', …' if len(foreign) > 3 else ''}); it is left as it is: choose an empty or new folder")
 
     def _lock(self) -> None:
-        import fcntl
-
-        path = self.directory / LOCK
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = path.read_text().strip() or "?"
-            os.close(fd)
-            raise ValueError(f"journal {str(self.directory)!r} is in use by another evaluation (pid {holder}); wait "
-                             "for it to finish or choose another journal folder") from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
-        self._fd = fd
+        busy = (f"journal {str(self.directory)!r} is in use by another evaluation (pid {{holder}}); wait for it to "
+                "finish or choose another journal folder")
+        self._fd = _flock(self.directory / LOCK, busy)
 
     def close(self) -> None:
         """Release the lock (the kernel does it too when the process ends)."""
@@ -297,6 +286,29 @@ def _rmdir_if_empty(folder: Path) -> None:
         log.warning("%s is kept: it holds files the journal did not write", folder)
 
 
+def _flock(path: Path, busy: str) -> int:
+    """An exclusive, non-blocking ``flock`` on ``path`` (created) holding this process's pid; its fd.
+
+    Raises:
+        ValueError: ``busy`` (``{holder}`` becomes the holder's pid), or the file cannot be created.
+    """
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as err:
+        raise ValueError(f"cannot write next to {str(path)!r}: {err.strerror or err}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = path.read_text().strip() or "?"
+        os.close(fd)
+        raise ValueError(busy.replace("{holder}", holder)) from None
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    return fd
+
+
 class OutputLock:
     """An exclusive ``flock`` on ``path`` + ``.lock``; a second holder gets ``ValueError``.
 
@@ -309,22 +321,12 @@ class OutputLock:
         self._fd: int | None = None
 
     def __enter__(self) -> "OutputLock":
-        import fcntl
-
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as err:
             raise ValueError(f"cannot write next to {str(self.path)[:-5]!r}: {err.strerror or err}") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise ValueError(f"another evaluation is writing {str(self.path)[:-5]!r} (lock {self.path} is held); "
-                             "wait for it to finish or choose another --out") from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
-        self._fd = fd
+        self._fd = _flock(self.path, f"another evaluation is writing {str(self.path)[:-5]!r} (lock {self.path} is "
+                          "held); wait for it to finish or choose another --out")
         return self
 
     def __exit__(self, *exc: object) -> None:
