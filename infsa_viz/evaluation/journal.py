@@ -18,9 +18,12 @@ run's exactly (floats round-trip through JSON exactly, arrays keep their dtype).
 
 The journal owns only what it wrote: a folder holding anything else (a user's folder named by
 mistake, an older journal) is refused with one line and left as it is; :meth:`Journal.remove`
-deletes the journal's own files and nothing else. A lock (``journal.lock``, released by the kernel
-when the process dies, SIGKILL included) refuses a second run on the same journal, and
-:class:`OutputLock` (``OUT.json.lock``) a second run on the same output path.
+deletes the journal's own files and nothing else. Every run holds a shared ``flock`` on
+``journal.lock`` while it uses the journal (released by the kernel when the process dies, SIGKILL
+included): runs may share a journal (each writes whole chunk files atomically; two that compute
+the same chunk write the same bytes), but the journal is removed only under an exclusive lock,
+never under a running job. :class:`OutputLock` (``OUT.json.lock``) refuses a second run on the
+same output path.
 
 JSON only, never pickle: a journal is data, and reading one cannot run code.
 """
@@ -154,12 +157,12 @@ class Journal:
             then holds a SHA-256 of its images, labels, boxes and names, so a chunk is reused only
             for the same inputs. Without it, chunks are keyed by their indices and ``fingerprint``
             must describe the data.
-        lock: hold ``journal.lock`` (default); the other processes of a torchrun job pass
-            ``False`` (rank 0 holds it for the job).
+        lock: hold a shared lock on ``journal.lock`` while in use (default); the other
+            processes of a torchrun job pass ``False`` (rank 0 holds it for the job).
 
     Raises:
-        ValueError: ``directory`` is a file, holds anything a journal did not write (named; left
-            untouched), or another run holds the journal's lock.
+        ValueError: ``directory`` is a file, or holds anything a journal did not write (named; left
+            untouched).
     """
 
     def __init__(self, directory: str | Path, fingerprint: dict[str, Any],
@@ -214,9 +217,7 @@ class Journal:
                              f"{', …' if len(foreign) > 3 else ''}); it is left as it is: choose an empty or new folder")
 
     def _lock(self) -> None:
-        busy = (f"journal {str(self.directory)!r} is in use by another evaluation (pid {{holder}}); wait for it to "
-                "finish or choose another journal folder")
-        self._fd = _flock(self.directory / LOCK, busy)
+        self._fd = _flock(self.directory / LOCK, "", shared=True)  # shared: never busy
 
     def close(self) -> None:
         """Release the lock (the kernel does it too when the process ends)."""
@@ -264,9 +265,20 @@ class Journal:
 
     def remove(self) -> None:
         """Delete the journal's own files (every keyed set, the marker, the lock) and the folders left
-        empty; anything else found in the folder stays where it is."""
-        self.close()
+        empty; anything else found in the folder stays where it is. A journal another run is using
+        (it holds the shared lock) is kept, with a warning."""
         if not self.directory.is_dir():
+            self.close()
+            return
+        import fcntl
+
+        fd = self._fd if self._fd is not None else os.open(self.directory / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        self._fd = fd
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log.warning("%s is kept: another evaluation is using it", self.directory)
+            self.close()
             return
         for sub in self.directory.iterdir():
             if sub.is_dir() and not sub.is_symlink() and _SET.match(sub.name):
@@ -276,6 +288,7 @@ class Journal:
                 _rmdir_if_empty(sub)
         for name in (MARKER, LOCK):
             (self.directory / name).unlink(missing_ok=True)
+        self.close()
         _rmdir_if_empty(self.directory)
 
 
@@ -286,11 +299,11 @@ def _rmdir_if_empty(folder: Path) -> None:
         log.warning("%s is kept: it holds files the journal did not write", folder)
 
 
-def _flock(path: Path, busy: str) -> int:
-    """An exclusive, non-blocking ``flock`` on ``path`` (created) holding this process's pid; its fd.
+def _flock(path: Path, busy: str, *, shared: bool = False) -> int:
+    """A non-blocking ``flock`` on ``path`` (created), exclusive (recording this process's pid) or shared; its fd.
 
     Raises:
-        ValueError: ``busy`` (``{holder}`` becomes the holder's pid), or the file cannot be created.
+        ValueError: ``busy`` when another process holds a conflicting lock, or the file cannot be created.
     """
     import fcntl
 
@@ -299,13 +312,13 @@ def _flock(path: Path, busy: str) -> int:
     except OSError as err:
         raise ValueError(f"cannot write next to {str(path)!r}: {err.strerror or err}") from None
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
     except BlockingIOError:
-        holder = path.read_text().strip() or "?"
         os.close(fd)
-        raise ValueError(busy.replace("{holder}", holder)) from None
-    os.ftruncate(fd, 0)
-    os.write(fd, f"{os.getpid()}\n".encode())
+        raise ValueError(busy) from None
+    if not shared:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
     return fd
 
 

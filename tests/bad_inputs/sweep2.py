@@ -7,7 +7,6 @@ its header and names before a module is built.
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any, Callable
 
 from tests.bad_inputs.cases import Case, Paths, _app_model, _app_upload, _load
@@ -83,14 +82,6 @@ def _journal(name: str) -> Callable[[Paths], Any]:
     return lambda p: Journal(p[name], {"run": 1})
 
 
-@contextlib.contextmanager
-def _hold_journal(paths: Paths):
-    from infsa_viz.evaluation.journal import Journal
-
-    with Journal(paths["root"] / "held_journal", {"held": True}):
-        yield
-
-
 def _api_cases() -> list[Case]:
     from infsa_viz.formats import detect
     from infsa_viz.train import TrainConfig
@@ -134,8 +125,6 @@ def _cli_cases() -> list[Case]:
         C("evaluate-out-is-folder", [*evaluate, "--out", "{dir_out}"], r"argument --out: .* is an existing folder"),
         C("evaluate-journal-users-folder", [*evaluate, "--journal", "{user_folder}", "--out", "{out}/r.json"],
           r"user_folder' holds files this toolkit did not write \(notes.txt, results.csv, sub/\)"),
-        C("evaluate-journal-in-use", [*evaluate, "--journal", "{root}/held_journal", "--out", "{out}/r.json"],
-          r"held_journal' is in use by another evaluation \(pid \d+\)", setup=_hold_journal),
         C("evaluate-folder-index-beyond", [*evaluate, "--data", "folder:{folder_index_beyond}"],
           r"class folder '12' names class 12; the model has 10 classes"),
         C("evaluate-classes-not-the-folders", [*evaluate, "--data", "folder:{folder_names}", "--classes",

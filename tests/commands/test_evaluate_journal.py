@@ -63,7 +63,7 @@ def test_a_users_folder_named_as_the_journal_is_refused_untouched(work, capsys):
     assert _user_files(work / "work") == before and not (work / "out" / "r.json").exists()
 
 
-def test_user_files_beside_a_journal_survive_new_changed_and_concurrent_runs(work, caplog, capsys):
+def test_user_files_beside_a_journal_survive_new_changed_and_concurrent_runs(work, caplog):
     files, cache = _user_files(work / "work"), work / "work" / "cache"
     named = ("--journal", str(cache), "--out", str(work / "work" / "r.json"))
     assert main(_evaluate(work, *named)) == 0  # a new run
@@ -74,11 +74,15 @@ def test_user_files_beside_a_journal_survive_new_changed_and_concurrent_runs(wor
     with caplog.at_level(logging.WARNING):
         assert main(_evaluate(work, *named)) == 0
     assert "resumed: 3 finished chunk(s)" in caplog.text  # 4 chunks of 2 images, one recomputed
-    with Journal(cache, {"held": True}):  # a second run while another holds the journal
-        assert main(_evaluate(work, *named)) == 2
-    assert "is in use by another evaluation" in capsys.readouterr().err
-    assert main(_evaluate(work, "--out", str(work / "work" / "r2.json"))) == 0  # the default journal, removed
-    assert not (work / "work" / "r2.json.journal").exists()
+    with Journal(cache, {"held": True}) as running:  # a second run while another uses the journal
+        assert main(_evaluate(work, *named)) == 0
+        assert (running.run_directory / "run.json").is_file()
+    default = work / "work" / "r2.json.journal"
+    with Journal(default, {"held": True}) as running:  # the default journal is not removed under a running job
+        assert main(_evaluate(work, "--out", str(work / "work" / "r2.json"))) == 0
+        assert (running.run_directory / "run.json").is_file()
+    assert main(_evaluate(work, "--out", str(work / "work" / "r2.json"))) == 0  # nobody else: removed
+    assert not default.exists()
     assert _user_files(work / "work") == files
 
 

@@ -100,13 +100,14 @@ def test_an_older_journal_is_refused_not_wiped(tmp_path):
     assert (tmp_path / "j" / "run.json").is_file()
 
 
-def test_a_journal_in_use_is_locked(tmp_path):
-    with Journal(tmp_path / "j", {"run": 1}):
-        with pytest.raises(ValueError, match=r"journal .* is in use by another evaluation \(pid \d+\)"):
-            Journal(tmp_path / "j", {"run": 2})
-        Journal(tmp_path / "j", {"run": 1}, lock=False)  # the other ranks of a torchrun job
-    with Journal(tmp_path / "j", {"run": 2}):  # released
-        pass
+def test_runs_share_a_journal_and_none_removes_it_under_another(tmp_path, make_config, caplog):
+    with Journal(tmp_path / "j", {"run": 1}) as running:  # a job using the journal (shared lock)
+        other = _saved(tmp_path, make_config, {"run": 2})  # a second run, other settings: beside it
+        other.remove()  # would delete the first job's journal: refused while it runs
+        assert "kept: another evaluation is using it" in caplog.text
+        assert (running.run_directory / "run.json").is_file() and (other.run_directory / "run.json").is_file()
+    Journal(tmp_path / "j", {"run": 1}).remove()  # nobody else: removed
+    assert not (tmp_path / "j").exists()
 
 
 def test_remove_deletes_the_journals_files_only(tmp_path, make_config):
