@@ -25,9 +25,9 @@ from torch import Tensor
 from ..io import read_json
 from ..preprocess import Preprocessing
 from ..vit import MAX_WIDTH, VisionTransformer, ViTConfig
-from ._registry import ModelFormat, register_format
+from ._registry import Candidate, ModelFormat, register_format
 from ._state import flat_conv, fuse_qkv, load_state, read_safetensors
-from .hf_processor import PREPROCESSOR_FILE, _square, preprocessing_from_hf
+from .hf_processor import PREPROCESSOR_FILE, preprocessing_from_hf, square_size
 
 __all__ = ["ARCHITECTURES", "PREPROCESSOR_FILE", "from_transformers", "is_transformers_dir", "preprocessing_from_hf"]
 
@@ -42,13 +42,14 @@ ARCHITECTURES: dict[str, tuple[str, bool, bool]] = {
 _ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh"}
 
 
+def _detect(candidate: Candidate) -> bool:
+    """A directory whose ``config.json`` carries transformers' ``model_type``."""
+    return candidate.is_dir and isinstance(candidate.config, dict) and "model_type" in candidate.config
+
+
 def is_transformers_dir(directory: Path) -> bool:
     """A directory whose ``config.json`` carries transformers' ``model_type``."""
-    config = directory / "config.json"
-    if not config.is_file():
-        return False
-    data = read_json(config)
-    return isinstance(data, dict) and "model_type" in data
+    return _detect(Candidate(Path(directory)))
 
 
 def _int(hf: dict[str, Any], key: str, default: int, source: str) -> int:
@@ -179,8 +180,8 @@ def from_transformers(directory: str | Path, *, map_location: str = "cpu") -> Vi
     qkv_bias = hf.get("qkv_bias", True)
     if not isinstance(qkv_bias, bool):
         raise ValueError(f"{source}: qkv_bias={qkv_bias!r} is invalid; expected true or false")
-    img_size = _square(hf.get("image_size", 224), "image_size", source)
-    patch = _square(hf.get("patch_size", 16), "patch_size", source)
+    img_size = square_size(hf.get("image_size", 224), "image_size", source)
+    patch = square_size(hf.get("patch_size", 16), "patch_size", source)
     norm_eps = _eps(hf, "layer_norm_eps", 1e-12, source)
     processor_path = directory / PREPROCESSOR_FILE
     if os.path.lexists(processor_path):  # a broken link or a link loop is an error, not "no file"
@@ -211,6 +212,6 @@ def from_transformers(directory: str | Path, *, map_location: str = "cpu") -> Vi
 
 
 FORMAT = register_format(ModelFormat(
-    "transformers", detect=lambda c: c.is_dir and isinstance(c.config, dict) and "model_type" in c.config,
+    "transformers", detect=_detect,
     load=lambda path, options: from_transformers(path, map_location=str(options.map_location)),
     expects="a save_pretrained directory of a ViT/DeiT image classifier (config.json with model_type)"))

@@ -17,7 +17,7 @@ from typing import Any
 from ..preprocess import Preprocessing
 from ..vit import MAX_WIDTH
 
-__all__ = ["PROCESSOR_CLASSES", "PROCESSOR_FILE", "preprocessing_from_hf", "processor_family"]
+__all__ = ["PROCESSOR_CLASSES", "PROCESSOR_FILE", "preprocessing_from_hf", "processor_family", "square_size"]
 
 logger = logging.getLogger(__name__)
 
@@ -81,7 +81,9 @@ def _numbers(value: Any, key: str, source: str, *, positive: bool) -> list[float
     return [float(v) for v in values]
 
 
-def _square(value: Any, name: str, source: str) -> int:
+def square_size(value: Any, name: str, source: str) -> int:
+    """One side from an int or a list of equal ints (a square), ``1 .. MAX_WIDTH``; ``ValueError`` naming
+    ``source`` and ``name`` otherwise."""
     values = list(value) if isinstance(value, (list, tuple)) else [value]
     if (not values or any(isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_WIDTH for v in values)
             or len(set(values)) != 1):
@@ -93,11 +95,11 @@ def _square(value: Any, name: str, source: str) -> int:
 def _side(value: Any, name: str, source: str) -> tuple[str, int]:
     """An image processor ``size``/``crop_size`` → ("square" | "shortest_edge", side)."""
     if isinstance(value, int) and not isinstance(value, bool):
-        return "square", _square(value, name, source)
+        return "square", square_size(value, name, source)
     if isinstance(value, dict) and "shortest_edge" in value and value.get("longest_edge") is None:
-        return "shortest_edge", _square(value["shortest_edge"], name, source)
+        return "shortest_edge", square_size(value["shortest_edge"], name, source)
     if isinstance(value, dict) and {"height", "width"} <= set(value):
-        return "square", _square([value["height"], value["width"]], name, source)
+        return "square", square_size([value["height"], value["width"]], name, source)
     raise ValueError(f"{source}: {name}={value!r} is not supported; expected an int, "
                      "{'height': S, 'width': S} or {'shortest_edge': S}")
 
