@@ -97,14 +97,15 @@ def check_fit(name: str, values: tuple[int, ...], need: Callable[[int], float], 
                 mid = (low + high + 1) // 2
                 low, high = (mid, high) if need(mid) <= budget else (low, mid - 1)
             raise ValueError(f"{name}: {value:,} needs at least {need(value) / GB:,.3g} GB ({what}), over the "
-                             f"{budget / GB:,.3g} GB a case may use; expected at most {low:,}")
+                             f"{budget / GB:,.3g} GB this machine holds; expected at most {low:,}")
 
 
-def memory_budget(memory_limit_gb: float) -> float:
-    """Bytes one case process may use: its cap, or this machine's memory if that is smaller."""
+def memory_budget() -> float:
+    """Bytes this machine holds: a size needing more can only fail, so it is refused up front. (A size
+    over a case's ``--memory-limit`` but within the machine still runs: its ``oom`` status is a finding.)"""
     from infsa_viz._checks import machine_memory
 
-    return min(memory_limit_gb * GB, machine_memory())
+    return float(machine_memory())
 
 
 def image_bytes(config: ViTConfig, side: int, batch: int = 1) -> float:
@@ -217,7 +218,7 @@ class BenchSettings:
                 if bad:
                     raise ValueError(f"resolutions {bad} are not divisible by the {shape} shape's "
                                      f"patch size {config.patch_size}")
-        budget = memory_budget(self.memory_limit_gb)
+        budget = memory_budget()
         for shape in self.shapes:
             config = shape_config(shape, self)
             what = f"float32 images and one layer's tokens, {shape} shape, batch {self.batch}"

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"{name}={value:g} must be a positive number")
     if not sides or any(s < patch or s % patch for s in sides):
         raise ValueError(f"--sides={','.join(map(str, sides))!r} must be positive multiples of the patch size {patch}")
-    check_fit("--sides", sides, lambda s: image_bytes(SHAPES["shipped"], s), memory_budget(args.memory_limit),
+    check_fit("--sides", sides, lambda s: image_bytes(SHAPES["shipped"], s), memory_budget(),
               "a float32 image and one layer's tokens")
 
     def report_case(r: dict) -> None:
