@@ -124,6 +124,21 @@ def kill_and_resume(folder: Path, *, seed: int = 20261203, n_images: int = 24, c
     }
 
 
+def run_recording_peak(peak_file: str) -> None:
+    """The load child: ``infsa-viz`` on ``sys.argv[1:]``, then its own peak resident memory (``VmHWM``,
+    bytes) into ``peak_file``. (A child's ``ru_maxrss`` from ``wait4`` also counts the parent's resident
+    pages at the fork: a child doing nothing under a 700 MB parent reports 726 MiB.)"""
+    from infsa_viz.cli import main
+
+    from .worker import peak_rss_bytes
+
+    try:
+        code = main(sys.argv[1:])
+    finally:
+        Path(peak_file).write_text(str(peak_rss_bytes()))
+    sys.exit(code)
+
+
 def load_run(out: Path, *, n_images: int, threads: int) -> dict[str, Any]:
     """The full published evaluation in a child: wall time and the child's own peak resident memory.
 
@@ -133,21 +148,24 @@ def load_run(out: Path, *, n_images: int, threads: int) -> dict[str, Any]:
     from infsa_viz.evaluation import default_methods
 
     shown = out.relative_to(ROOT) if out.is_absolute() and out.is_relative_to(ROOT) else out  # as documented
-    command = [sys.executable, "-m", "infsa_viz", "evaluate", "--models", ",".join(SHIPPED),
-               "--n-images", str(n_images), "--threads", str(threads), "--out", str(shown)]
+    command = ["evaluate", "--models", ",".join(SHIPPED), "--n-images", str(n_images), "--threads", str(threads),
+               "--out", str(shown)]
     before = os.getloadavg()
     start = time.monotonic()
-    with tempfile.TemporaryFile() as log:
-        child = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-        _, status, usage = os.wait4(child.pid, 0)  # this child's rusage, not the largest of all children
-        child.returncode = os.waitstatus_to_exitcode(status)
+    with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryFile() as log:
+        peak = Path(tmp) / "peak"
+        code = f"from benchmarks.reliability import run_recording_peak; run_recording_peak({str(peak)!r})"
+        child = subprocess.run([sys.executable, "-c", code, *command], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                               env={**os.environ, "PYTHONPATH": str(ROOT)})
         seconds = time.monotonic() - start
         if child.returncode != 0:
             log.seek(0)
             tail = log.read().decode(errors="replace")[-2000:]
             raise RuntimeError(f"the load run exited {child.returncode}: {tail}")
-    return {"command": "infsa-viz " + " ".join(command[3:]), "models": list(SHIPPED),
+        peak_bytes = int(peak.read_text())
+    return {"command": "infsa-viz " + " ".join(command), "models": list(SHIPPED),
             "methods": default_methods(), "n_images": n_images, "threads": threads,
-            "wall_seconds": round(seconds, 1), "peak_rss_mib": round(usage.ru_maxrss / 1024, 1),  # Linux: KiB
+            "wall_seconds": round(seconds, 1), "peak_rss_mib": round(peak_bytes / 2**20, 1),
+            "peak_rss_method": "VmHWM of the evaluate process",
             "loadavg_before": [round(x, 2) for x in before], "loadavg_after": [round(x, 2) for x in os.getloadavg()],
             "machine_memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)}

@@ -171,7 +171,9 @@ def reliability_table() -> str:
     load = report.get("load")
     if load:
         lines.append(f"| full evaluation ({len(load['models'])} models × {len(load['methods'])} methods × "
-                     f"{load['n_images']:,} images, {load['threads']} threads) | peak {load['peak_rss_mib']:,.0f} MiB "
+                     f"{load['n_images']:,} images, {load['threads']} threads) | peak "
+                     f"{'≤ ' if load.get('peak_rss_method', '').startswith('ru_maxrss') else ''}"
+                     f"{load['peak_rss_mib']:,.0f} MiB "
                      f"resident, {load['wall_seconds'] / 60:.1f} min (load average before "
                      f"{load['loadavg_before'][0]:.1f}){'; from the earlier run' if 'copied_from' in load else ''} |")
     return "\n".join(lines)

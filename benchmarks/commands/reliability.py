@@ -58,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
     if earlier is not None:
         report["load"] = {**earlier["load"], "copied_from": f"{args.load_from} (measured by "
                           f"{earlier.get('protocol', {}).get('command', 'an earlier run')!r}; not rerun)"}
+        report["load"].setdefault("peak_rss_method", "ru_maxrss of the child from wait4: an upper bound, it also "
+                                  "counts the resident pages of the parent (this benchmark) at the fork")
     write_json(args.out, report)
     matrix = report["bad_input_matrix"]
     print(json.dumps({"passed": matrix["total_passed"], "tried": matrix["total_tried"],

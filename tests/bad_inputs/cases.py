@@ -130,27 +130,30 @@ def _run_cli(case: Case, paths: Paths) -> Outcome:
     return dataclasses.replace(_check_message(case, err, False), peak_mib=peak)
 
 
-def _run_limited(case: Case, argv: list[str]) -> tuple[int, str, float]:
-    """Run a CLI case in a child under :data:`MEMORY_LIMIT` of address space (killed after 300 s):
-    its exit code, stderr and peak resident memory in MiB (its own ``ru_maxrss``, from ``wait4``)."""
-    import tempfile
-    import threading
+def limited_main(name: str, peak_file: str) -> None:
+    """The child of a ``memory`` case: run ``program(name)`` on ``sys.argv[1:]``, record the peak, exit."""
+    from benchmarks.worker import peak_rss_bytes
 
-    code = ("import resource, sys; resource.setrlimit(resource.RLIMIT_AS, ({0}, {0})); "
-            "from tests.bad_inputs.cases import program; sys.exit(program({1!r})(sys.argv[1:]))"
-            ).format(MEMORY_LIMIT, case.program)
-    with tempfile.TemporaryFile() as stderr:
-        child = subprocess.Popen([sys.executable, "-c", code, *argv], stdout=subprocess.DEVNULL, stderr=stderr,
-                                 cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
-        timer = threading.Timer(300, child.kill)
-        timer.start()
-        try:
-            _, status, usage = os.wait4(child.pid, 0)
-        finally:
-            timer.cancel()
-        child.returncode = os.waitstatus_to_exitcode(status)
-        stderr.seek(0)
-        return child.returncode, stderr.read().decode(errors="replace"), round(usage.ru_maxrss / 1024, 1)
+    try:
+        code = program(name)(sys.argv[1:])
+    finally:  # its own peak since exec (a child's ru_maxrss would count the parent's pages at fork)
+        Path(peak_file).write_text(str(round(peak_rss_bytes() / 2**20, 1)))
+    sys.exit(code)
+
+
+def _run_limited(case: Case, argv: list[str]) -> tuple[int, str, float | None]:
+    """Run a CLI case in a child under :data:`MEMORY_LIMIT` of address space (300 s at most): its exit
+    code, stderr and peak resident memory in MiB."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        peak = Path(tmp) / "peak"
+        code = ("import resource, sys; resource.setrlimit(resource.RLIMIT_AS, ({0}, {0})); "
+                "from tests.bad_inputs.cases import limited_main; limited_main({1!r}, {2!r})"
+                ).format(MEMORY_LIMIT, case.program, str(peak))
+        proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=ROOT,
+                              timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        return proc.returncode, proc.stderr, float(peak.read_text()) if peak.is_file() else None
 
 
 def _run_api(case: Case, paths: Paths) -> Outcome:
