@@ -55,9 +55,10 @@ def run(args: argparse.Namespace) -> int:
             load_out = Path(args.load_out).resolve() if args.load_out else Path(tmp) / "load.json"
             report["load"] = load_run(load_out, n_images=args.load_images,
                                       threads=args.threads or torch.get_num_threads())
-    if earlier is not None:
-        report["load"] = {**earlier["load"], "copied_from": f"{args.load_from} (measured by "
-                          f"{earlier.get('protocol', {}).get('command', 'an earlier run')!r}; not rerun)"}
+    if earlier is not None:  # a record copied before keeps its first provenance
+        report["load"] = {"copied_from": f"{args.load_from} (measured by "
+                          f"{earlier.get('protocol', {}).get('command', 'an earlier run')!r}; not rerun)",
+                          **earlier["load"]}
         report["load"].setdefault("peak_rss_method", "ru_maxrss of the child from wait4: an upper bound, it also "
                                   "counts the resident pages of the parent (this benchmark) at the fork")
     write_json(args.out, report)
