@@ -82,6 +82,38 @@ def _sizes(name: str, values: tuple[int, ...]) -> None:
         raise ValueError(f"{name}={list(values)} repeats a size")
 
 
+def check_fit(name: str, values: tuple[int, ...], need: Callable[[int], float], budget: float, what: str) -> None:
+    """Refuse a size whose smallest possible footprint ``need(size)`` (bytes) exceeds ``budget``, up
+    front (the message gives the largest size that fits), instead of a case process that can only
+    run out of memory.
+
+    Raises:
+        ValueError: naming the option, the size, the bytes it needs at least, the budget and the bound.
+    """
+    for value in values:
+        if need(value) > budget:
+            low, high = 0, value
+            while low < high:  # the largest size that fits: need() grows with the size
+                mid = (low + high + 1) // 2
+                low, high = (mid, high) if need(mid) <= budget else (low, mid - 1)
+            raise ValueError(f"{name}: {value:,} needs at least {need(value) / GB:,.3g} GB ({what}), over the "
+                             f"{budget / GB:,.3g} GB this machine holds; expected at most {low:,}")
+
+
+def memory_budget() -> float:
+    """Bytes this machine holds: a size needing more can only fail, so it is refused up front. (A size
+    over a case's ``--memory-limit`` but within the machine still runs: its ``oom`` status is a finding.)"""
+    from infsa_viz._checks import machine_memory
+
+    return float(machine_memory())
+
+
+def image_bytes(config: ViTConfig, side: int, batch: int = 1) -> float:
+    """The least a forward at ``side`` holds: the float32 images and one layer's tokens."""
+    tokens = config.num_prefix_tokens + (side // config.patch_size) ** 2
+    return 4.0 * batch * (side * side * config.in_chans + tokens * config.embed_dim)
+
+
 @dataclass(frozen=True)
 class BenchSettings:
     """What to measure, and under which limits.
@@ -186,7 +218,19 @@ class BenchSettings:
                 if bad:
                     raise ValueError(f"resolutions {bad} are not divisible by the {shape} shape's "
                                      f"patch size {config.patch_size}")
+        budget = memory_budget()
+        for shape in self.shapes:
+            config = shape_config(shape, self)
+            what = f"float32 images and one layer's tokens, {shape} shape, batch {self.batch}"
+            if "model" in self.sections:
+                check_fit("resolutions", self.resolutions, lambda s: image_bytes(config, s, self.batch), budget, what)
+            for section, name in (("attention", "attention_tokens"), ("naive", "naive_tokens")):
+                if section in self.sections:  # q, k and v of one layer
+                    check_fit(name, getattr(self, name), lambda n: 12.0 * self.batch * n * config.embed_dim, budget,
+                              f"float32 q, k, v of {config.embed_dim} channels, batch {self.batch}")
         if "spectral" in self.sections:
+            check_fit("spectral_resolutions", self.spectral_resolutions,
+                      lambda s: image_bytes(SHAPES["shipped"], s), budget, "float32 image and one layer's tokens")
             patch = SHAPES["shipped"].patch_size
             bad = [r for r in self.spectral_resolutions if r % patch]
             if bad:

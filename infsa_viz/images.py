@@ -1,23 +1,29 @@
 """Decode user images safely: size limits first, uint8 gray or RGB out (the one decoder).
 
-The pixel limit is checked on the size read from the file's header (PNG ``IHDR``, JPEG ``SOFn``,
-BMP ``BITMAPINFOHEADER``) before anything is decoded, so a small file that would expand to
-gigabytes (a decompression bomb) is refused without allocating its pixels.
+The limits are checked on what the file's header declares (PNG ``IHDR``, JPEG ``SOFn``, BMP
+``BITMAPINFOHEADER``: width, height, channels, bits per sample) before anything is decoded: the
+pixels, and the bytes the decoder will allocate (width × height × channels × bytes per sample),
+so a small file that would expand to gigabytes (a decompression bomb, a 16-bit RGBA PNG) is
+refused without allocating its pixels.
 """
 
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["MAX_DECODED_BYTES", "MAX_IMAGE_BYTES", "MAX_IMAGE_PIXELS", "check_decoded_budget", "decode_image",
-           "image_size", "read_image"]
+__all__ = ["MAX_DECODED_BYTES", "MAX_IMAGE_BYTES", "MAX_IMAGE_DECODED_BYTES", "MAX_IMAGE_PIXELS", "ImageHeader",
+           "check_decoded_budget", "decode_image", "image_header", "image_size", "read_image"]
 
 #: Refuse files above 20 MB and images above 50 megapixels (decompression bombs).
 MAX_IMAGE_BYTES = 20 * 1024 * 1024
 MAX_IMAGE_PIXELS = 50_000_000
+#: Refuse images whose decoded samples take more than an 8-bit RGB image at the pixel limit does
+#: (150 MB): a 16-bit RGBA image is refused above 18.75 megapixels.
+MAX_IMAGE_DECODED_BYTES = 3 * MAX_IMAGE_PIXELS
 #: Refuse to decode a set of images (a data folder) whose pixels would take more than 4 GiB.
 MAX_DECODED_BYTES = 4 << 30
 
@@ -27,7 +33,33 @@ _PNG = b"\x89PNG\r\n\x1a\n"
 _JPEG_FRAMES = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
 
 
-def _jpeg_size(data: bytes) -> tuple[int, int] | None:
+@dataclass(frozen=True)
+class ImageHeader:
+    """What an image file's header declares.
+
+    Attributes:
+        width, height: pixels.
+        channels: samples per pixel the decoder produces.
+        sample_bytes: bytes per sample (2 for 16-bit PNGs and 12-bit JPEGs, else 1).
+    """
+
+    width: int
+    height: int
+    channels: int
+    sample_bytes: int
+
+    @property
+    def decoded_bytes(self) -> int:
+        """Bytes of the decoded array: width × height × channels × bytes per sample."""
+        return self.width * self.height * self.channels * self.sample_bytes
+
+
+#: PNG colour type → decoded channels (gray, RGB, palette → RGB, gray + alpha → 4, RGBA); a palette
+#: with transparency decodes to 4 and is caught by the check after decoding.
+_PNG_CHANNELS = {0: 1, 2: 3, 3: 3, 4: 4, 6: 4}
+
+
+def _jpeg_header(data: bytes) -> ImageHeader | None:
     i = 2
     while i + 4 <= len(data):
         if data[i] != 0xFF:
@@ -41,11 +73,24 @@ def _jpeg_size(data: bytes) -> tuple[int, int] | None:
             continue
         (length,) = struct.unpack(">H", data[i + 2:i + 4])
         if marker in _JPEG_FRAMES:
-            if i + 9 > len(data):
+            if i + 10 > len(data):
                 return None
-            height, width = struct.unpack(">HH", data[i + 5:i + 9])
-            return width, height
+            precision, height, width, components = struct.unpack(">BHHB", data[i + 4:i + 10])
+            return ImageHeader(width, height, max(components, 1), 2 if precision > 8 else 1)
         i += 2 + length
+    return None
+
+
+def image_header(data: bytes) -> ImageHeader | None:
+    """What a PNG, JPEG or BMP header declares, without decoding; ``None`` if not one of those."""
+    if data.startswith(_PNG) and len(data) >= 26 and data[12:16] == b"IHDR":
+        width, height, depth, colour = struct.unpack(">IIBB", data[16:26])
+        return ImageHeader(width, height, _PNG_CHANNELS.get(colour, 4), 2 if depth == 16 else 1)
+    if data.startswith(b"\xff\xd8"):
+        return _jpeg_header(data)
+    if data.startswith(b"BM") and len(data) >= 30:
+        width, height, _planes, bits = struct.unpack("<iiHH", data[18:30])
+        return ImageHeader(abs(width), abs(height), 4 if bits == 32 else 3, 1)
     return None
 
 
@@ -57,22 +102,18 @@ def image_size(data: bytes) -> tuple[int, int] | None:
         >>> image_size(cv2.imencode(".png", np.zeros((3, 5), np.uint8))[1].tobytes())
         (5, 3)
     """
-    if data.startswith(_PNG) and len(data) >= 24 and data[12:16] == b"IHDR":
-        return struct.unpack(">II", data[16:24])
-    if data.startswith(b"\xff\xd8"):
-        return _jpeg_size(data)
-    if data.startswith(b"BM") and len(data) >= 26:
-        width, height = struct.unpack("<ii", data[18:26])
-        return abs(width), abs(height)
-    return None
+    header = image_header(data)
+    return None if header is None else (header.width, header.height)
 
 
 def decode_image(data: bytes, *, name: str = "image", max_bytes: int = MAX_IMAGE_BYTES,
-                 max_pixels: int = MAX_IMAGE_PIXELS) -> np.ndarray:
+                 max_pixels: int = MAX_IMAGE_PIXELS, max_decoded_bytes: int = MAX_IMAGE_DECODED_BYTES) -> np.ndarray:
     """PNG/JPEG/BMP bytes → uint8 array ``(H, W)`` (gray) or ``(H, W, 3)`` (RGB; alpha dropped).
 
     Raises:
-        ValueError: empty, too large, not an image, or too many pixels; the message names ``name``.
+        ValueError: empty, too large a file, not an image, too many pixels, or too many decoded
+            bytes (width × height × channels × bytes per sample, from the header); the message
+            names ``name`` and the limit.
     """
     import cv2
 
@@ -80,18 +121,23 @@ def decode_image(data: bytes, *, name: str = "image", max_bytes: int = MAX_IMAGE
         raise ValueError(f"{name}: the file is empty")
     if len(data) > max_bytes:
         raise ValueError(f"{name}: {len(data):,} bytes is over the limit of {max_bytes:,} bytes")
-    size = image_size(data)
-    if size is None:
+    header = image_header(data)
+    if header is None:
         raise ValueError(f"{name}: not a readable image (expected PNG, JPEG or BMP)")
-    if size[0] * size[1] > max_pixels:  # refused from the header, before any pixel is allocated
-        raise ValueError(f"{name}: {size[0]}x{size[1]} pixels is over the limit of {max_pixels:,}")
+    if header.width * header.height > max_pixels:  # refused from the header, before any pixel is allocated
+        raise ValueError(f"{name}: {header.width}x{header.height} pixels is over the limit of {max_pixels:,}")
+    if header.decoded_bytes > max_decoded_bytes:
+        raise ValueError(f"{name}: {header.width}x{header.height} pixels x {header.channels} channels x "
+                         f"{header.sample_bytes} byte(s) decode to {header.decoded_bytes:,} bytes, over the limit "
+                         f"of {max_decoded_bytes:,}")
     image = cv2.imdecode(np.frombuffer(data, dtype=np.uint8), cv2.IMREAD_UNCHANGED)
     if image is None or image.size == 0:
         raise ValueError(f"{name}: not a readable image (expected PNG, JPEG or BMP; damaged or truncated?)")
-    if image.shape[0] * image.shape[1] > max_pixels:  # a header that lied
-        raise ValueError(f"{name}: {image.shape[1]}x{image.shape[0]} pixels is over the limit of {max_pixels:,}")
-    if image.dtype != np.uint8:  # 16-bit PNG
-        image = (image.astype(np.float32) / np.iinfo(image.dtype).max * 255 + 0.5).astype(np.uint8)
+    if image.shape[0] * image.shape[1] > max_pixels or image.nbytes > max_decoded_bytes:  # a header that lied
+        raise ValueError(f"{name}: {image.shape[1]}x{image.shape[0]} pixels ({image.nbytes:,} bytes decoded) is over "
+                         f"the limit of {max_pixels:,} pixels or {max_decoded_bytes:,} bytes")
+    if image.dtype != np.uint8:  # 16-bit PNG: round(v · 255 / 65535) straight to uint8, no float copy
+        image = cv2.convertScaleAbs(image, alpha=255 / np.iinfo(image.dtype).max)
     if image.ndim == 3 and image.shape[2] == 4:
         image = cv2.cvtColor(image, cv2.COLOR_BGRA2RGB)
     elif image.ndim == 3 and image.shape[2] == 3:

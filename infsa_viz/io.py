@@ -38,6 +38,9 @@ def atomic_write(path: str | Path, data: bytes | str) -> Path:
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file the usual mode
         os.replace(tmp, path)
+    except OSError as err:
+        Path(tmp).unlink(missing_ok=True)
+        raise ValueError(f"cannot write {str(path)!r}: {err.strerror or err}") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -53,11 +56,17 @@ def read_json(path: str | Path) -> Any:
     """Read a JSON file; ``ValueError`` naming the file if it is missing or malformed."""
     path = Path(path)
     if not path.is_file():
+        if os.path.lexists(path) and not path.is_dir():
+            raise ValueError(f"{path}: cannot be read (a broken symbolic link or a link loop)")
         raise ValueError(f"{path}: file not found")
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise ValueError(f"{path}: not valid JSON ({err})") from None
+    except RecursionError:
+        raise ValueError(f"{path}: JSON nested too deeply; expected a config of plain values") from None
+    except OSError as err:
+        raise ValueError(f"{path}: cannot be read ({err.strerror or err})") from None
 
 
 def dataclass_from_json(cls: type[T], data: Any, *, source: str, **converted: Any) -> T:

@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ._checks import check_memory
 from .distributed import Dist
 from .io import atomic_write, read_json, write_json
 from .preprocess import Preprocessing, preprocess
@@ -85,6 +86,10 @@ class TrainConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name}={value!r} must be a positive integer")
+        model = self.model
+        for name in ("images_per_epoch", "test_size"):  # held at once: uint8 pixels + float32 model input
+            check_memory(name, getattr(self, name), bytes_each=5 * model.img_size**2 * model.in_chans,
+                         what=f"{model.img_size}x{model.img_size}x{model.in_chans} images as uint8 and float32")
         if not self.lr > 0:
             raise ValueError(f"lr={self.lr!r} must be positive")
         for name in ("seed", "data_seed"):

@@ -1,4 +1,6 @@
-"""One Vision Transformer family for all attention variants, with safetensors save/load.
+"""One Vision Transformer family for all attention variants, with safetensors saving.
+
+Reading a saved model (ours or another framework's) is :func:`infsa_viz.formats.load_model`.
 
 The three variants differ only in the attention operator (see :mod:`infsa_viz.attention`);
 everything else (patch embedding, pre-LN blocks, MLP, head) is shared. Parameter names follow
@@ -18,7 +20,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .attention import DEFAULT_VARIANT, EPS, build_attention, check_variant
-from .io import atomic_write, dataclass_from_json, read_json
+from .io import atomic_write, dataclass_from_json
 from .preprocess import CLUTTERED_DIGITS, Preprocessing
 
 __all__ = [
@@ -26,10 +28,9 @@ __all__ = [
     "WEIGHTS_FILE",
     "ViTConfig",
     "VisionTransformer",
+    "MAX_WIDTH",
     "count_parameters",
-    "load_model",
     "num_tokens",
-    "check_fits",
     "save_model",
     "state_shapes",
 ]
@@ -40,6 +41,9 @@ POOLS = ("cls", "mean")
 #: MLP activations: ``"gelu"`` is the exact erf GELU (timm, torchvision, transformers' ``"gelu"``),
 #: ``"gelu_tanh"`` its tanh approximation (transformers' ``"gelu_new"`` / ``"gelu_pytorch_tanh"``).
 ACTIVATIONS = ("gelu", "gelu_tanh")
+#: The largest width (``embed_dim``, MLP width, classes, patch pixels) and side a config may ask
+#: for: far beyond any ViT, small enough that shapes never overflow a tensor's size.
+MAX_WIDTH = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -106,14 +110,23 @@ class ViTConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name}={value!r} must be a positive integer")
+            if value > MAX_WIDTH:
+                raise ValueError(f"{name}={value} is over the limit of {MAX_WIDTH:,}")
         if self.img_size % self.patch_size:
             raise ValueError(
                 f"img_size={self.img_size} must be divisible by patch_size={self.patch_size}"
             )
         if self.embed_dim % self.num_heads:
             raise ValueError(f"num_heads={self.num_heads} must divide embed_dim={self.embed_dim}")
-        if isinstance(self.mlp_ratio, bool) or not isinstance(self.mlp_ratio, (int, float)) or self.mlp_ratio <= 0:
+        if (isinstance(self.mlp_ratio, bool) or not isinstance(self.mlp_ratio, (int, float))
+                or not 0 < self.mlp_ratio < float("inf")):
             raise ValueError(f"mlp_ratio={self.mlp_ratio!r} must be a positive number")
+        if not 1 <= round(self.embed_dim * self.mlp_ratio) <= MAX_WIDTH:
+            raise ValueError(f"mlp_ratio={self.mlp_ratio!r} gives an MLP width of {self.embed_dim * self.mlp_ratio:.3g} "
+                             f"(embed_dim · mlp_ratio); expected 1 to {MAX_WIDTH:,}")
+        if self.in_chans * self.patch_size**2 > MAX_WIDTH or (self.img_size // self.patch_size) ** 2 > MAX_WIDTH:
+            raise ValueError(f"in_chans={self.in_chans}, patch_size={self.patch_size}, img_size={self.img_size}: "
+                             f"patch pixels and patches must each be at most {MAX_WIDTH:,}")
         if self.pool not in POOLS:
             raise ValueError(f"pool={self.pool!r} must be one of {list(POOLS)}")
         check_variant(self.attention, name="attention")
@@ -382,65 +395,34 @@ def save_model(model: VisionTransformer, directory: str | Path) -> Path:
 
 
 def state_shapes(config: ViTConfig) -> dict[str, tuple[int, ...]]:
-    """Tensor name → shape of a :class:`VisionTransformer` state dict, computed without allocating it."""
+    """Tensor name → shape of a :class:`VisionTransformer` state dict, computed without allocating it.
+
+    One block is built on the meta device and its shapes repeated ``depth`` times, so the cost
+    does not grow with the depth a config asks for.
+    """
     with torch.device("meta"):
-        return {name: tuple(t.shape) for name, t in VisionTransformer(config).state_dict().items()}
+        template = {name: tuple(t.shape) for name, t in VisionTransformer(config.replace(depth=1)).state_dict().items()}
+    block = {name[len("blocks.0."):]: shape for name, shape in template.items() if name.startswith("blocks.0.")}
+    shapes: dict[str, tuple[int, ...]] = {}
+    for name, shape in template.items():
+        if not name.startswith("blocks.0."):
+            shapes[name] = shape
+        elif not any(k.startswith("blocks.") for k in shapes):  # all blocks where the first one stands
+            shapes.update({f"blocks.{i}.{rest}": s for i in range(config.depth) for rest, s in block.items()})
+    return shapes
 
 
-def check_fits(config: ViTConfig, shapes: dict[str, tuple[int, ...]], source: str, *,
-               against: str = CONFIG_FILE) -> dict[str, tuple[int, ...]]:
-    """Check a config against the weights' shapes (our names) before the model is built.
+def __getattr__(name: str) -> Any:
+    """``infsa_viz.vit.load_model`` and ``check_fits`` moved to :mod:`infsa_viz.formats`; still importable here."""
+    if name == "load_model":
+        from .formats import load_model
 
-    The depth is compared first, from the names alone, so a config asking for a huge model is
-    refused without even building it on the meta device; then every shared tensor's shape.
+        return load_model
+    if name == "check_fits":
+        from .formats._state import check_fits
 
-    Returns:
-        The shapes the config implies (:func:`state_shapes`).
-
-    Raises:
-        ValueError: naming ``source``, the depth or the first tensor that differs.
-    """
-    blocks = {name.split(".")[1] for name in shapes if name.startswith("blocks.")}
-    if len(blocks) != config.depth:
-        raise ValueError(f"{source}: {against} asks for depth={config.depth}, the weights hold {len(blocks)} "
-                         "blocks; the config does not describe these weights")
-    expected = state_shapes(config)
-    for name, shape in expected.items():
-        if name in shapes and tuple(shapes[name]) != tuple(shape):
-            raise ValueError(f"{source}: tensor {name!r} has shape {tuple(shapes[name])}, {against} implies {tuple(shape)}")
-    return expected
-
-
-def load_model(directory: str | Path, *, map_location: str | torch.device = "cpu") -> VisionTransformer:
-    """Load a model saved by :func:`save_model` (no pickle), in eval mode.
-
-    The weights' header is checked against the config before the model is built (a config asking
-    for a huge model is refused without allocating it); every weight must be finite; if the
-    directory's ``card.json`` records ``weights_sha256``, the file must match it.
-
-    Raises:
-        ValueError: if the directory, config or weights are missing, damaged or do not match; the
-            message names the file and the problem.
-    """
-    from .weights import header_shapes, load_weights
-
-    directory = Path(directory)
-    if not directory.is_dir():
-        raise ValueError(f"model directory {str(directory)!r} does not exist or is not a directory")
-    config = ViTConfig.from_dict(read_json(directory / CONFIG_FILE), source=str(directory / CONFIG_FILE))
-    weights = directory / WEIGHTS_FILE
-    expected = check_fits(config, header_shapes(weights), str(weights))
-    card = directory / "card.json"
-    recorded = read_json(card) if card.is_file() else {}
-    sha256 = recorded.get("weights_sha256") if isinstance(recorded, dict) else None
-    if sha256 is not None and not isinstance(sha256, str):
-        raise ValueError(f"{card}: weights_sha256={sha256!r} must be a hex string")
-    state = load_weights(weights, expected, against=CONFIG_FILE, sha256=sha256,
-                         map_location=map_location)
-    model = VisionTransformer(config)
-    model.load_state_dict(state)
-    model.origin = str(directory)
-    return model.eval()
+        return check_fits
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def count_parameters(model: nn.Module) -> int:

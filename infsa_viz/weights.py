@@ -10,33 +10,117 @@ card that records the weights' sha256 is verified.
 from __future__ import annotations
 
 import hashlib
+import json
+import math
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping
 
 import torch
 from torch import Tensor
 
-__all__ = ["check_finite", "check_shapes", "file_sha256", "header_shapes", "load_weights"]
+__all__ = ["FLOAT_DTYPES", "MAX_HEADER_BYTES", "check_dtypes", "check_finite", "check_floating", "check_shapes",
+           "file_sha256", "header_shapes", "load_weights", "read_header"]
 
 Shapes = Mapping[str, tuple[int, ...]]
 
 
-def header_shapes(path: str | Path) -> dict[str, tuple[int, ...]]:
-    """Tensor name → shape from a safetensors header, without reading the tensors.
+#: safetensors dtypes of weights we read (cast to the model's float32 on load); any other dtype
+#: (bool, integers, complex) is refused, naming the tensor.
+FLOAT_DTYPES: dict[str, int] = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1, "F8_E5M2": 1}
+#: Bytes per element of the other dtypes the format defines (to check a header's offsets).
+_OTHER_DTYPES: dict[str, int] = {"BOOL": 1, "U8": 1, "I8": 1, "I16": 2, "U16": 2, "I32": 4, "U32": 4, "I64": 8,
+                                 "U64": 8, "C64": 8, "C128": 16}
+#: The largest safetensors header read (JSON bytes): ~40,000 tensors' worth; a big ViT has ~200.
+MAX_HEADER_BYTES = 16 << 20
+
+
+def read_header(path: str | Path) -> dict[str, tuple[str, tuple[int, ...]]]:
+    """Tensor name → ``(dtype, shape)`` from a safetensors header, without reading the tensors.
+
+    The header is checked as the format defines it (an 8-byte length, a JSON object of
+    ``{"dtype", "shape", "data_offsets"}`` entries) and against the file: every tensor's byte
+    range must hold exactly ``prod(shape) × itemsize`` bytes inside the file, so a header that
+    declares more than the file holds is refused here, before anything is allocated.
 
     Raises:
-        ValueError: the file is missing or not a readable safetensors file.
+        ValueError: a missing file, a header over :data:`MAX_HEADER_BYTES`, malformed JSON, an
+            entry that is not a tensor, or sizes that disagree with the file; the message names
+            the file and the tensor.
     """
-    from safetensors import SafetensorError, safe_open
-
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"{path}: missing weights file")
     try:
-        with safe_open(str(path), framework="pt") as handle:
-            return {name: tuple(handle.get_slice(name).get_shape()) for name in handle.keys()}
-    except (SafetensorError, OSError, ValueError) as err:
-        raise ValueError(f"{path}: not a readable safetensors file ({err})") from None
+        size = path.stat().st_size
+        with open(path, "rb") as handle:
+            head = handle.read(8)
+            length = int.from_bytes(head, "little") if len(head) == 8 else -1
+            if not 2 <= length <= min(MAX_HEADER_BYTES, size - 8):
+                raise ValueError(f"{path}: not a readable safetensors file (header length {length:,} bytes; expected "
+                                 f"2..{min(MAX_HEADER_BYTES, max(size - 8, 0)):,}, the file size and the "
+                                 f"{MAX_HEADER_BYTES:,}-byte limit)")
+            text = handle.read(length)
+    except OSError as err:
+        raise ValueError(f"{path}: cannot be read ({err.strerror or err})") from None
+    try:
+        header = json.loads(text)
+    except (ValueError, RecursionError) as err:
+        why = "nested too deeply" if isinstance(err, RecursionError) else str(err)[:80]
+        raise ValueError(f"{path}: not a readable safetensors file (header is not valid JSON: {why})") from None
+    if not isinstance(header, dict):
+        raise ValueError(f"{path}: not a readable safetensors file (header is not a JSON object)")
+    data_bytes = size - 8 - length
+    out: dict[str, tuple[str, tuple[int, ...]]] = {}
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        out[name] = _entry(path, name, entry, data_bytes)
+    return out
+
+
+def _entry(path: Path, name: str, entry: Any, data_bytes: int) -> tuple[str, tuple[int, ...]]:
+    """One header entry, checked: ``(dtype, shape)``."""
+    def bad(why: str) -> ValueError:
+        return ValueError(f"{path}: not a readable safetensors file (tensor {name!r}: {why})")
+
+    if not isinstance(entry, dict):
+        raise bad("expected an object with dtype, shape and data_offsets")
+    dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
+    itemsize = FLOAT_DTYPES.get(dtype) or _OTHER_DTYPES.get(dtype) if isinstance(dtype, str) else None
+    if itemsize is None:
+        raise bad(f"dtype {dtype!r} is not a safetensors dtype")
+    ints = lambda v: isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0  # noqa: E731
+                                                for x in v)
+    if not ints(shape) or len(shape) > 8:
+        raise bad(f"shape {shape!r} is not a list of at most 8 non-negative integers")
+    if not ints(offsets) or len(offsets) != 2 or not offsets[0] <= offsets[1] <= data_bytes:
+        raise bad(f"data_offsets {offsets!r} do not lie within the file's {data_bytes:,} data bytes")
+    declared = math.prod(shape) * itemsize
+    if declared != offsets[1] - offsets[0]:
+        raise bad(f"shape {tuple(shape)} of {dtype} needs {declared:,} bytes, the file holds "
+                  f"{offsets[1] - offsets[0]:,}")
+    return dtype, tuple(shape)
+
+
+def check_dtypes(dtypes: Mapping[str, str], *, source: str) -> None:
+    """Raise ``ValueError`` naming the first tensor whose safetensors dtype is not floating point."""
+    for name, dtype in dtypes.items():
+        if dtype not in FLOAT_DTYPES:
+            raise ValueError(f"{source}: tensor {name!r} has dtype {dtype}; expected floating-point weights "
+                             f"({', '.join(FLOAT_DTYPES)})")
+
+
+def header_shapes(path: str | Path) -> dict[str, tuple[int, ...]]:
+    """Tensor name → shape from a safetensors header, without reading the tensors
+    (see :func:`read_header`; every tensor must be floating point).
+
+    Raises:
+        ValueError: the file is missing, not a readable safetensors file, or holds a tensor that
+            is not floating point (named).
+    """
+    header = read_header(path)
+    check_dtypes({name: dtype for name, (dtype, _) in header.items()}, source=str(path))
+    return {name: shape for name, (_, shape) in header.items()}
 
 
 def check_shapes(found: Shapes, expected: Shapes, *, source: str, against: str) -> None:
@@ -48,6 +132,15 @@ def check_shapes(found: Shapes, expected: Shapes, *, source: str, against: str) 
     for name, shape in expected.items():  # in the model's order: the first mismatch a reader expects
         if tuple(found[name]) != tuple(shape):
             raise ValueError(f"{source}: tensor {name!r} has shape {tuple(found[name])}, {against} implies {tuple(shape)}")
+
+
+def check_floating(state: Mapping[str, Tensor], *, source: str) -> None:
+    """Raise ``ValueError`` naming the first tensor of ``state`` that is not floating point (bool,
+    integer and complex weights would be cast into a float model meaninglessly)."""
+    for name, tensor in state.items():
+        if not tensor.is_floating_point():
+            raise ValueError(f"{source}: tensor {name!r} has dtype {str(tensor.dtype).removeprefix('torch.')}; "
+                             "expected floating-point weights")
 
 
 def check_finite(state: Mapping[str, Tensor], *, source: str) -> None:

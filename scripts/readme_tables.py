@@ -156,16 +156,26 @@ def reliability_table() -> str:
     for surface in sorted(matrix["tried"]):
         lines.append(f"| bad inputs, {surface} | {matrix['passed'].get(surface, 0)} of {matrix['tried'][surface]} "
                      "refused with one clear line |")
-    lines.append(f"| …of which under a 3 GiB address-space limit | {len(matrix['memory_limited_cases'])} |")
+    limited = matrix["memory_limited_cases"]
+    peak = matrix.get("max_peak_rss_mib")
+    lines.append(f"| …of which under a 3 GiB address-space limit | {len(limited)}"
+                 + (f" (largest peak {peak:,.0f} MiB resident) |" if peak is not None else " |"))
+    if matrix.get("pending"):
+        lines.append(f"| bad inputs waiting on another change (not run) | {len(matrix['pending'])}: "
+                     + "; ".join(sorted({p["why"] for p in matrix["pending"]})) + " |")
     equal = resume["equal_json"] and resume["equal_csv"] and resume["equal_images_csv"]
     lines.append(f"| `evaluate` SIGKILLed after {resume['killed_after_chunks']} of {resume['chunks']} chunks, "
-                 f"then resumed | report {'identical to' if equal else 'DIFFERENT from'} an uninterrupted run's |")
+                 f"then resumed | report {'identical to' if equal else 'DIFFERENT from'} an uninterrupted run's"
+                 + {True: "; a user's file beside the journal kept", False: "; a user's file beside the journal LOST",
+                    None: ""}[resume.get("user_file_kept")] + " |")
     load = report.get("load")
     if load:
         lines.append(f"| full evaluation ({len(load['models'])} models × {len(load['methods'])} methods × "
-                     f"{load['n_images']:,} images, {load['threads']} threads) | peak {load['peak_rss_mib']:,.0f} MiB "
+                     f"{load['n_images']:,} images, {load['threads']} threads) | peak "
+                     f"{'≤ ' if load.get('peak_rss_method', '').startswith('ru_maxrss') else ''}"
+                     f"{load['peak_rss_mib']:,.0f} MiB "
                      f"resident, {load['wall_seconds'] / 60:.1f} min (load average before "
-                     f"{load['loadavg_before'][0]:.1f}) |")
+                     f"{load['loadavg_before'][0]:.1f}){'; from the earlier run' if 'copied_from' in load else ''} |")
     return "\n".join(lines)
 
 

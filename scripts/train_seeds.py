@@ -57,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     from infsa_viz.data import BENCHMARKS
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.error = lambda message: parser.exit(2, f"{parser.prog}: error: {message}\n")  # one line, no usage
     parser.add_argument("--benchmark", default="cluttered-digits-hard", choices=list(BENCHMARKS))
     parser.add_argument("--variants", default=",".join(VARIANTS),
                         type=lambda t: [v for v in t.split(",") if v], help="comma-separated variants (default all)")
@@ -72,6 +73,16 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(args.variants) - set(VARIANTS))
     if unknown:
         parser.error(f"--variants: {unknown} are not variants; expected some of {list(VARIANTS)}")
+    if args.threads is not None and args.threads < 1:
+        parser.error(f"--threads={args.threads} must be a positive integer")
+    from infsa_viz.train import TrainConfig
+
+    recipe = {k: v for k, v in (("epochs", args.epochs), ("images_per_epoch", args.images_per_epoch),
+                                ("test_size", args.test_size)) if v is not None}
+    try:  # checked before the first run starts, with the bounds the training itself applies
+        TrainConfig(**recipe)
+    except ValueError as err:
+        parser.error(f"--{str(err).replace('_', '-')}")
     args.out = args.out or str(Path("runs") / args.benchmark)
 
     from infsa_viz.cli import main as cli

@@ -6,7 +6,7 @@ import cv2
 import numpy as np
 import pytest
 
-from infsa_viz.images import decode_image, image_size
+from infsa_viz.images import MAX_IMAGE_DECODED_BYTES, MAX_IMAGE_PIXELS, decode_image, image_header, image_size
 
 
 def png(array: np.ndarray) -> bytes:
@@ -53,15 +53,15 @@ def test_progressive_jpeg_size():
     assert ok and image_size(buf.tobytes()) == (21, 9)
 
 
-def _bomb_png(width: int, height: int) -> bytes:
-    """A PNG whose header announces width×height gray pixels: the pixels are never written."""
+def _bomb_png(width: int, height: int, *, depth: int = 8, colour: int = 0) -> bytes:
+    """A PNG whose header announces width×height pixels (gray 8-bit by default): the pixels are never written."""
     import struct
     import zlib
 
     def chunk(kind: bytes, body: bytes) -> bytes:
         return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
 
-    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    header = struct.pack(">IIBBBBB", width, height, depth, colour, 0, 0, 0)
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\0" * 64)) + chunk(b"IEND", b"")
 
 
@@ -93,3 +93,34 @@ def test_decoded_budget_is_counted_from_headers(tmp_path):
     assert check_decoded_budget(paths) == 9_000_000
     with pytest.raises(ValueError, match=r"the first 2 images .* more than 5,000,000 bytes .*--n-images 1 or less"):
         check_decoded_budget(paths, budget=5_000_000)
+
+
+def test_decoded_bytes_count_channels_and_sample_width(monkeypatch):
+    """A 16-bit RGBA PNG under the pixel limit is refused by the bytes it decodes to, from its header."""
+    monkeypatch.setattr(cv2, "imdecode", lambda *_: pytest.fail("decoded a bomb"))
+    width, height = 5000, 4000  # 20 MP: under the pixel limit
+    assert width * height < MAX_IMAGE_PIXELS
+    expected = width * height * 4 * 2
+    assert expected > MAX_IMAGE_DECODED_BYTES
+    with pytest.raises(ValueError, match=rf"rgba16.png: 5000x4000 pixels x 4 channels x 2 byte\(s\) decode to "
+                                         rf"{expected:,} bytes, over the limit of {MAX_IMAGE_DECODED_BYTES:,}"):
+        decode_image(_bomb_png(width, height, depth=16, colour=6), name="rgba16.png")
+
+
+@pytest.mark.parametrize(("shape", "dtype", "channels", "sample_bytes"), [
+    ((6, 9), np.uint8, 1, 1), ((6, 9, 3), np.uint8, 3, 1), ((6, 9, 4), np.uint16, 4, 2), ((6, 9), np.uint16, 1, 2)])
+def test_the_header_declares_what_the_decoder_allocates(shape, dtype, channels, sample_bytes):
+    data = png(np.zeros(shape, dtype))
+    header = image_header(data)
+    assert (header.width, header.height, header.channels, header.sample_bytes) == (9, 6, channels, sample_bytes)
+    decoded = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_UNCHANGED)
+    assert header.decoded_bytes == decoded.nbytes
+    with pytest.raises(ValueError, match="over the limit"):
+        decode_image(data, max_decoded_bytes=decoded.nbytes - 1)
+    assert decode_image(data, max_decoded_bytes=decoded.nbytes).shape[:2] == (6, 9)
+
+
+def test_sixteen_bit_rounds_as_before():
+    values = np.arange(65536, dtype=np.uint16).reshape(256, 256)
+    expected = (values.astype(np.float64) / 65535 * 255 + 0.5).astype(np.uint8)
+    np.testing.assert_array_equal(decode_image(png(values)), expected)

@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     from infsa_viz.io import write_json
 
     from ..maps import GRADIENT_STEPS, WARMUP_SIDE, run_map_benchmark
-    from ..throughput import SHAPES
+    from ..throughput import SHAPES, check_fit, image_bytes, memory_budget
 
     variants, sides, patch = args.variants, args.sides, SHAPES["shipped"].patch_size
     if not variants:
@@ -45,6 +45,8 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"{name}={value:g} must be a positive number")
     if not sides or any(s < patch or s % patch for s in sides):
         raise ValueError(f"--sides={','.join(map(str, sides))!r} must be positive multiples of the patch size {patch}")
+    check_fit("--sides", sides, lambda s: image_bytes(SHAPES["shipped"], s), memory_budget(),
+              "a float32 image and one layer's tokens")
 
     def report_case(r: dict) -> None:
         tqdm.write(f"maps: {r['variant']} {r['method']} {r['options']} {r['tokens']:,} tokens: {r['status']} "

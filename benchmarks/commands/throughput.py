@@ -82,22 +82,37 @@ def case_line(row: dict[str, Any]) -> str:
             f"peak {row['peak_memory_bytes'] / 1e9:.3g} GB, {row['wall_s']:.0f} s")
 
 
+#: BenchSettings fields → the options that set them, for messages.
+_OPTION_OF = {"resolutions": "--resolutions", "attention_tokens": "--attention-tokens",
+              "naive_tokens": "--naive-tokens", "spectral_resolutions": "--spectral-resolutions"}
+
+
+def _as_option(message: str) -> str:
+    """A settings error as the user typed the option (``attention_tokens: …`` → ``--attention-tokens: …``)."""
+    field = message.split(":", 1)[0].split("=", 1)[0].split(" ", 1)[0]
+    return _OPTION_OF[field] + message[len(field):] if field in _OPTION_OF else message
+
+
 def run(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
     from ..report import write_report
     from ..throughput import SHAPES, BenchSettings, run_benchmark
 
-    settings = BenchSettings(
-        variants=args.variants, shapes=tuple(SHAPES) if args.shape == "both" else (args.shape,),
-        sections=args.sections, resolutions=args.resolutions, attention_tokens=args.attention_tokens,
-        naive_tokens=args.naive_tokens, spectral_resolutions=args.spectral_resolutions,
-        spectral_methods=args.spectral_methods, spectral_variants=args.spectral_variants,
-        spectral_time_limit_s=args.spectral_time_limit,
-        patch_size=args.patch, embed_dim=args.width, depth=args.depth, num_heads=args.heads,
-        batch=args.batch, repeats=args.repeats, warmup=args.warmup, time_limit_s=args.time_limit,
-        memory_limit_gb=args.memory_limit, device=args.device, dtype=args.dtype, threads=args.threads, seed=args.seed,
-    )
+    try:
+        settings = BenchSettings(
+            variants=args.variants, shapes=tuple(SHAPES) if args.shape == "both" else (args.shape,),
+            sections=args.sections, resolutions=args.resolutions, attention_tokens=args.attention_tokens,
+            naive_tokens=args.naive_tokens, spectral_resolutions=args.spectral_resolutions,
+            spectral_methods=args.spectral_methods, spectral_variants=args.spectral_variants,
+            spectral_time_limit_s=args.spectral_time_limit,
+            patch_size=args.patch, embed_dim=args.width, depth=args.depth, num_heads=args.heads,
+            batch=args.batch, repeats=args.repeats, warmup=args.warmup, time_limit_s=args.time_limit,
+            memory_limit_gb=args.memory_limit, device=args.device, dtype=args.dtype, threads=args.threads,
+            seed=args.seed,
+        )
+    except ValueError as err:
+        raise ValueError(_as_option(str(err))) from None
     report = run_benchmark(settings, out=args.out, extra_protocol={"command": command_line(args)},
                            on_case=lambda row: tqdm.write(case_line(row), file=sys.stderr))
     json_path, html_path = write_report(report, args.out)

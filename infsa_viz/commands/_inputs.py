@@ -62,9 +62,10 @@ def add_data_options(parser: argparse.ArgumentParser, *, n_images: int) -> None:
     parser.add_argument("--boxes", default=None, metavar="XMLDIR",
                         help="Pascal-VOC XML boxes for class-folder data (one <stem>.xml per image)")
     parser.add_argument("--classes", default=None, metavar="FILE",
-                        help="class-index file for VOC-labelled folders: one class per line in the model's "
-                             "output order (a synset id first, as in LOC_synset_mapping.txt, names the class "
-                             "by it); default: the model's class names")
+                        help="class-index file for folder data (VOC-labelled folders and class folders): one "
+                             "class per line in the model's output order (a synset id first, as in "
+                             "LOC_synset_mapping.txt, names the class by it); default: the model's class names. "
+                             "Class folders named by class names or indices get those classes")
     parser.add_argument("--n-images", type=int, default=n_images,
                         help=f"the first N images of the data (default {n_images})")
 
@@ -72,8 +73,8 @@ def add_data_options(parser: argparse.ArgumentParser, *, n_images: int) -> None:
 def load_data(args: argparse.Namespace, models: Any = ()) -> Any:
     """The :class:`~infsa_viz.data.LabelledImages` that ``--data`` and its options name.
 
-    ``models`` (``(name, model)`` pairs) provide class names for VOC-labelled folders when
-    ``--classes`` is not given; models that name their classes differently are refused.
+    ``models`` (``(name, model)`` pairs) provide class names (when ``--classes`` is not given)
+    and the class count for folder data; models that name their classes differently are refused.
     """
     from pathlib import Path
 
@@ -97,8 +98,9 @@ def load_data(args: argparse.Namespace, models: Any = ()) -> Any:
         if len(named) > 1:
             raise ValueError("the models name their classes differently; pass --classes FILE")
         classes = next(iter(named), None)
-    return open_image_folder(Path(args.data[len("folder:"):]), classes=classes, boxes_dir=args.boxes).labelled(
-        args.n_images)
+    counts = [m.config.num_classes for _, m in models]
+    return open_image_folder(Path(args.data[len("folder:"):]), classes=classes, boxes_dir=args.boxes,
+                             num_classes=min(counts) if counts else None).labelled(args.n_images)
 
 
 def load_input(spec: str) -> Any:

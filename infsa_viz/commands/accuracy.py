@@ -6,11 +6,13 @@ import argparse
 import json
 
 from ._inputs import add_model_list
+from .lists import output_file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_list(parser, help="comma-separated model directories")
-    parser.add_argument("--out", default=None, help="write the JSON report here (e.g. metrics/training.json)")
+    parser.add_argument("--out", type=output_file, default=None,
+                        help="write the JSON report here (e.g. metrics/training.json)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ._inputs import add_map_options, add_model_list, load_input
-from .lists import comma_names
+from .lists import comma_names, output_file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -18,7 +18,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("--methods", type=comma_names, default=(AttentionMap.name,), metavar="M[,M…]",
                         help=f"comma-separated map methods (rows; default {AttentionMap.name})")
-    parser.add_argument("--out", required=True, help="output PNG (a JSON with the settings is written next to it)")
+    parser.add_argument("--out", type=output_file, required=True,
+                        help="output PNG (a JSON with the settings is written next to it)")
     add_map_options(parser)
 
 

@@ -14,7 +14,7 @@ import math
 from pathlib import Path
 
 from ._inputs import MODEL_HELP, add_data_options, load_data
-from .lists import comma_ints
+from .lists import comma_ints, output_file
 
 logger = logging.getLogger(__name__)
 
@@ -26,7 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="comma-separated layer indices, e.g. 0,2 (default all)")
     parser.add_argument("--batch-size", type=int, default=32, metavar="B",
                         help="images per forward pass (default 32)")
-    parser.add_argument("--out", required=True, metavar="FILE.json", help="where to write the JSON result")
+    parser.add_argument("--out", type=output_file, required=True, metavar="FILE.json",
+                        help="where to write the JSON result")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,7 +9,7 @@ import os
 import shlex
 
 from ._inputs import add_data_options, add_model_list, add_target_option, load_data
-from .lists import comma_names
+from .lists import comma_names, output_file
 
 
 def _setting_type(setting):
@@ -18,10 +18,11 @@ def _setting_type(setting):
         if setting.optional and text.lower() == "none":
             return None
         try:
-            return setting.kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if setting.kind is int else 'a number'}") \
-                from None
+            return setting.check(setting.kind(text), name=setting.flag)
+        except ValueError as error:
+            message = str(error) if str(error).startswith(setting.flag) else \
+                f"{setting.flag}={text!r} is invalid; expected {'an integer' if setting.kind is int else 'a number'}"
+            raise argparse.ArgumentTypeError(message) from None
     convert.__name__ = setting.kind.__name__
     return convert
 
@@ -58,35 +59,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             choices=setting.choices, help=f"{setting.help} (default {setting.default})")
     parser.add_argument("--per-image", action="store_true",
                         help="also write every image's figures to OUT.images.csv")
-    parser.add_argument("--out", default=None, help="report .json (CSV and HTML written next to it); a killed "
+    parser.add_argument("--out", type=output_file, default=None,
+                        help="report .json (CSV and HTML written next to it); a killed "
                         "run resumes from OUT.journal/ when the same command is run again")
     parser.add_argument("--journal", default=None, metavar="DIR",
-                        help="keep finished chunks in DIR instead of OUT.journal/, and keep DIR after the report: "
+                        help="keep finished chunks in DIR (a new or empty folder, or an earlier journal) instead of "
+                             "OUT.journal/, and keep DIR after the report: "
                              "a later run on the same data and settings reuses every (model weights, method, "
                              "images) chunk it finds there, so models or methods can be added one run at a time")
-
-
-def _weights_digest(model) -> str:
-    """SHA-256 of a model's state dict (names and bytes): what keys its journalled chunks."""
-    import hashlib
-
-    digest = hashlib.sha256()
-    for name, tensor in model.state_dict().items():
-        digest.update(name.encode())
-        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
-    return digest.hexdigest()
-
-
-def _fingerprint(data, protocol, dist) -> dict:
-    """What every journalled chunk shares: the data and the settings (models and methods are per chunk)."""
-    return {"data": data.description, "names": list(data.names or []), "protocol": protocol.to_dict(),
-            "world_size": dist.world_size}
 
 
 def run(args: argparse.Namespace) -> int:
     from ..distributed import init_distributed
     from ..evaluation import EvalSettings, evaluate, reference_methods, table_columns, write_evaluation
-    from ..evaluation.journal import Journal, OutputLock
+    from ..evaluation.journal import Journal, OutputLock, run_fingerprint, weights_digest
     from ..formats import load_model
     from ..maps import check_method
     from ..metrics.registry import SETTINGS
@@ -130,8 +116,9 @@ def run(args: argparse.Namespace) -> int:
         if args.out:
             if dist.is_main:
                 stack.enter_context(OutputLock(args.out))
-            journal = Journal(args.journal or args.out + ".journal", _fingerprint(data, protocol, dist),
-                              models={name: _weights_digest(model) for name, model in models})
+            journal = stack.enter_context(Journal(
+                args.journal or args.out + ".journal", run_fingerprint(data, protocol, dist.world_size),
+                models={name: weights_digest(model) for name, model in models}, data=data, lock=dist.is_main))
         try:
             result = evaluate(models, args.methods, data, protocol=protocol, dist=dist, journal=journal)
         finally:

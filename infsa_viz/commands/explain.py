@@ -5,13 +5,15 @@ from __future__ import annotations
 import argparse
 
 from ._inputs import MODEL_HELP, add_map_options
+from .lists import output_file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("image", metavar="IMAGE", help="image file, or test:INDEX for the cluttered-digits test split")
     parser.add_argument("--model", required=True, metavar="MODEL", help=MODEL_HELP)
     parser.add_argument("--method", required=True, help="map method (see infsa_viz.maps.METHODS)")
-    parser.add_argument("--out", required=True, help="output PNG (a JSON with the settings is written next to it)")
+    parser.add_argument("--out", type=output_file, required=True,
+                        help="output PNG (a JSON with the settings is written next to it)")
     add_map_options(parser)
 
 

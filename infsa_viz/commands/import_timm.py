@@ -15,10 +15,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--num-heads", type=int, required=True, help="heads per layer of the checkpoint")
     parser.add_argument("--attention", default=DEFAULT_VARIANT, choices=VARIANTS, help="attention of the new model")
     parser.add_argument("--num-classes", type=int, default=None, help="start a fresh head with this many classes")
-    parser.add_argument("--mean", type=comma_floats, default=(0.485, 0.456, 0.406), metavar="M[,M,M]",
-                        help="input normalisation mean of pixel/255 per channel (default ImageNet's)")
-    parser.add_argument("--std", type=comma_floats, default=(0.229, 0.224, 0.225), metavar="S[,S,S]",
-                        help="input normalisation std per channel (default ImageNet's)")
+    parser.add_argument("--mean", type=comma_floats, default=None, metavar="M[,M,M]",
+                        help="input normalisation mean of pixel/255 per channel (default: ImageNet's for RGB "
+                             "weights; required for other channel counts)")
+    parser.add_argument("--std", type=comma_floats, default=None, metavar="S[,S,S]",
+                        help="input normalisation std per channel (default: ImageNet's for RGB weights)")
     parser.add_argument("--resize", choices=RESIZES, default="stretch", help="how images reach the model's size")
     parser.add_argument("--resample", choices=RESAMPLES, default="bicubic", help="interpolation (default bicubic)")
     parser.add_argument("--out", required=True, help="output model directory")
@@ -27,23 +28,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-
+    from ..formats._state import read_safetensors
+    from ..formats.timm import IMAGENET, from_timm_state_dict
     from ..preprocess import Preprocessing
-    from ..timm_import import from_timm_state_dict
     from ..vit import count_parameters, save_model
 
     path = Path(args.weights)
     if path.suffix != ".safetensors" or not path.is_file():
         raise ValueError(f"WEIGHTS={args.weights!r} must be an existing .safetensors file (no pickle loading)")
-    try:
-        state = load_file(str(path))
-    except (SafetensorError, OSError) as err:
-        raise ValueError(f"{path}: not a readable safetensors file ({err})") from None
-    preprocessing = Preprocessing(mean=args.mean, std=args.std, resize=args.resize, resample=args.resample)
+    state = read_safetensors(path)
+    conv = state.get("patch_embed.proj.weight")
+    channels = conv.shape[1] if conv is not None and conv.dim() == 4 else 3
+    if channels != 3 and (args.mean is None or args.std is None):
+        raise ValueError(f"{path}: patch_embed.proj.weight takes {channels} input channel(s); the ImageNet "
+                         "--mean/--std defaults are for 3: pass --mean and --std with 1 or "
+                         f"{channels} value(s) each")
+    preprocessing = Preprocessing(mean=args.mean or IMAGENET.mean, std=args.std or IMAGENET.std,
+                                  resize=args.resize, resample=args.resample)
     model = from_timm_state_dict(state, num_heads=args.num_heads, attention=args.attention,
-                                 num_classes=args.num_classes, preprocessing=preprocessing)
+                                 num_classes=args.num_classes, preprocessing=preprocessing, source=str(path))
     save_model(model, args.out)
     print(json.dumps({"out": args.out, "config": model.config.to_dict(), "parameters": count_parameters(model)}))
     return 0

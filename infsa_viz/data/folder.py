@@ -2,8 +2,13 @@
 
 Layout::
 
-    root/<class name>/<image>.png|.jpg|.jpeg|.bmp     classes are the sorted sub-folder names
+    root/<class>/<image>.png|.jpg|.jpeg|.bmp          one sub-folder per class
     boxes_dir/<image stem>.xml                         optional, one Pascal-VOC file per image
+
+A folder's label (see :func:`folder_labels`): for a model (``classes`` or ``num_classes`` given),
+the index of the model's class the folder names (``classes``: a class-index file or the model's
+``class_names``), or the class index the folder's name is (``0 2 3 5``); otherwise, and for
+training, the folder's position in sorted order (torchvision's ``ImageFolder`` convention).
 
 Boxes follow the package convention ``(x0, y0, x1, y1)``, ``x1``/``y1`` exclusive. Pascal VOC
 stores 1-based inclusive pixel indices, so a VOC box ``xmin..xmax`` becomes
@@ -15,9 +20,10 @@ before conversion and, when scaled to a resized image, rounded outwards (``floor
 
 from __future__ import annotations
 
+import logging
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from xml.etree.ElementTree import Element, ParseError
 
@@ -29,7 +35,9 @@ from torch.utils.data import Dataset
 from ..images import check_decoded_budget, read_image
 from .splits import LabelledImages
 
-__all__ = ["IMAGE_EXTENSIONS", "FolderDataset", "parse_voc_boxes"]
+__all__ = ["IMAGE_EXTENSIONS", "FolderDataset", "folder_labels", "parse_voc_boxes"]
+
+logger = logging.getLogger(__name__)
 
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp")
 Box = tuple[int, int, int, int]
@@ -139,12 +147,54 @@ def parse_voc_boxes(
     return [(name, _to_int_box(box, sx, sy, image_size, image_size)) for name, box in objects]
 
 
+def folder_labels(folders: Sequence[str], *, classes: Sequence[str] | Mapping[str, int] | None = None,
+                  num_classes: int | None = None, root: str | os.PathLike[str] = "root") -> tuple[dict[str, int], str]:
+    """The label of each class folder, and the rule that gave it.
+
+    Args:
+        folders: the class folders' names.
+        classes: the model's class names in output order (or ``{name: index}``), e.g. from a
+            class-index file or ``ViTConfig.class_names``; folders named by them get their index.
+        num_classes: the model's class count; folders named by integers are those classes.
+        root: the data folder, for messages.
+
+    Returns:
+        ``({folder: label}, rule)``, the rule one of ``"class names"``, ``"class indices"`` or
+        ``"sorted folder names"`` (without ``classes`` and ``num_classes``, or for names that are
+        neither; a warning says so when their count is not the model's).
+
+    Raises:
+        ValueError: folders that are neither the model's class names nor indices below its class
+            count, when it names its classes; or an index out of range. The message names both.
+    """
+    index = None if classes is None else (dict(classes) if isinstance(classes, Mapping)
+                                          else {n: i for i, n in enumerate(classes)})
+    count = num_classes if num_classes is not None else (None if index is None else max(index.values()) + 1)
+    if index is not None and all(f in index for f in folders):
+        return {f: index[f] for f in folders}, "class names"
+    if count is not None and all(f.isdecimal() for f in folders):
+        beyond = sorted((f for f in folders if int(f) >= count), key=int)
+        if beyond:
+            raise ValueError(f"{os.fspath(root)}: class folder {beyond[-1]!r} names class {int(beyond[-1])}; the model "
+                             f"has {count} classes (0..{count - 1})")
+        return {f: int(f) for f in folders}, "class indices"
+    if index is not None:
+        unknown = [f for f in folders if f not in index]
+        raise ValueError(f"{os.fspath(root)}: class folders {unknown[:3]} are neither the model's class names "
+                         f"(e.g. {list(index)[:3]}) nor class indices below {count}; rename them or pass --classes "
+                         "FILE naming them in the model's output order")
+    if count is not None and len(folders) != count:
+        logger.warning("%s: %d class folders labelled by sorted position; the model has %d classes",
+                       os.fspath(root), len(folders), count)
+    return {f: i for i, f in enumerate(sorted(folders))}, "sorted folder names"
+
+
 class FolderDataset(Dataset):
     """Images in class sub-folders, with optional VOC boxes, decoded but not resized.
 
     Items are ``(image, label)``: ``image`` is the decoded file, uint8 ``(H, W)`` (gray) or
     ``(H, W, 3)`` (RGB; alpha dropped, 16-bit reduced to 8) as :func:`infsa_viz.images.read_image`
-    returns it, ``label`` the index of the class folder in sorted order. A model's own
+    returns it, ``label`` the folder's class (:func:`folder_labels`). A model's own
     preprocessing (:func:`infsa_viz.preprocess.prepare`) turns images into its input, so the
     dataset knows nothing of sizes or normalisation; boxes stay in the file's pixels.
 
@@ -153,13 +203,18 @@ class FolderDataset(Dataset):
         boxes_dir: Folder of ``<image stem>.xml`` VOC files; images without a file have no boxes.
             Default ``None``.
         one_based: Coordinates in the XML files are 1-based (Pascal VOC). Default ``True``.
+        classes: the model's class names in output order (or ``{name: index}``); default ``None``.
+        num_classes: the model's class count; default ``None`` (with neither, labels are sorted
+            positions).
 
     Attributes:
-        classes: Sorted class names; ``class_to_idx`` maps them to labels.
+        classes: Sorted class folder names; ``class_to_idx`` maps them to labels, ``labelling``
+            says by which rule.
         samples: ``[(path, label), ...]`` sorted by class, then file name.
 
     Raises:
-        ValueError: If ``root`` or ``boxes_dir`` is not a folder, or no image is found.
+        ValueError: If ``root`` or ``boxes_dir`` is not a folder, no image is found, or the
+            folders do not name the model's classes (see :func:`folder_labels`).
     """
 
     def __init__(
@@ -168,6 +223,8 @@ class FolderDataset(Dataset):
         *,
         boxes_dir: str | os.PathLike[str] | None = None,
         one_based: bool = True,
+        classes: Sequence[str] | Mapping[str, int] | None = None,
+        num_classes: int | None = None,
     ) -> None:
         self.root = Path(root)
         if not self.root.is_dir():
@@ -179,7 +236,8 @@ class FolderDataset(Dataset):
         self.classes = sorted(
             d.name for d in self.root.iterdir() if d.is_dir() and not d.name.startswith(".")
         )
-        self.class_to_idx = {name: i for i, name in enumerate(self.classes)}
+        self.class_to_idx, self.labelling = folder_labels(self.classes, classes=classes, num_classes=num_classes,
+                                                          root=self.root)
         self.samples = [
             (f, self.class_to_idx[name])
             for name in self.classes
@@ -240,6 +298,8 @@ class FolderDataset(Dataset):
             boxes=[self.boxes(i, image_shape=images[i].shape) for i in range(count)],
             names=[str(path) for path, _ in self.samples[:count]],
             description={"name": "folder", "root": str(self.root), "classes": self.classes,
+                         **({} if self.labelling == "sorted folder names" else
+                            {"labels": self.labelling, "class_to_idx": self.class_to_idx}),
                          "boxes_dir": None if self.boxes_dir is None else str(self.boxes_dir),
                          "n_images": count},
         )

@@ -134,14 +134,17 @@ class AnnotatedImages:
 
 
 def open_image_folder(root: str | os.PathLike[str], *, classes: Sequence[str] | Mapping[str, int] | None = None,
-                      boxes_dir: str | os.PathLike[str] | None = None) -> FolderDataset | AnnotatedImages:
+                      boxes_dir: str | os.PathLike[str] | None = None,
+                      num_classes: int | None = None) -> FolderDataset | AnnotatedImages:
     """The dataset of ``root``, whichever of the three layouts it has (see the module docstring).
 
     Args:
         root: the folder.
         classes: class names in output order, or ``{name: index}`` (needed by the two VOC
-            layouts; class folders name their own classes, sorted).
+            layouts; class folders named by them get their index, see
+            :func:`~infsa_viz.data.folder.folder_labels`).
         boxes_dir: VOC files for a class-folder layout (:class:`FolderDataset`).
+        num_classes: the model's class count (class folders named by integers are those classes).
 
     Raises:
         ValueError: a layout that needs classes without them, or no layout found.
@@ -154,7 +157,7 @@ def open_image_folder(root: str | os.PathLike[str], *, classes: Sequence[str] | 
     elif any(f.suffix.lower() == ".xml" for f in root.iterdir()):
         images = annotations = root
     else:
-        return FolderDataset(root, boxes_dir=boxes_dir)
+        return FolderDataset(root, boxes_dir=boxes_dir, classes=classes, num_classes=num_classes)
     if boxes_dir is not None:
         raise ValueError(f"{root} carries its own VOC files; --boxes applies to class-folder data only")
     if classes is None:

@@ -1,16 +1,29 @@
 """Resumable evaluation: each finished (model, method, image chunk) is journalled atomically.
 
-``infsa-viz evaluate --out OUT.json`` keeps ``OUT.json.journal/``: one JSON file per finished
-chunk (its :class:`~infsa_viz.evaluation.records.ImageRecord`\\ s, the map's options and metadata,
-and the metric protocols), and ``run.json``, the fingerprint of the run (data and protocol).
-A chunk is keyed by its model's name *and weights* (a SHA-256 of the state dict), its method and
-its images, so a run with more models or methods reuses the chunks of the others, and changed
-weights under the same name are recomputed. Killed at any point, the same command reads the
-finished chunks back instead of recomputing them; the final report equals an uninterrupted run's
-exactly (floats round-trip through JSON exactly, arrays keep their dtype). The default journal
-is removed once the report is written; one named with ``--journal DIR`` is kept. A lock file
-(``OUT.json.lock``, held with ``flock`` and released by the kernel when the process dies,
-SIGKILL included) refuses a second run on the same output path.
+``infsa-viz evaluate --out OUT.json`` keeps ``OUT.json.journal/`` (or ``--journal DIR``)::
+
+    DIR/journal.json            the marker: this folder is a journal (written first)
+    DIR/journal.lock            held with flock while a run uses the journal
+    DIR/<settings>/run.json     one keyed set per fingerprint of the run (data description, settings)
+    DIR/<settings>/<chunk>.json one finished chunk: its ImageRecords, the map's options and metadata,
+                                and the metric protocols
+
+A chunk is keyed by its model's name *and weights* (a SHA-256 of the state dict), its method, its
+image indices and a SHA-256 of its images' bytes, labels, boxes and names, so a run with more
+models or methods reuses the chunks of the others, changed weights under the same name are
+recomputed, and changing one image recomputes only the chunks that hold it. Other settings start
+another keyed set beside the first; nothing is wiped. Killed at any point, the same command reads
+the finished chunks back instead of recomputing them; the final report equals an uninterrupted
+run's exactly (floats round-trip through JSON exactly, arrays keep their dtype).
+
+The journal owns only what it wrote: a folder holding anything else (a user's folder named by
+mistake, an older journal) is refused with one line and left as it is; :meth:`Journal.remove`
+deletes the journal's own files and nothing else. Every run holds a shared ``flock`` on
+``journal.lock`` while it uses the journal (released by the kernel when the process dies, SIGKILL
+included): runs may share a journal (each writes whole chunk files atomically; two that compute
+the same chunk write the same bytes), but the journal is removed only under an exclusive lock,
+never under a running job. :class:`OutputLock` (``OUT.json.lock``) refuses a second run on the
+same output path.
 
 JSON only, never pickle: a journal is data, and reading one cannot run code.
 """
@@ -22,7 +35,7 @@ import hashlib
 import json
 import logging
 import os
-import shutil
+import re
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Mapping, Sequence
@@ -32,9 +45,33 @@ import numpy as np
 from ..io import atomic_write, read_json
 from .records import ImageRecord
 
-__all__ = ["Journal", "OutputLock"]
+__all__ = ["Journal", "OutputLock", "run_fingerprint", "weights_digest"]
 
 log = logging.getLogger(__name__)
+
+MARKER, LOCK, RUN = "journal.json", "journal.lock", "run.json"
+#: What the marker holds; a folder whose marker says otherwise is not ours to write.
+_MARK = {"infsa_viz": "evaluation journal", "layout": 2}
+_SET = re.compile(r"^[0-9a-f]{16}$")
+#: Files of a keyed set: run.json, chunks, and the temporary files of an interrupted atomic write.
+_SET_FILE = re.compile(r"^(run|[0-9a-f]{24})\.json$|^\.(run|[0-9a-f]{24})\.json\.[^/]+\.tmp$")
+_TOP_FILE = re.compile(r"^(journal\.json|journal\.lock|\.journal\.json\.[^/]+\.tmp)$")
+
+
+def weights_digest(model: Any) -> str:
+    """SHA-256 of a model's state dict (names and bytes): what keys its journalled chunks."""
+    digest = hashlib.sha256()
+    for name, tensor in model.state_dict().items():
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
+def run_fingerprint(data: Any, protocol: Any, world_size: int) -> dict[str, Any]:
+    """What every journalled chunk of a run shares: the data's description and names, the settings
+    and the process count (models, methods and image contents are per chunk)."""
+    return {"data": data.description, "names": list(data.names or []), "protocol": protocol.to_dict(),
+            "world_size": world_size}
 
 
 def _encode(value: Any) -> Any:
@@ -74,40 +111,135 @@ def _jsonable(d: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in d.items() if isinstance(v, (str, int, float, bool, list)) or v is None}
 
 
+def _update(digest: Any, value: Any) -> None:
+    """Feed one value (array, number, string or None) into ``digest``, with its dtype and shape."""
+    array = np.ascontiguousarray(np.asarray(value if value is not None else []))
+    digest.update(f"{array.dtype.str}{array.shape}".encode())
+    digest.update(array.tobytes() if array.dtype != object else repr(array.tolist()).encode())
+
+
+def _chunk_digest(data: Any, chunk: Sequence[int]) -> str:
+    """SHA-256 of a chunk's inputs: each image's bytes, label, boxes, negative boxes and labels, name."""
+    digest = hashlib.sha256()
+    for i in chunk:
+        _update(digest, data.images[i])
+        _update(digest, data.labels[i])
+        _update(digest, data.boxes[i])
+        for extra in (data.negative_boxes, data.negative_labels):
+            _update(digest, None if extra is None else extra[i])
+        _update(digest, data.names[i] if data.names else "")
+    return digest.hexdigest()
+
+
+def _foreign(directory: Path) -> list[str]:
+    """The entries of ``directory`` a journal did not write (relative names)."""
+    out = []
+    for entry in sorted(directory.iterdir()):
+        if entry.is_dir() and not entry.is_symlink() and _SET.match(entry.name):
+            out += [f"{entry.name}/{f.name}" for f in sorted(entry.iterdir())
+                    if not (f.is_file() and not f.is_symlink() and _SET_FILE.match(f.name))]
+        elif not (entry.is_file() and not entry.is_symlink() and _TOP_FILE.match(entry.name)):
+            out.append(entry.name + ("/" if entry.is_dir() else ""))
+    return out
+
+
 class Journal:
-    """The finished chunks of one evaluation run, in ``directory``.
+    """The finished chunks of evaluation runs, in ``directory``; a context manager holding its lock.
 
     Args:
-        directory: the journal folder (created).
-        fingerprint: what every chunk shares (data, protocol; JSON-able); a journal with another
-            fingerprint is discarded with a warning.
-        models: model name -> weights digest; a chunk's key holds both, so a model's chunks are
-            found again only for the same weights. Names not listed are keyed by name alone.
+        directory: the journal folder: a new or empty folder (created), or an earlier journal.
+        fingerprint: what every chunk of this run shares (data description, settings; JSON-able),
+            e.g. :func:`run_fingerprint`; each fingerprint gets its own keyed set in the folder.
+        models: model name -> weights digest (:func:`weights_digest`); a chunk's key holds both, so
+            a model's chunks are found again only for the same weights. Names not listed are keyed
+            by name alone.
+        data: the :class:`~infsa_viz.data.LabelledImages` the chunk indices refer to; a chunk's key
+            then holds a SHA-256 of its images, labels, boxes and names, so a chunk is reused only
+            for the same inputs. Without it, chunks are keyed by their indices and ``fingerprint``
+            must describe the data.
+        lock: hold a shared lock on ``journal.lock`` while in use (default); the other
+            processes of a torchrun job pass ``False`` (rank 0 holds it for the job).
+
+    Raises:
+        ValueError: ``directory`` is a file, or holds anything a journal did not write (named; left
+            untouched).
     """
 
     def __init__(self, directory: str | Path, fingerprint: dict[str, Any],
-                 models: Mapping[str, str] | None = None) -> None:
+                 models: Mapping[str, str] | None = None, *, data: Any = None, lock: bool = True) -> None:
         self.directory = Path(directory)
         self.models = dict(models or {})
+        self.data = data
+        self.resumed = 0
+        self._fd: int | None = None
+        self._digests: dict[tuple[int, ...], str] = {}
+        self._check_ours()
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise ValueError(f"cannot create the journal {str(self.directory)!r}: {err.strerror or err}") from None
+        if lock:
+            self._lock()
+        if not (self.directory / MARKER).is_file():
+            atomic_write(self.directory / MARKER, json.dumps(_MARK) + "\n")
         text = json.dumps(_encode(fingerprint), sort_keys=True)
-        run = self.directory / "run.json"
-        if run.is_file():
-            try:
-                same = read_json(run) == json.loads(text)
-            except ValueError:
-                same = False
-            if not same:
-                log.warning("%s holds another run's work (different data or settings); "
-                            "starting afresh", self.directory)
-                shutil.rmtree(self.directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self.run_directory = self.directory / hashlib.sha256(text.encode()).hexdigest()[:16]
+        run = self.run_directory / RUN
+        if run.is_file() and read_json(run) != json.loads(text):
+            raise ValueError(f"{run}: does not hold this run's settings; the journal was changed by hand")
         if not run.is_file():
             atomic_write(run, text + "\n")
-        self.resumed = 0
+        others = [d.name for d in self.directory.iterdir() if d.is_dir() and d != self.run_directory]
+        if others:
+            log.info("%s also keeps %d set(s) of chunks of other data or settings", self.directory, len(others))
+
+    def _check_ours(self) -> None:
+        """Refuse a path that is a file, or a folder with anything a journal did not write."""
+        where = self.directory
+        if where.exists() and not where.is_dir():
+            raise ValueError(f"journal {str(where)!r} is a file; expected a folder (or a path to create)")
+        if not where.is_dir() or not any(where.iterdir()):
+            return
+        if (where / MARKER).is_file():
+            try:
+                mark = read_json(where / MARKER)
+            except ValueError:
+                mark = None
+            if mark != _MARK:
+                raise ValueError(f"{where / MARKER}: not a journal of this version ({mark!r}); choose another "
+                                 "journal folder")
+        elif (where / RUN).is_file():
+            raise ValueError(f"journal {str(where)!r} is an older journal (run.json at the top, chunks without their "
+                             "images' hash); its chunks cannot be reused: delete it or choose another folder")
+        foreign = _foreign(where)
+        if foreign:
+            raise ValueError(f"journal {str(where)!r} holds files this toolkit did not write ({', '.join(foreign[:3])}"
+                             f"{', …' if len(foreign) > 3 else ''}); it is left as it is: choose an empty or new folder")
+
+    def _lock(self) -> None:
+        self._fd = _flock(self.directory / LOCK, "", shared=True)  # shared: never busy
+
+    def close(self) -> None:
+        """Release the lock (the kernel does it too when the process ends)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> "Journal":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        self.close()
 
     def _path(self, model: str, method: str, chunk: Sequence[int]) -> Path:
-        key = json.dumps([model, self.models.get(model), method, int(chunk[0]), len(chunk)])
-        return self.directory / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
+        key = tuple(int(i) for i in chunk)
+        if self.data is not None and key not in self._digests:
+            self._digests[key] = _chunk_digest(self.data, key)
+        text = json.dumps([model, self.models.get(model), method, key[0], len(key), self._digests.get(key)])
+        return self.run_directory / f"{hashlib.sha256(text.encode()).hexdigest()[:24]}.json"
 
     def load(self, model: str, method: str, chunk: Sequence[int]) -> tuple[list[ImageRecord], Any, dict[str, Any]] | None:
         """The journalled ``(records, map result summary, protocols)`` of a chunk, or ``None``."""
@@ -132,8 +264,62 @@ class Journal:
         atomic_write(self._path(model, method, chunk), json.dumps(_encode(entry)))
 
     def remove(self) -> None:
-        """Delete the journal (after the report is written)."""
-        shutil.rmtree(self.directory, ignore_errors=True)
+        """Delete the journal's own files (every keyed set, the marker, the lock) and the folders left
+        empty; anything else found in the folder stays where it is. A journal another run is using
+        (it holds the shared lock) is kept, with a warning."""
+        if not self.directory.is_dir():
+            self.close()
+            return
+        import fcntl
+
+        fd = self._fd if self._fd is not None else os.open(self.directory / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        self._fd = fd
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log.warning("%s is kept: another evaluation is using it", self.directory)
+            self.close()
+            return
+        for sub in self.directory.iterdir():
+            if sub.is_dir() and not sub.is_symlink() and _SET.match(sub.name):
+                for f in sub.iterdir():
+                    if f.is_file() and not f.is_symlink() and _SET_FILE.match(f.name):
+                        f.unlink(missing_ok=True)
+                _rmdir_if_empty(sub)
+        for name in (MARKER, LOCK):
+            (self.directory / name).unlink(missing_ok=True)
+        self.close()
+        _rmdir_if_empty(self.directory)
+
+
+def _rmdir_if_empty(folder: Path) -> None:
+    try:
+        folder.rmdir()
+    except OSError:  # not empty: something the journal did not write appeared; it stays
+        log.warning("%s is kept: it holds files the journal did not write", folder)
+
+
+def _flock(path: Path, busy: str, *, shared: bool = False) -> int:
+    """A non-blocking ``flock`` on ``path`` (created), exclusive (recording this process's pid) or shared; its fd.
+
+    Raises:
+        ValueError: ``busy`` when another process holds a conflicting lock, or the file cannot be created.
+    """
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as err:
+        raise ValueError(f"cannot write next to {str(path)!r}: {err.strerror or err}") from None
+    try:
+        fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise ValueError(busy) from None
+    if not shared:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+    return fd
 
 
 class OutputLock:
@@ -148,22 +334,12 @@ class OutputLock:
         self._fd: int | None = None
 
     def __enter__(self) -> "OutputLock":
-        import fcntl
-
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as err:
             raise ValueError(f"cannot write next to {str(self.path)[:-5]!r}: {err.strerror or err}") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise ValueError(f"another evaluation is writing {str(self.path)[:-5]!r} (lock {self.path} is held); "
-                             "wait for it to finish or choose another --out") from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
-        self._fd = fd
+        self._fd = _flock(self.path, f"another evaluation is writing {str(self.path)[:-5]!r} (lock {self.path} is "
+                          "held); wait for it to finish or choose another --out")
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -1,29 +1,33 @@
-"""One loader for every model format: :func:`load_model`.
+"""One loader for every model format: :func:`load_model`, over a registry of formats.
 
-Formats, detected from the path (see :func:`detect_format`):
+Built-in formats (:data:`FORMATS`, in detection order; each is one module registering a
+``(detect, load)`` pair, see :mod:`infsa_viz.formats._registry`):
 
 * ``infsa-viz``: a directory written by :func:`infsa_viz.vit.save_model` (``config.json``
-  without ``model_type`` + ``model.safetensors``);
+  without ``model_type`` + ``model.safetensors``); see :mod:`infsa_viz.formats.ours`;
 * ``transformers``: a ``save_pretrained`` directory of ``ViTForImageClassification``,
   ``DeiTForImageClassification`` or ``DeiTForImageClassificationWithTeacher``
   (``config.json`` with ``model_type``, ``model.safetensors``, ``preprocessor_config.json``);
   see :mod:`infsa_viz.formats.hf`;
 * ``timm``: a ``.safetensors`` timm ``VisionTransformer`` state dict (``patch_embed.proj``);
-  see :mod:`infsa_viz.timm_import`;
+  see :mod:`infsa_viz.formats.timm`;
 * ``torchvision`` / ``official-infsa``: a ``.safetensors`` torchvision ViT state dict, plain or
   with attention converted by the official InfSA code; see :mod:`infsa_viz.formats.official`.
+
+A new format is one module that calls :func:`register_format` with a :class:`ModelFormat`, and
+its import below (or anywhere before use): :func:`detect` and :func:`load_model` read the registry.
 
 Every format becomes our :class:`~infsa_viz.vit.VisionTransformer` with our attention modules,
 so capture, maps and spectral analysis work the same whatever attention kernel (eager, SDPA,
 flash) the source framework used: we never hook the source model, we recompute from its weights.
-Options a format does not record (heads, InfSA variant) are keyword arguments, or, on the command
-line, a query after the path: ``vit.safetensors?num_heads=12&variant=pure_infsa``.
-Pickle checkpoints are refused.
+Every reader checks every size against the file before it builds anything, and weights must be
+floating point and finite. Options a format does not record (heads, InfSA variant) are keyword
+arguments, or, on the command line, a query after the path:
+``vit.safetensors?num_heads=12&variant=pure_infsa``. Pickle checkpoints are refused.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
@@ -32,15 +36,17 @@ import torch
 
 from ..attention import ATTENTION_REGISTRY, check_variant
 from ..preprocess import Preprocessing
-from ..vit import CONFIG_FILE, VisionTransformer
-from ..weights import check_finite
-from ..vit import load_model as load_saved_model
+from ..vit import VisionTransformer
+from ._registry import FORMATS, Candidate, LoadOptions, ModelFormat, detect, get_format, register_format
+from . import ours, hf, timm, official  # noqa: E402,F401  (register the built-in formats, in detection order)
 
-__all__ = ["FORMATS", "OPTIONS", "describe_model", "detect_format", "load_model", "parse_model_spec", "swap_attention"]
+__all__ = ["FORMATS", "OPTIONS", "Candidate", "LoadOptions", "ModelFormat", "describe_model", "detect",
+           "detect_format", "load_model", "parse_model_spec", "register_format", "swap_attention"]
 
-FORMATS: tuple[str, ...] = ("infsa-viz", "transformers", "timm", "torchvision", "official-infsa")
 #: Options :func:`load_model` takes from a ``PATH?key=value&...`` spec, with their parsers.
 OPTIONS: dict[str, Any] = {"num_heads": int, "variant": str, "attention": str, "rho_init": float, "format": str}
+#: The former name of :func:`detect`.
+detect_format = detect
 
 
 def parse_model_spec(spec: str | Path) -> tuple[str, dict[str, Any]]:
@@ -52,7 +58,11 @@ def parse_model_spec(spec: str | Path) -> tuple[str, dict[str, Any]]:
     text = str(spec)
     path, _, query = text.partition("?")
     options: dict[str, Any] = {}
-    for key, value in parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query)):
+    try:
+        pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
+    except ValueError:
+        raise ValueError(f"model {text!r}: the options after '?' are not key=value pairs joined by '&'") from None
+    for key, value in pairs:
         if key not in OPTIONS:
             raise ValueError(f"model {text!r}: unknown option {key!r}; expected options among {sorted(OPTIONS)}")
         try:
@@ -60,35 +70,6 @@ def parse_model_spec(spec: str | Path) -> tuple[str, dict[str, Any]]:
         except ValueError:
             raise ValueError(f"model {text!r}: {key}={value!r} is not a valid {OPTIONS[key].__name__}") from None
     return path, options
-
-
-def detect_format(path: str | Path) -> str:
-    """The format of ``path`` (one of :data:`FORMATS`) from its files, without loading weights.
-
-    Raises:
-        ValueError: a path that is none of them (the message says what was found).
-    """
-    from ._state import safetensors_keys
-    from .hf import is_transformers_dir
-    from .official import is_torchvision_state
-
-    path = Path(path)
-    if path.is_dir():
-        if not (path / CONFIG_FILE).is_file():
-            raise ValueError(f"model directory {str(path)!r} has no {CONFIG_FILE}")
-        return "transformers" if is_transformers_dir(path) else "infsa-viz"
-    if not path.exists():
-        raise ValueError(f"model {str(path)!r} does not exist")
-    if path.suffix != ".safetensors":
-        raise ValueError(f"model {str(path)!r} is neither a model directory nor a .safetensors state dict "
-                         "(pickle checkpoints are refused)")
-    keys = set(safetensors_keys(path))
-    if "patch_embed.proj.weight" in keys:
-        return "timm"
-    if is_torchvision_state(keys):
-        return "official-infsa" if any(k.endswith("self_attention.rho_logit") for k in keys) else "torchvision"
-    raise ValueError(f"{path}: a state dict of no known ViT layout (timm: patch_embed.proj.*, torchvision or "
-                     f"official InfSA: conv_proj.*, encoder.layers.*); first keys {sorted(keys)[:4]}")
 
 
 def swap_attention(model: VisionTransformer, attention: str, *, rho_init: float | None = None) -> VisionTransformer:
@@ -137,12 +118,13 @@ def load_model(
         rho_init: ``ρ`` of InfSA layers a swap creates (state-dict imports: of new layers).
         preprocessing: what a state dict expects of its input (default: its framework's usual
             ImageNet preprocessing); directories carry their own.
-        format: force a format of :data:`FORMATS` instead of detecting it.
+        format: force a format of :data:`FORMATS` instead of detecting it (:func:`detect`).
         map_location: device for the weights.
 
     Raises:
-        ValueError: a missing or unreadable path, an unknown format, or a missing option; the
-            message names the file and what to pass.
+        ValueError: a missing or unreadable path, an unknown format, a missing option or one the
+            format does not read, weights that do not fit, are not floating point or not finite;
+            the message names the file and what to pass.
 
     Example:
         >>> model = load_model("google-vit-dir")               # transformers save_pretrained
@@ -150,56 +132,24 @@ def load_model(
     """
     text, spec_options = parse_model_spec(path)
     given = {"num_heads": num_heads, "variant": variant, "attention": attention, "rho_init": rho_init,
-             "format": format}
+             "format": format, "preprocessing": preprocessing}
     options = {**spec_options, **{k: v for k, v in given.items() if v is not None}}
     path = Path(text)
-    kind = options.get("format") or detect_format(path)
-    if kind not in FORMATS:
-        raise ValueError(f"format={kind!r} is not a known model format; expected one of {list(FORMATS)}")
-    state_only = {"num_heads", "variant"} & set(options)
-    if kind in ("infsa-viz", "transformers") and state_only:
-        raise ValueError(f"model {text!r}: {sorted(state_only)} apply to state-dict files; a {kind} directory "
-                         "records its architecture")
-    if kind == "infsa-viz":
-        model = load_saved_model(path, map_location=map_location)
-    elif kind == "transformers":
-        from .hf import from_transformers
-
-        model = from_transformers(path, map_location=str(map_location))
-    else:
-        from ._state import read_safetensors
-
-        state = read_safetensors(path, map_location=map_location)
-        if kind == "timm":
-            from ..timm_import import from_timm_state_dict
-
-            if options.get("num_heads") is None:
-                raise ValueError(f"{path}: a state dict does not record its heads; pass num_heads "
-                                 "(CLI: PATH?num_heads=H)")
-            if options.get("variant") not in (None, "softmax"):
-                raise ValueError(f"{path}: timm weights are softmax; to convert them pass attention=..., "
-                                 f"not variant={options['variant']!r}")
-            model = from_timm_state_dict(state, num_heads=options["num_heads"], preprocessing=preprocessing).eval()
-            model = _with_source(model, {"format": "timm", "path": str(path)})
-        else:
-            from .official import from_torchvision_state_dict
-
-            model = from_torchvision_state_dict(state, num_heads=options.get("num_heads"),
-                                                variant=options.get("variant"), preprocessing=preprocessing,
-                                                source=str(path))
-            model = _with_source(model, {**(model.config.source or {}), "path": str(path)})
-    if kind != "infsa-viz":  # our directories are checked on load, before the model is built
-        check_finite(model.state_dict(), source=str(path))
+    kind = options.get("format") or detect(path)
+    model_format = get_format(kind)
+    refused = sorted({"num_heads", "variant", "preprocessing"} & set(options) - model_format.options)
+    if refused:
+        readers = [f.name for f in FORMATS.values() if set(refused) <= f.options]
+        raise ValueError(f"model {text!r}: {refused} apply to state-dict files ({', '.join(readers)}); a {kind} "
+                         "model records them itself")
+    model = model_format.load(path, LoadOptions(num_heads=options.get("num_heads"), variant=options.get("variant"),
+                                                preprocessing=options.get("preprocessing"),
+                                                map_location=map_location))
     if options.get("attention") is not None or options.get("rho_init") is not None:
         model = swap_attention(model, options.get("attention") or model.config.attention,
                                rho_init=options.get("rho_init"))
     model.origin = str(path)
-    return model.to(map_location)
-
-
-def _with_source(model: VisionTransformer, source: dict[str, Any]) -> VisionTransformer:
-    model.config = dataclasses.replace(model.config, source=source)
-    return model
+    return model.to(map_location).eval()
 
 
 def describe_model(model: VisionTransformer) -> dict[str, Any]:

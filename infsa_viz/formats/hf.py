@@ -15,6 +15,7 @@ fields of :class:`~infsa_viz.vit.ViTConfig`; ``id2label`` becomes ``class_names`
 from __future__ import annotations
 
 import logging
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -23,14 +24,15 @@ from torch import Tensor
 
 from ..io import read_json
 from ..preprocess import Preprocessing
-from ..vit import VisionTransformer, ViTConfig, check_fits
-from ._state import fuse_qkv, load_state, read_safetensors
+from ..vit import MAX_WIDTH, VisionTransformer, ViTConfig
+from ._registry import Candidate, ModelFormat, register_format
+from ._state import flat_conv, fuse_qkv, load_state, read_safetensors
+from .hf_processor import PREPROCESSOR_FILE, preprocessing_from_hf, square_size
 
 __all__ = ["ARCHITECTURES", "PREPROCESSOR_FILE", "from_transformers", "is_transformers_dir", "preprocessing_from_hf"]
 
 logger = logging.getLogger(__name__)
 
-PREPROCESSOR_FILE = "preprocessor_config.json"
 #: transformers classes read here → (weights prefix, distillation token, distillation head).
 ARCHITECTURES: dict[str, tuple[str, bool, bool]] = {
     "ViTForImageClassification": ("vit", False, False),
@@ -38,98 +40,42 @@ ARCHITECTURES: dict[str, tuple[str, bool, bool]] = {
     "DeiTForImageClassificationWithTeacher": ("deit", True, True),
 }
 _ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh"}
-#: PIL resampling codes (transformers' ``resample``) → our OpenCV interpolation.
-_PIL_RESAMPLE = {0: "nearest", 1: "lanczos", 2: "bilinear", 3: "bicubic", 4: "area", 5: "bilinear"}
-#: The image processors' class defaults, used for keys a preprocessor_config.json leaves out.
-_PROCESSOR_DEFAULTS: dict[str, dict[str, Any]] = {
-    "vit": {"image_mean": [0.5] * 3, "image_std": [0.5] * 3, "size": {"height": 224, "width": 224},
-            "resample": 2, "do_center_crop": False},
-    "deit": {"image_mean": [0.5] * 3, "image_std": [0.5] * 3, "size": {"height": 256, "width": 256},
-             "resample": 3, "do_center_crop": True, "crop_size": {"height": 224, "width": 224}},
-}
+
+
+def _detect(candidate: Candidate) -> bool:
+    """A directory whose ``config.json`` carries transformers' ``model_type``."""
+    return candidate.is_dir and isinstance(candidate.config, dict) and "model_type" in candidate.config
 
 
 def is_transformers_dir(directory: Path) -> bool:
     """A directory whose ``config.json`` carries transformers' ``model_type``."""
-    config = directory / "config.json"
-    if not config.is_file():
-        return False
-    data = read_json(config)
-    return isinstance(data, dict) and "model_type" in data
+    return _detect(Candidate(Path(directory)))
 
 
-def _square(value: Any, name: str, source: str) -> int:
-    values = list(value) if isinstance(value, (list, tuple)) else [value]
-    if not values or any(isinstance(v, bool) or not isinstance(v, int) for v in values) or len(set(values)) != 1:
-        raise ValueError(f"{source}: {name}={value!r} is not supported; expected one integer (square)")
-    return values[0]
+def _int(hf: dict[str, Any], key: str, default: int, source: str) -> int:
+    value = hf.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_WIDTH:
+        raise ValueError(f"{source}: {key}={value!r} is invalid; expected an integer from 1 to {MAX_WIDTH:,}")
+    return value
 
 
-def _side(value: Any, name: str, source: str) -> tuple[str, int]:
-    """An image processor ``size``/``crop_size`` → ("square" | "shortest_edge", side)."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return "square", value
-    if isinstance(value, dict) and "shortest_edge" in value and "longest_edge" not in value:
-        return "shortest_edge", _square(value["shortest_edge"], name, source)
-    if isinstance(value, dict) and {"height", "width"} <= set(value):
-        return "square", _square([value["height"], value["width"]], name, source)
-    raise ValueError(f"{source}: {name}={value!r} is not supported; expected an int, "
-                     "{'height': S, 'width': S} or {'shortest_edge': S}")
-
-
-def preprocessing_from_hf(processor: dict[str, Any], *, img_size: int, model_type: str = "vit",
-                          source: str = PREPROCESSOR_FILE) -> Preprocessing:
-    """A transformers image-processor config (JSON) → our :class:`~infsa_viz.preprocess.Preprocessing`.
-
-    transformers computes ``(pixel · rescale_factor − image_mean) / image_std`` after resizing
-    (``size``, PIL ``resample``) and an optional centre crop (``crop_size``); we compute
-    ``(pixel / 255 − mean) / std``, so ``mean = image_mean / (255 · rescale_factor)`` and
-    likewise ``std`` (``rescale_factor`` is 1 when ``do_rescale`` is false; ``do_normalize``
-    false means mean 0, std 1). A ``{height, width}`` size stretches, a ``shortest_edge`` size
-    keeps the aspect ratio; a centre crop of side ``c`` from side ``s`` is ``crop_fraction = c/s``.
-    Keys left out take the processor class's defaults (ViT or DeiT).
-
-    Raises:
-        ValueError: non-square sizes, or a crop larger than the resized image.
-    """
-    if not isinstance(processor, dict):
-        raise ValueError(f"{source}: expected a JSON object")
-    p = {**_PROCESSOR_DEFAULTS.get(model_type, _PROCESSOR_DEFAULTS["vit"]), **processor}
-    factor = float(p.get("rescale_factor", 1 / 255)) if p.get("do_rescale", True) else 1.0
-    if p.get("do_normalize", True):
-        mean = [float(m) / (255 * factor) for m in p["image_mean"]]
-        std = [float(s) / (255 * factor) for s in p["image_std"]]
-    else:
-        mean, std = [0.0], [1.0 / (255 * factor)]
-    code = p.get("resample", 2)
-    resample = _PIL_RESAMPLE.get(code if isinstance(code, int) else -1)
-    if resample is None:
-        raise ValueError(f"{source}: resample={code!r} is not a PIL resampling code 0..5")
-    if code == 5:
-        logger.warning("%s: PIL's hamming filter has no OpenCV equivalent; resizing bilinearly", source)
-    kind, side = _side(p.get("size", img_size), "size", source) if p.get("do_resize", True) else ("square", img_size)
-    if not p.get("do_resize", True):
-        logger.warning("%s: do_resize is false; images are still resized to the model's %d pixels", source, img_size)
-    fraction = 1.0
-    if p.get("do_center_crop", False):
-        crop = _side(p.get("crop_size", img_size), "crop_size", source)[1]
-        if crop > side:
-            raise ValueError(f"{source}: crop_size {crop} is larger than the resized side {side}")
-        if crop != img_size:
-            logger.warning("%s: crop_size %d differs from the model's image_size %d; using the model's", source,
-                           crop, img_size)
-        fraction = crop / side
-    elif side != img_size:
-        logger.warning("%s: size %d differs from the model's image_size %d; using the model's", source, side, img_size)
-    return Preprocessing(mean=tuple(mean), std=tuple(std), resample=resample, crop_fraction=fraction,
-                         resize="center_crop" if kind == "shortest_edge" else "stretch")
+def _eps(hf: dict[str, Any], key: str, default: float, source: str) -> float:
+    value = hf.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+        raise ValueError(f"{source}: {key}={value!r} is invalid; expected a number in (0, 1)")
+    return float(value)
 
 
 def _architecture(config: dict[str, Any], state_keys: set[str], source: str) -> str:
-    names = [a for a in config.get("architectures") or [] if a in ARCHITECTURES]
+    listed = config.get("architectures") or []
+    if not isinstance(listed, list) or not all(isinstance(a, str) for a in listed):
+        raise ValueError(f"{source}: architectures={listed!r} is invalid; expected a list of class names")
+    names = [a for a in listed if a in ARCHITECTURES]
     if names:
         return names[0]
     model_type = config.get("model_type")
+    if not isinstance(model_type, str):
+        raise ValueError(f"{source}: model_type={model_type!r} is invalid; expected a string such as 'vit'")
     if model_type == "deit" and "cls_classifier.weight" in state_keys:
         return "DeiTForImageClassificationWithTeacher"
     if model_type in ("vit", "deit") and "classifier.weight" in state_keys:
@@ -174,7 +120,7 @@ def convert_state(state: dict[str, Tensor], prefix: str, source: str) -> dict[st
         elif key.startswith(prefix + ".") and key[len(prefix) + 1:] in _TOP_KEYS:
             ours[_TOP_KEYS[key[len(prefix) + 1:]]] = tensor
         elif key == f"{prefix}.embeddings.patch_embeddings.projection.weight":
-            ours["patch_embed.proj.weight"] = tensor.reshape(tensor.shape[0], -1)  # (C', C, p, p) → (C', C·p·p)
+            ours["patch_embed.proj.weight"] = flat_conv(tensor)  # (C', C, p, p) → (C', C·p·p)
         elif (m := _LAYER.match(key)) and m["p"] == prefix:
             layer, rest = int(m["i"]), m["rest"]
             module, _, param = rest.rpartition(".")
@@ -207,6 +153,8 @@ def from_transformers(directory: str | Path, *, map_location: str = "cpu") -> Vi
     config_path = directory / "config.json"
     hf = read_json(config_path)
     source = str(config_path)
+    if not isinstance(hf, dict):
+        raise ValueError(f"{source}: expected a JSON object")
     weights = directory / "model.safetensors"
     if not weights.is_file() and (directory / "model.safetensors.index.json").is_file():
         weights = directory / "model.safetensors.index.json"
@@ -216,39 +164,54 @@ def from_transformers(directory: str | Path, *, map_location: str = "cpu") -> Vi
                          "re-save with save_pretrained(..., safe_serialization=True))" if bins else ""))
     state = read_safetensors(weights, map_location=map_location)
     architecture = _architecture(hf, set(state), source)
+    model_type = hf["model_type"]
     prefix, distillation_token, distillation_head = ARCHITECTURES[architecture]
-    act = _ACTIVATIONS.get(hf.get("hidden_act", "gelu"))
+    act_name = hf.get("hidden_act", "gelu")
+    act = _ACTIVATIONS.get(act_name) if isinstance(act_name, str) else None
     if act is None:
-        raise ValueError(f"{source}: hidden_act={hf.get('hidden_act')!r} is not supported; expected one of "
-                         f"{sorted(_ACTIVATIONS)}")
+        raise ValueError(f"{source}: hidden_act={act_name!r} is not supported; expected one of {sorted(_ACTIVATIONS)}")
     ours = convert_state(state, prefix, source)
     if "head.weight" not in ours:
         raise ValueError(f"{source}: no classifier weights; is this an image-classification model?")
     num_classes = ours["head.weight"].shape[0]
-    dim, heads, depth = hf.get("hidden_size", 768), hf.get("num_attention_heads", 12), hf.get("num_hidden_layers", 12)
-    img_size = _square(hf.get("image_size", 224), "image_size", source)
+    dim, heads = _int(hf, "hidden_size", 768, source), _int(hf, "num_attention_heads", 12, source)
+    depth, channels = _int(hf, "num_hidden_layers", 12, source), _int(hf, "num_channels", 3, source)
+    hidden = _int(hf, "intermediate_size", 4 * dim, source)
+    qkv_bias = hf.get("qkv_bias", True)
+    if not isinstance(qkv_bias, bool):
+        raise ValueError(f"{source}: qkv_bias={qkv_bias!r} is invalid; expected true or false")
+    img_size = square_size(hf.get("image_size", 224), "image_size", source)
+    patch = square_size(hf.get("patch_size", 16), "patch_size", source)
+    norm_eps = _eps(hf, "layer_norm_eps", 1e-12, source)
     processor_path = directory / PREPROCESSOR_FILE
-    if processor_path.is_file():
-        preprocessing = preprocessing_from_hf(read_json(processor_path), img_size=img_size,
-                                              model_type=hf["model_type"], source=str(processor_path))
+    if os.path.lexists(processor_path):  # a broken link or a link loop is an error, not "no file"
+        preprocessing = preprocessing_from_hf(read_json(processor_path), img_size=img_size, model_type=model_type,
+                                              source=str(processor_path))
     else:
         logger.warning("%s: no %s; using the %s image processor's defaults", directory, PREPROCESSOR_FILE,
-                       hf["model_type"])
-        preprocessing = preprocessing_from_hf({}, img_size=img_size, model_type=hf["model_type"],
-                                              source=f"{hf['model_type']} image processor defaults")
-    if hf.get("num_channels", 3) == 1:
+                       model_type)
+        preprocessing = preprocessing_from_hf({}, img_size=img_size, model_type=model_type,
+                                              source=f"{model_type} image processor defaults")
+    if channels == 1:
         preprocessing = Preprocessing(**{**preprocessing.to_dict(), "mean": preprocessing.mean[:1],
                                          "std": preprocessing.std[:1]})
-    config = ViTConfig(
-        img_size=img_size, in_chans=hf.get("num_channels", 3), patch_size=_square(hf.get("patch_size", 16),
-                                                                                   "patch_size", source),
-        embed_dim=dim, depth=depth, num_heads=heads, mlp_ratio=hf.get("intermediate_size", 4 * dim) / dim,
-        pool="cls", attention="softmax", num_classes=num_classes, preprocessing=preprocessing,
-        norm_eps=float(hf.get("layer_norm_eps", 1e-12)), qkv_bias=bool(hf.get("qkv_bias", True)), act=act,
-        distillation_token=distillation_token, distillation_head=distillation_head,
-        class_names=_class_names(hf, num_classes),
-        source={"format": "transformers", "path": str(directory), "architecture": architecture,
-                "model_type": hf["model_type"], "preprocessor_config": processor_path.is_file()},
-    )
-    check_fits(config, {k: tuple(v.shape) for k, v in ours.items()}, str(weights), against=str(config_path))
-    return load_state(VisionTransformer(config), ours, source=str(weights))
+    try:
+        config = ViTConfig(
+            img_size=img_size, in_chans=channels, patch_size=patch,
+            embed_dim=dim, depth=depth, num_heads=heads, mlp_ratio=hidden / dim,
+            pool="cls", attention="softmax", num_classes=num_classes, preprocessing=preprocessing,
+            norm_eps=norm_eps, qkv_bias=qkv_bias, act=act,
+            distillation_token=distillation_token, distillation_head=distillation_head,
+            class_names=_class_names(hf, num_classes),
+            source={"format": "transformers", "path": str(directory), "architecture": architecture,
+                    "model_type": model_type, "preprocessor_config": processor_path.is_file()},
+        )
+    except ValueError as err:
+        raise ValueError(f"{source}: {err}") from None
+    return load_state(config, ours, source=str(weights), against=str(config_path))
+
+
+FORMAT = register_format(ModelFormat(
+    "transformers", detect=_detect,
+    load=lambda path, options: from_transformers(path, map_location=str(options.map_location)),
+    expects="a save_pretrained directory of a ViT/DeiT image classifier (config.json with model_type)"))

@@ -24,13 +24,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from pathlib import Path
 
 from torch import Tensor
 
 from ..attention import EPS
 from ..preprocess import Preprocessing
 from ..vit import VisionTransformer, ViTConfig
-from ._state import fuse_qkv, load_state
+from ..weights import check_floating
+from ._registry import Candidate, LoadOptions, ModelFormat, register_format
+from ._state import block_count, flat_conv, fuse_qkv, load_state, read_safetensors, require
 
 __all__ = ["OFFICIAL_EPS", "TORCHVISION_IMAGENET", "from_torchvision_state_dict", "is_torchvision_state"]
 
@@ -50,7 +53,8 @@ _TOP = {"class_token": "cls_token", "encoder.pos_embedding": "pos_embed", "conv_
         "heads.head.bias": "head.bias"}
 
 
-def is_torchvision_state(keys: set[str] | list[str]) -> bool:
+def is_torchvision_state(keys: set[str] | frozenset[str] | list[str]) -> bool:
+    """Whether tensor names are a torchvision ``VisionTransformer``'s (``conv_proj``, ``encoder.pos_embedding``)."""
     return "conv_proj.weight" in keys and "encoder.pos_embedding" in keys
 
 
@@ -63,7 +67,7 @@ def _convert(state: Mapping[str, Tensor], source: str) -> tuple[dict[str, Tensor
         if key in _TOP:
             ours[_TOP[key]] = tensor
         elif key == "conv_proj.weight":
-            ours["patch_embed.proj.weight"] = tensor.reshape(tensor.shape[0], -1)  # (C', C, p, p) → (C', C·p·p)
+            ours["patch_embed.proj.weight"] = flat_conv(tensor)
         elif m := _LAYER.match(key):
             layer, rest = int(m[1]), m[2]
             module, _, param = rest.rpartition(".")
@@ -75,7 +79,7 @@ def _convert(state: Mapping[str, Tensor], source: str) -> tuple[dict[str, Tensor
                 parts.setdefault((layer, param), {})[module[-6]] = tensor
             elif rest == "self_attention.rho_logit":
                 infsa = True
-                ours[f"blocks.{layer}.attn.rho_logit"] = tensor.reshape(1)  # a scalar per layer there
+                ours[f"blocks.{layer}.attn.rho_logit"] = tensor.reshape(1) if tensor.numel() == 1 else tensor  # a scalar
             else:
                 unknown.append(key)
         else:
@@ -107,6 +111,7 @@ def from_torchvision_state_dict(
     Raises:
         ValueError: a missing option, unknown weights, or shapes that do not fit.
     """
+    check_floating(state, source=source)
     ours, infsa = _convert(state, source)
     if num_heads is None:
         raise ValueError(f"{source}: a state dict does not record its heads; pass num_heads "
@@ -117,25 +122,47 @@ def from_torchvision_state_dict(
     if not infsa and variant not in (None, "softmax"):
         raise ValueError(f"{source}: softmax (nn.MultiheadAttention) weights; variant={variant!r} does not apply "
                          "(to convert them, pass attention=... to load_model)")
-    for key in ("patch_embed.proj.weight", "pos_embed", "head.weight", "blocks.0.mlp.fc1.weight"):
-        if key not in ours:
-            raise ValueError(f"{source}: no {key!r} in the converted state; is it a torchvision ViT?")
-    dim = ours["patch_embed.proj.weight"].shape[0]
-    in_chans = state["conv_proj.weight"].shape[1]
-    patch = state["conv_proj.weight"].shape[-1]
-    side = round((ours["pos_embed"].shape[1] - 1) ** 0.5)
-    if side * side != ours["pos_embed"].shape[1] - 1:
-        raise ValueError(f"{source}: encoder.pos_embedding holds {ours['pos_embed'].shape[1] - 1} patch positions; "
+    what = "a torchvision ViT state dict"
+    conv = require(state, "conv_proj.weight", source, dims=4, what=what)
+    pos = require(ours, "pos_embed", source, dims=3, what=what)
+    head = require(ours, "head.weight", source, dims=2, what=what)
+    depth = block_count(ours, r"^blocks\.(\d+)\.", source)
+    hidden = require(ours, "blocks.0.mlp.fc1.weight", source, dims=2, what=what).shape[0]
+    dim, in_chans, patch = conv.shape[0], conv.shape[1], conv.shape[-1]
+    side = round(max(pos.shape[1] - 1, 0) ** 0.5)
+    if side < 1 or side * side != pos.shape[1] - 1:
+        raise ValueError(f"{source}: encoder.pos_embedding holds {pos.shape[1] - 1} patch positions; "
                          "expected a square grid")
-    depth = 1 + max(int(k.split(".")[1]) for k in ours if k.startswith("blocks."))
     head_dim = dim // num_heads if num_heads and dim % num_heads == 0 else 1
     config = ViTConfig(
         img_size=side * patch, in_chans=in_chans, patch_size=patch, embed_dim=dim, depth=depth, num_heads=num_heads,
-        mlp_ratio=ours["blocks.0.mlp.fc1.weight"].shape[0] / dim, pool="cls",
-        attention=variant if infsa else "softmax", num_classes=ours["head.weight"].shape[0],
+        mlp_ratio=hidden / dim, pool="cls",
+        attention=variant if infsa else "softmax", num_classes=head.shape[0],
         preprocessing=preprocessing or (TORCHVISION_IMAGENET if in_chans == 3 else Preprocessing(resample="bilinear")),
         norm_eps=1e-6, qkv_bias="blocks.0.attn.qkv.bias" in ours,
         infsa_eps=head_dim * OFFICIAL_EPS if infsa else EPS,
         source={"format": "official-infsa" if infsa else "torchvision", "layout": "torchvision VisionTransformer"},
     )
-    return load_state(VisionTransformer(config), ours, source=source)
+    return load_state(config, ours, source=source, against="the architecture its conv_proj, pos_embedding and "
+                      "encoder_layer_0 give")
+
+
+def _is_official(keys: frozenset[str]) -> bool:
+    return any(k.endswith("self_attention.rho_logit") for k in keys)
+
+
+def _load(path: Path, options: LoadOptions) -> VisionTransformer:
+    state = read_safetensors(path, map_location=options.map_location)
+    model = from_torchvision_state_dict(state, num_heads=options.num_heads, variant=options.variant,
+                                        preprocessing=options.preprocessing, source=str(path))
+    model.config = model.config.replace(source={**(model.config.source or {}), "path": str(path)})
+    return model
+
+
+_OPTIONS = frozenset({"num_heads", "variant", "preprocessing"})
+TORCHVISION = register_format(ModelFormat(
+    "torchvision", detect=lambda c: is_torchvision_state(c.keys) and not _is_official(c.keys), load=_load,
+    options=_OPTIONS, expects="a .safetensors torchvision ViT state dict (conv_proj.*, encoder.layers.*)"))
+OFFICIAL_INFSA = register_format(ModelFormat(
+    "official-infsa", detect=lambda c: is_torchvision_state(c.keys) and _is_official(c.keys), load=_load,
+    options=_OPTIONS, expects="the same with the official InfSA code's self_attention.rho_logit"))

@@ -128,15 +128,16 @@ class Setting:
     def flag(self) -> str:
         return "--" + self.name.replace("_", "-")
 
-    def check(self, value: Any) -> Any:
-        """``value`` converted to :attr:`kind` and checked; ``ValueError`` naming the setting otherwise."""
+    def check(self, value: Any, *, name: str | None = None) -> Any:
+        """``value`` converted to :attr:`kind` and checked; ``ValueError`` naming the setting (as
+        ``name``, e.g. its CLI flag) otherwise."""
         if value is None and self.optional:
             return None
         expected = (f"one of {list(self.choices)}" if self.choices else
                     f"{'an integer' if self.kind is int else 'a number' if self.kind is float else self.kind.__name__}"
                     + (f" >= {self.minimum:g}" if self.minimum is not None else "")
                     + (f" and <= {self.maximum:g}" if self.maximum is not None else ""))
-        bad = ValueError(f"{self.name}={value!r} is invalid; expected {expected}")
+        bad = ValueError(f"{name or self.name}={value!r} is invalid; expected {expected}")
         if isinstance(value, bool) or (self.kind is int and not isinstance(value, (int, np.integer))):
             raise bad
         if self.kind is float:

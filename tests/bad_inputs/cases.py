@@ -11,7 +11,9 @@ them again and records the counts in ``metrics/reliability.json``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
+import os
 import re
 import subprocess
 import sys
@@ -40,6 +42,11 @@ class Case:
         call: library call taking the fixture paths.
         error: expected exception of a library call.
         memory: run in a subprocess under :data:`MEMORY_LIMIT`.
+        setup: a context manager factory run around the case (e.g. holding a lock).
+        program: the CLI program of a ``cli`` case: ``"infsa-viz"``, ``"benchmarks"`` (``python -m
+            benchmarks``) or ``"train_seeds"`` (``scripts/train_seeds.py``); see :data:`PROGRAMS`.
+        pending: why the case cannot pass yet (another engineer's change); tests mark it xfail,
+            the reliability benchmark counts it apart.
     """
 
     id: str
@@ -50,13 +57,19 @@ class Case:
     error: tuple[type[BaseException], ...] = (ValueError,)
     memory: bool = False
     setup: Callable[[Paths], Any] | None = field(default=None, compare=False)
+    program: str = "infsa-viz"
+    pending: str | None = None
 
 
 @dataclass(frozen=True)
 class Outcome:
+    """What a case gave: passed or not, its message, why it failed, and (``memory`` cases) the
+    child's peak resident memory in MiB."""
+
     passed: bool
     message: str
     why: str = ""
+    peak_mib: float | None = None
 
 
 def _format(argv: tuple[str, ...], paths: Paths) -> list[str]:
@@ -78,26 +91,69 @@ def _check_message(case: Case, message: str, traceback_seen: bool) -> Outcome:
     return Outcome(True, lines[0])
 
 
-def _run_cli(case: Case, paths: Paths) -> Outcome:
+def program(name: str) -> Callable[[list[str]], int]:
+    """A CLI program as ``argv → exit code``: ``"infsa-viz"``, ``"benchmarks"`` or ``"train_seeds"``."""
     from infsa_viz.cli import main
 
+    if name == "infsa-viz":
+        return main
+    if name == "benchmarks":
+        from benchmarks import BENCH_COMMANDS, PROG
+
+        return lambda argv: main(argv, commands=BENCH_COMMANDS, prog=PROG)
+    from scripts.train_seeds import main as train_seeds
+
+    def run(argv: list[str]) -> int:
+        try:
+            return train_seeds(argv)
+        except SystemExit as stop:  # argparse's own exit
+            return int(stop.code or 0)
+
+    return run
+
+
+def _run_cli(case: Case, paths: Paths) -> Outcome:
     argv = _format(case.argv, paths)
+    peak = None
     if case.memory:
-        code = ("import resource, sys; resource.setrlimit(resource.RLIMIT_AS, ({0}, {0})); "
-                "from infsa_viz.cli import main; sys.exit(main(sys.argv[1:]))").format(MEMORY_LIMIT)
-        proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=ROOT,
-                              timeout=300)
-        rc, err = proc.returncode, proc.stderr
+        rc, err, peak = _run_limited(case, argv)
     else:
         buf = io.StringIO()
         with contextlib.redirect_stderr(buf), contextlib.redirect_stdout(io.StringIO()):
-            rc = main(argv)
+            rc = program(case.program)(argv)
         err = buf.getvalue()
     # warnings logged before the error are not the error line
-    err = "\n".join(line for line in err.splitlines() if not line.startswith("infsa-viz: ") or "error:" in line)
+    err = "\n".join(line for line in err.splitlines()
+                    if not line.startswith(("infsa-viz: ", "python -m benchmarks: ")) or "error:" in line)
     if rc != 2:
-        return Outcome(False, err, f"exit code {rc}, expected 2")
-    return _check_message(case, err, False)
+        return Outcome(False, err, f"exit code {rc}, expected 2", peak)
+    return dataclasses.replace(_check_message(case, err, False), peak_mib=peak)
+
+
+def limited_main(name: str, peak_file: str) -> None:
+    """The child of a ``memory`` case: run ``program(name)`` on ``sys.argv[1:]``, record the peak, exit."""
+    from benchmarks.worker import peak_rss_bytes
+
+    try:
+        code = program(name)(sys.argv[1:])
+    finally:  # its own peak since exec (a child's ru_maxrss would count the parent's pages at fork)
+        Path(peak_file).write_text(str(round(peak_rss_bytes() / 2**20, 1)))
+    sys.exit(code)
+
+
+def _run_limited(case: Case, argv: list[str]) -> tuple[int, str, float | None]:
+    """Run a CLI case in a child under :data:`MEMORY_LIMIT` of address space (300 s at most): its exit
+    code, stderr and peak resident memory in MiB."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        peak = Path(tmp) / "peak"
+        code = ("import resource, sys; resource.setrlimit(resource.RLIMIT_AS, ({0}, {0})); "
+                "from tests.bad_inputs.cases import limited_main; limited_main({1!r}, {2!r})"
+                ).format(MEMORY_LIMIT, case.program, str(peak))
+        proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=ROOT,
+                              timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        return proc.returncode, proc.stderr, float(peak.read_text()) if peak.is_file() else None
 
 
 def _run_api(case: Case, paths: Paths) -> Outcome:
@@ -138,7 +194,8 @@ def run_case(case: Case, paths: Paths) -> Outcome:
         outcome = run(case, paths)
     created = _files(paths["out"]) - before
     if outcome.passed and created:
-        return Outcome(False, outcome.message, f"left files behind: {sorted(str(p.name) for p in created)[:3]}")
+        return Outcome(False, outcome.message, f"left files behind: {sorted(str(p.name) for p in created)[:3]}",
+                       outcome.peak_mib)
     return outcome
 
 
@@ -445,8 +502,10 @@ def _app_cases() -> list[Case]:
 
 
 def all_cases() -> list[Case]:
-    """Every case: library API, CLI and app."""
-    cases = _api_cases() + _cli_cases() + _app_cases()
+    """Every case: library API, CLI and app, the second sweep's (``sweep2.py``) included."""
+    from tests.bad_inputs.sweep2 import second_sweep_cases
+
+    cases = _api_cases() + _cli_cases() + _app_cases() + second_sweep_cases()
     ids = [(c.surface, c.id) for c in cases]
     if len(ids) != len(set(ids)):
         raise RuntimeError("duplicate case ids")

@@ -75,7 +75,7 @@ def test_a_named_journal_is_kept_and_reused_when_models_are_added(tmp_path, mode
     journal = tmp_path / "cache"
     first = ["evaluate", "--models", models[0][0], *ARGS, "--journal", str(journal)]
     assert main([*first, "--out", str(tmp_path / "one.json")]) == 0
-    assert (journal / "run.json").is_file()  # kept after the report
+    assert (journal / "journal.json").is_file()  # kept after the report
     both = ["evaluate", "--models", ",".join(models[0]), *ARGS]
     with caplog.at_level("WARNING"):
         assert main([*both, "--journal", str(journal), "--out", str(tmp_path / "cached.json")]) == 0

@@ -216,3 +216,45 @@ def test_empty_or_missing_root(tmp_path):
     (tmp_path / "empty" / "cls").mkdir(parents=True)
     with pytest.raises(ValueError, match="no .png"):
         FolderDataset(tmp_path / "empty")
+
+
+def _class_folders(root, names):
+    for name in names:
+        (root / name).mkdir(parents=True)
+        cv2.imwrite(str(root / name / "a.png"), np.zeros((8, 8), np.uint8))
+    return root
+
+
+def test_folders_named_by_class_indices_are_those_classes(tmp_path):
+    root = _class_folders(tmp_path, ["0", "2", "3", "5", "6", "9"])
+    data = FolderDataset(root, num_classes=10).labelled()
+    assert list(data.labels) == [0, 2, 3, 5, 6, 9] and data.description["labels"] == "class indices"
+    assert list(FolderDataset(root).labelled().labels) == [0, 1, 2, 3, 4, 5]  # training: sorted positions
+    with pytest.raises(ValueError, match=r"class folder '9' names class 9; the model has 6 classes \(0..5\)"):
+        FolderDataset(root, num_classes=6)
+
+
+def test_folders_named_by_the_models_class_names_map_to_them(tmp_path):
+    root = _class_folders(tmp_path, ["tabby cat", "goldfish"])
+    names = ["tench", "goldfish", "shark", "tabby cat"]
+    data = FolderDataset(root, classes=names, num_classes=4).labelled()
+    assert dict(zip(data.names, data.labels)) == {str(root / "goldfish" / "a.png"): 1, str(root / "tabby cat" / "a.png"): 3}
+    assert data.description["class_to_idx"] == {"goldfish": 1, "tabby cat": 3}
+    with pytest.raises(ValueError, match=r"class folders \['tabby cat'\] are neither the model's class names "
+                                         r"\(e.g. \['tench', 'goldfish', 'shark'\]\) nor class indices below 3"):
+        FolderDataset(root, classes=names[:3])
+
+
+def test_classes_file_applies_to_class_folders_through_the_cli_inputs(tmp_path):
+    import argparse
+
+    from infsa_viz.commands._inputs import load_data
+    from infsa_viz.vit import ViTConfig, VisionTransformer
+
+    root = _class_folders(tmp_path / "data", ["dog", "cat"])
+    (tmp_path / "classes.txt").write_text("cat\nbird\ndog\n")
+    model = VisionTransformer(ViTConfig(num_classes=3, embed_dim=16, depth=1, num_heads=2))
+    args = argparse.Namespace(data=f"folder:{root}", boxes=None, classes=str(tmp_path / "classes.txt"), n_images=10)
+    data = load_data(args, [("m", model)])
+    assert sorted(zip(data.names, data.labels.tolist())) == [(str(root / "cat" / "a.png"), 0),
+                                                              (str(root / "dog" / "a.png"), 2)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -33,6 +34,7 @@ def test_journal_returns_what_it_saved(tmp_path, make_config):
     journal = Journal(tmp_path / "j", {"run": 1})
     assert journal.load("m", "visits", [0, 1, 2, 3]) is None
     journal.save("m", "visits", [0, 1, 2, 3], records, result, parts)
+    journal.close()
     got, summary, got_parts = Journal(tmp_path / "j", {"run": 1}).load("m", "visits", [0, 1, 2, 3])
     def same(x, y, field):
         if isinstance(x, dict):
@@ -54,11 +56,95 @@ def test_journal_returns_what_it_saved(tmp_path, make_config):
     np.testing.assert_array_equal(got_parts["steps"][0], parts["steps"][0])
 
 
-def test_journal_of_another_run_is_discarded(tmp_path, caplog):
-    Journal(tmp_path / "j", {"run": 1})
-    (tmp_path / "j" / "chunk.json").write_text("{}")
-    Journal(tmp_path / "j", {"run": 2})
-    assert not (tmp_path / "j" / "chunk.json").exists() and "another run" in caplog.text
+def _saved(tmp_path, make_config, fingerprint=None, **kwargs) -> Journal:
+    model = VisionTransformer(make_config("softmax", num_classes=10)).eval()
+    records, result, parts = score_images(model, test_split(2), "attention", indices=[0, 1])
+    journal = Journal(tmp_path / "j", fingerprint or {"run": 1}, **kwargs)
+    journal.save("m", "attention", [0, 1], records, result, parts)
+    journal.close()
+    return journal
+
+
+def test_other_settings_start_another_set_and_keep_the_first(tmp_path, make_config):
+    _saved(tmp_path, make_config, {"run": 1})
+    with Journal(tmp_path / "j", {"run": 2}) as other:  # e.g. --n-images 9 after 8: nothing is wiped
+        assert other.load("m", "attention", [0, 1]) is None
+    with Journal(tmp_path / "j", {"run": 1}) as first:
+        assert first.load("m", "attention", [0, 1]) is not None
+    assert len([d for d in (tmp_path / "j").iterdir() if d.is_dir()]) == 2
+
+
+def _user_files(folder):
+    (folder / "sub").mkdir(parents=True)
+    for name, text in (("notes.txt", "n"), ("results.csv", "a,b"), ("sub/thesis.tex", "\\section{}")):
+        (folder / name).write_text(text)
+    return {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_a_folder_of_the_users_is_refused_and_left_untouched(tmp_path):
+    files = _user_files(tmp_path / "mine")
+    with pytest.raises(ValueError, match=r"mine' holds files this toolkit did not write \(notes.txt, results.csv, "
+                                         r"sub/\); it is left as it is"):
+        Journal(tmp_path / "mine", {"run": 1})
+    assert {p: p.read_bytes() for p in (tmp_path / "mine").rglob("*") if p.is_file()} == files
+
+
+def test_a_file_dropped_into_a_journal_is_refused_and_kept(tmp_path, make_config):
+    _saved(tmp_path, make_config)
+    (tmp_path / "j" / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match=r"holds files this toolkit did not write \(notes.txt\)"):
+        Journal(tmp_path / "j", {"run": 2})
+    assert (tmp_path / "j" / "notes.txt").read_text() == "mine"
+
+
+def test_an_older_journal_is_refused_not_wiped(tmp_path):
+    (tmp_path / "j").mkdir()
+    (tmp_path / "j" / "run.json").write_text("{}")
+    (tmp_path / "j" / ("0" * 24 + ".json")).write_text("{}")
+    with pytest.raises(ValueError, match="is an older journal .* delete it or choose another folder"):
+        Journal(tmp_path / "j", {"run": 1})
+    assert (tmp_path / "j" / "run.json").is_file()
+
+
+def test_runs_share_a_journal_and_none_removes_it_under_another(tmp_path, make_config, caplog):
+    with Journal(tmp_path / "j", {"run": 1}) as running:  # a job using the journal (shared lock)
+        other = _saved(tmp_path, make_config, {"run": 2})  # a second run, other settings: beside it
+        other.remove()  # would delete the first job's journal: refused while it runs
+        assert "kept: another evaluation is using it" in caplog.text
+        assert (running.run_directory / "run.json").is_file() and (other.run_directory / "run.json").is_file()
+    Journal(tmp_path / "j", {"run": 1}).remove()  # nobody else: removed
+    assert not (tmp_path / "j").exists()
+
+
+def test_remove_deletes_the_journals_files_only(tmp_path, make_config):
+    (tmp_path / "notes.txt").write_text("beside")
+    journal = _saved(tmp_path, make_config)
+    (tmp_path / "j" / "later.txt").write_text("inside")  # appeared during the run
+    journal.remove()
+    assert (tmp_path / "notes.txt").read_text() == "beside" and (tmp_path / "j" / "later.txt").read_text() == "inside"
+    assert sorted(p.name for p in (tmp_path / "j").iterdir()) == ["later.txt"]
+    (tmp_path / "j" / "later.txt").unlink()
+    _saved(tmp_path, make_config).remove()
+    assert not (tmp_path / "j").exists()
+
+
+def test_changing_one_image_recomputes_only_the_chunks_that_hold_it(tmp_path, make_config):
+    models = [("m", VisionTransformer(make_config("softmax", num_classes=10)).eval())]
+    data, protocol = test_split(6), EvalProtocol(steps=4, chunk=2, select="all")
+    with Journal(tmp_path / "j", {"run": 1}, data=data) as journal:
+        evaluate(models, ["attention"], data, protocol=protocol, journal=journal)
+    images = list(data.images)
+    images[3] = np.zeros_like(images[3])  # same size, same name, other bytes
+    changed = dataclasses.replace(data, images=np.stack(images) if isinstance(data.images, np.ndarray) else images)
+    with Journal(tmp_path / "j", {"run": 1}, data=changed) as journal:
+        result = evaluate(models, ["attention"], changed, protocol=protocol, journal=journal)
+    assert journal.resumed == 2  # chunks [0, 1] and [4, 5]; [2, 3] recomputed
+    assert json.dumps(result.rows, default=str) == json.dumps(
+        evaluate(models, ["attention"], changed, protocol=protocol).rows, default=str)
+    relabelled = dataclasses.replace(data, labels=np.where(np.arange(6) == 0, (data.labels + 1) % 10, data.labels))
+    with Journal(tmp_path / "j", {"run": 1}, data=relabelled) as journal:
+        evaluate(models, ["attention"], relabelled, protocol=protocol, journal=journal)
+    assert journal.resumed == 2  # a label is an input too
 
 
 def test_chunks_are_keyed_by_model_weights(tmp_path, make_config):
@@ -67,6 +153,7 @@ def test_chunks_are_keyed_by_model_weights(tmp_path, make_config):
     Journal(tmp_path / "j", {"run": 1}, models={"m": "aaa"}).save("m", "attention", [0, 1], records, result, parts)
     more = Journal(tmp_path / "j", {"run": 1}, models={"m": "aaa", "other": "ccc"})  # a model added: reused
     assert more.load("m", "attention", [0, 1]) is not None and more.load("other", "attention", [0, 1]) is None
+    more.close()
     retrained = Journal(tmp_path / "j", {"run": 1}, models={"m": "bbb"})  # same name, new weights: recomputed
     assert retrained.load("m", "attention", [0, 1]) is None
 
@@ -75,8 +162,8 @@ def test_evaluate_with_journal_equals_without(tmp_path, make_config):
     models = [("m", VisionTransformer(make_config("softmax", num_classes=10)).eval())]
     data, protocol = test_split(6), EvalSettings(steps=4, chunk=2, select="all")
     plain = evaluate(models, ["attention"], data, protocol=protocol)
-    journal = Journal(tmp_path / "j", {"run": 1})
-    evaluate(models, ["attention"], data, protocol=protocol, journal=journal)
+    with Journal(tmp_path / "j", {"run": 1}) as journal:
+        evaluate(models, ["attention"], data, protocol=protocol, journal=journal)
     again = Journal(tmp_path / "j", {"run": 1})
     resumed = evaluate(models, ["attention"], data, protocol=protocol, journal=again)
     assert again.resumed == 3
@@ -107,4 +194,4 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path):
     assert 0 < result["killed_after_chunks"] < result["chunks"] and not result["report_written_before_resume"]
     assert result["resumed_message"] is not None
     assert result["equal_json"] and result["equal_csv"] and result["equal_images_csv"]
-    assert result["journal_removed"] and result["lock_released"]
+    assert result["journal_removed"] and result["lock_released"] and result["user_file_kept"]

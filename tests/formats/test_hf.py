@@ -120,6 +120,96 @@ def test_resize_and_crop_policies_map_to_ours(processor, expected):
     assert {k: getattr(how, k) for k in expected} == expected
 
 
+_PIL = {0: "nearest", 1: "lanczos", 2: "bilinear", 3: "bicubic", 4: "area"}
+
+
+@pytest.mark.parametrize(("architecture", "processor"), [
+    ("DeiTForImageClassification", {"image_processor_type": "ViTImageProcessor"}),  # the reported case
+    ("DeiTForImageClassification", "saved ViTImageProcessorPil"),
+    ("ViTForImageClassification", {"image_processor_type": "DeiTImageProcessor"}),
+    ("ViTForImageClassification", {"feature_extractor_type": "DeiTFeatureExtractor"}),
+    ("DeiTForImageClassification", {}),  # no processor class: the model's type decides
+    ("ViTForImageClassification", {}),
+], ids=["deit+vit-type", "deit+saved-vit", "vit+deit-type", "vit+deit-extractor", "deit+none", "vit+none"])
+def test_the_processor_class_decides_the_defaults_as_transformers_does(tmp_path, architecture, processor):
+    """transformers' AutoImageProcessor builds the class the file names and fills what it leaves
+    out with that class's defaults; the resize/crop geometry we derive must be the one it applies."""
+    build_hf(tmp_path, architecture, image_size=224)
+    if processor == "saved ViTImageProcessorPil":
+        transformers.ViTImageProcessorPil(size={"height": 224, "width": 224}).save_pretrained(tmp_path)
+    else:
+        (tmp_path / "preprocessor_config.json").write_text(json.dumps(processor))
+    reference = transformers.AutoImageProcessor.from_pretrained(tmp_path)
+    crops = bool(getattr(reference, "do_center_crop", False))
+    fraction = reference.crop_size["height"] / reference.size["height"] if crops else 1.0
+    how = load_model(tmp_path).config.preprocessing
+    assert (how.crop_fraction, how.resize, how.resample) == (fraction, "stretch", _PIL[reference.resample])
+    assert how.mean == pytest.approx(tuple(reference.image_mean)) and how.std == pytest.approx(tuple(reference.image_std))
+    if processor == {"image_processor_type": "ViTImageProcessor"}:
+        assert how.crop_fraction == 1.0  # a DeiT model with a ViT processor: no 224-from-256 crop
+
+
+def test_an_unknown_processor_class_is_refused_naming_it(tmp_path):
+    build_hf(tmp_path)
+    (tmp_path / "preprocessor_config.json").write_text(json.dumps({"image_processor_type": "CLIPImageProcessor"}))
+    with pytest.raises(ValueError, match=r"preprocessor_config.json: image_processor_type='CLIPImageProcessor' is not"):
+        load_model(tmp_path)
+
+
+@pytest.mark.parametrize(("key", "value", "match"), [
+    ("rescale_factor", 0, r"rescale_factor=0 is invalid; expected a positive finite number"),
+    ("image_mean", None, r"image_mean=None is invalid"),
+    ("image_std", ["abc", 1, 1], r"image_std=\['abc', 1, 1\] is invalid"),
+    ("image_std", [0, 1, 1], r"image_std=\[0, 1, 1\] is invalid"),
+    ("size", {"height": 0, "width": 0}, r"size=.* expected one integer"),
+    ("do_center_crop", "yes", r"do_center_crop='yes' is invalid; expected true or false"),
+])
+def test_malformed_processor_values_are_one_line_naming_file_and_key(tmp_path, key, value, match):
+    build_hf(tmp_path)
+    (tmp_path / "preprocessor_config.json").write_text(json.dumps({key: value}))
+    with pytest.raises(ValueError, match="preprocessor_config.json: " + match):
+        load_model(tmp_path)
+
+
+@pytest.mark.parametrize(("key", "value", "match"), [
+    ("hidden_size", 0, r"hidden_size=0 is invalid; expected an integer"),
+    ("hidden_size", "32", r"hidden_size='32' is invalid"),
+    ("intermediate_size", 1e300, r"intermediate_size=1e\+300 is invalid"),
+    ("layer_norm_eps", "abc", r"layer_norm_eps='abc' is invalid"),
+    ("hidden_act", ["gelu"], r"hidden_act=\['gelu'\] is not supported"),
+    ("architectures", 7, r"architectures=7 is invalid"),
+])
+def test_malformed_config_values_are_one_line_naming_file_and_key(tmp_path, key, value, match):
+    build_hf(tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**config, key: value}))
+    with pytest.raises(ValueError, match="config.json: " + match):
+        load_model(tmp_path)
+
+
+def test_nested_json_and_link_loops_are_named(tmp_path):
+    build_hf(tmp_path / "m")  # no preprocessor_config.json: a link loop takes its place
+    (tmp_path / "m" / "preprocessor_config.json").symlink_to(tmp_path / "m" / "preprocessor_config.json")
+    with pytest.raises(ValueError, match="preprocessor_config.json: cannot be read .*link loop"):
+        load_model(tmp_path / "m")
+    (tmp_path / "m" / "preprocessor_config.json").unlink()
+    (tmp_path / "m" / "config.json").write_text("[" * 100000 + "]" * 100000)
+    with pytest.raises(ValueError, match="config.json: JSON nested too deeply"):
+        load_model(tmp_path / "m")
+
+
+def test_a_self_referencing_or_escaping_index_is_refused(tmp_path):
+    build_hf(tmp_path)
+    (tmp_path / "model.safetensors").rename(tmp_path / "shard.safetensors")
+    index = tmp_path / "model.safetensors.index.json"
+    for shard, match in (("model.safetensors.index.json", "no index files"), ("../x.safetensors", "no paths")):
+        index.write_text(json.dumps({"weight_map": {"a": shard}}))
+        with pytest.raises(ValueError, match=f"model.safetensors.index.json: weight_map names shard .*{match}"):
+            load_model(tmp_path)
+    index.write_text(json.dumps({"weight_map": {"a": "shard.safetensors"}}))
+    assert load_model(tmp_path).config.num_classes == 5
+
+
 def test_rescale_and_normalise_flags_fold_into_mean_and_std():
     # transformers: (p · r − m) / s.  Ours: (p/255 − mean) / std  ⇒  mean = m/(255 r), std = s/(255 r).
     how = preprocessing_from_hf({"rescale_factor": 1 / 127.5, "image_mean": [1.0] * 3, "image_std": [1.0] * 3},

@@ -11,7 +11,7 @@ from torch.testing import assert_close
 
 from infsa_viz import VisionTransformer, ViTConfig, load_model, save_model
 from infsa_viz.formats import detect_format, parse_model_spec, swap_attention
-from infsa_viz.timm_import import to_timm_state_dict
+from infsa_viz.formats.timm import to_timm_state_dict
 
 SHIPPED = sorted(p for p in (Path(__file__).parents[2] / "models").glob("*") if (p / "config.json").is_file())
 

@@ -49,7 +49,7 @@ def test_evaluates_and_summarises_every_variant_against_softmax(tmp_path, capsys
     argv = ["--benchmarks", "cluttered-digits", "--n-images", "6", "--threads", "1", "--seeds-dir", str(seeds),
             "--metrics", str(metrics)]
     assert verdict.main([*argv, "--journal", str(tmp_path / "journal")]) == 0
-    assert (tmp_path / "journal" / "cluttered-digits" / "run.json").is_file()  # kept for the next seeds
+    assert (tmp_path / "journal" / "cluttered-digits" / "journal.json").is_file()  # kept for the next seeds
     report = json.loads((metrics / "verdict-cluttered-digits.json").read_text())
     assert len(report["results"]) == 9 * (len(verdict.METHODS) + 2)  # + random and box_oracle
     record = json.loads((metrics / "verdict.json").read_text())

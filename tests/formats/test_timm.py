@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from infsa_viz.timm_import import IMAGENET, from_timm_state_dict, to_timm_state_dict
+from infsa_viz.formats.timm import IMAGENET, from_timm_state_dict, to_timm_state_dict
 from infsa_viz.vit import ViTConfig, VisionTransformer
 
 
@@ -60,7 +60,7 @@ def test_import_command(tmp_path, capsys):
     from safetensors.torch import save_file
 
     from infsa_viz.cli import main
-    from infsa_viz.vit import load_model
+    from infsa_viz import load_model
 
     _, state = timm_like(in_chans=1)
     save_file({k: v.contiguous() for k, v in state.items()}, str(tmp_path / "vit.safetensors"))
@@ -69,7 +69,13 @@ def test_import_command(tmp_path, capsys):
     config = load_model(tmp_path / "m").config
     assert config.attention == "linear_infsa" and (config.preprocessing.mean, config.preprocessing.std) == ((0.5,), (0.25,))
     assert main(["import-timm", str(tmp_path / "vit.safetensors"), "--num-heads", "3", "--out", str(tmp_path / "y")]) == 2
-    assert "in_chans=1" in capsys.readouterr().err  # ImageNet's 3 means do not fit a 1-channel model
+    assert "takes 1 input channel(s)" in capsys.readouterr().err  # ImageNet's 3 means need --mean/--std
     (tmp_path / "vit.pt").write_bytes(b"pickle")
     assert main(["import-timm", str(tmp_path / "vit.pt"), "--num-heads", "3", "--out", str(tmp_path / "x")]) == 2
     assert "no pickle loading" in capsys.readouterr().err
+
+
+def test_the_former_import_path_still_works():
+    import infsa_viz.timm_import as old
+
+    assert old.from_timm_state_dict is from_timm_state_dict and old.IMAGENET is IMAGENET

@@ -1,0 +1,62 @@
+"""Our own format: a directory written by :func:`infsa_viz.vit.save_model`.
+
+``config.json`` (a :class:`~infsa_viz.vit.ViTConfig`, no transformers ``model_type``) and
+``model.safetensors``; optionally ``card.json`` recording the weights' sha256 (written by training).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from ..io import read_json
+from ..vit import CONFIG_FILE, WEIGHTS_FILE, VisionTransformer, ViTConfig
+from ..weights import header_shapes, load_weights
+from ._registry import Candidate, LoadOptions, ModelFormat, register_format
+from ._state import check_fits
+
+__all__ = ["load_directory"]
+
+
+def load_directory(directory: str | Path, *, map_location: str | torch.device = "cpu") -> VisionTransformer:
+    """Load a model saved by :func:`~infsa_viz.vit.save_model` (no pickle), in eval mode.
+
+    The weights' header is checked against the config before the model is built (a config asking
+    for a huge model is refused without allocating it); every weight must be floating point and
+    finite; if the directory's ``card.json`` records ``weights_sha256``, the file must match it.
+
+    Raises:
+        ValueError: if the directory, config or weights are missing, damaged or do not match; the
+            message names the file and the problem.
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise ValueError(f"model directory {str(directory)!r} does not exist or is not a directory")
+    config = ViTConfig.from_dict(read_json(directory / CONFIG_FILE), source=str(directory / CONFIG_FILE))
+    weights = directory / WEIGHTS_FILE
+    expected = check_fits(config, header_shapes(weights), str(weights))
+    card = directory / "card.json"
+    recorded = read_json(card) if card.is_file() else {}
+    sha256 = recorded.get("weights_sha256") if isinstance(recorded, dict) else None
+    if sha256 is not None and not isinstance(sha256, str):
+        raise ValueError(f"{card}: weights_sha256={sha256!r} must be a hex string")
+    state = load_weights(weights, expected, against=CONFIG_FILE, sha256=sha256, map_location=map_location)
+    model = VisionTransformer(config)
+    model.load_state_dict(state)
+    model.origin = str(directory)
+    return model.eval()
+
+
+def _detect(candidate: Candidate) -> bool:
+    """A directory with a ``config.json`` that is not a transformers one (no ``model_type``)."""
+    config = candidate.config
+    return candidate.is_dir and config is not None and not (isinstance(config, dict) and "model_type" in config)
+
+
+def _load(path: Path, options: LoadOptions) -> VisionTransformer:
+    return load_directory(path, map_location=options.map_location)
+
+
+FORMAT = register_format(ModelFormat("infsa-viz", detect=_detect, load=_load,
+                                     expects=f"a directory of {CONFIG_FILE} + {WEIGHTS_FILE} written by save_model"))
