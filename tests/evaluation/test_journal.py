@@ -130,7 +130,7 @@ def test_remove_deletes_the_journals_files_only(tmp_path, make_config):
 
 def test_changing_one_image_recomputes_only_the_chunks_that_hold_it(tmp_path, make_config):
     models = [("m", VisionTransformer(make_config("softmax", num_classes=10)).eval())]
-    data, protocol = test_split(6), EvalProtocol(steps=4, chunk=2, select="all")
+    data, protocol = test_split(6), EvalSettings(steps=4, chunk=2, select="all")
     with Journal(tmp_path / "j", {"run": 1}, data=data) as journal:
         evaluate(models, ["attention"], data, protocol=protocol, journal=journal)
     images = list(data.images)
