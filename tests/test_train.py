@@ -187,7 +187,7 @@ def test_cli_fine_tunes_a_transformers_vit_swapped_to_pure_infsa(tmp_path):
                 cv2.imwrite(str(tmp_path / "data" / split / cls / f"{i}.png"),
                             rng.integers(0, 256, (40, 50, 3), dtype=np.uint8))
     out = tmp_path / "tuned"
-    assert main(["train", "--init", f"{tmp_path / 'hf'}?attention=pure_infsa", "--out", str(out), "--data",
+    assert main(["train", "--init", f"{tmp_path / 'hf'}?convert_to=pure_infsa", "--out", str(out), "--data",
                  f"folder:{tmp_path / 'data'}", "--epochs", "1", "--batch-size", "4"]) == 0
     tuned = load_model(out).config
     assert (tuned.attention, tuned.num_classes, tuned.class_names, tuned.norm_eps) == (

@@ -1,4 +1,4 @@
-"""``infsa-viz import-timm WEIGHTS.safetensors --num-heads H --attention V --out DIR``."""
+"""``infsa-viz import-timm WEIGHTS.safetensors --num-heads H --variant V --out DIR``."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from .lists import comma_floats
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("weights", help="a timm ViT state dict saved as .safetensors (pickle files are refused)")
     parser.add_argument("--num-heads", type=int, required=True, help="heads per layer of the checkpoint")
-    parser.add_argument("--attention", default=DEFAULT_VARIANT, choices=VARIANTS, help="attention of the new model")
+    parser.add_argument("--variant", "--attention", dest="variant", default=DEFAULT_VARIANT, choices=VARIANTS,
+                        help="attention variant of the new model (--attention is the former name)")
     parser.add_argument("--num-classes", type=int, default=None, help="start a fresh head with this many classes")
     parser.add_argument("--mean", type=comma_floats, default=None, metavar="M[,M,M]",
                         help="input normalisation mean of pixel/255 per channel (default: ImageNet's for RGB "
@@ -45,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
                          f"{channels} value(s) each")
     preprocessing = Preprocessing(mean=args.mean or IMAGENET.mean, std=args.std or IMAGENET.std,
                                   resize=args.resize, resample=args.resample)
-    model = from_timm_state_dict(state, num_heads=args.num_heads, attention=args.attention,
+    model = from_timm_state_dict(state, num_heads=args.num_heads, attention=args.variant,
                                  num_classes=args.num_classes, preprocessing=preprocessing, source=str(path))
     save_model(model, args.out)
     print(json.dumps({"out": args.out, "config": model.config.to_dict(), "parameters": count_parameters(model)}))

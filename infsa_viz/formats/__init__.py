@@ -28,6 +28,8 @@ arguments, or, on the command line, a query after the path:
 
 from __future__ import annotations
 
+import warnings
+
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
@@ -44,7 +46,9 @@ __all__ = ["FORMATS", "OPTIONS", "Candidate", "LoadOptions", "ModelFormat", "des
            "detect_format", "load_model", "parse_model_spec", "register_format", "swap_attention"]
 
 #: Options :func:`load_model` takes from a ``PATH?key=value&...`` spec, with their parsers.
-OPTIONS: dict[str, Any] = {"num_heads": int, "variant": str, "attention": str, "rho_init": float, "format": str}
+OPTIONS: dict[str, Any] = {"num_heads": int, "variant": str, "convert_to": str, "rho_init": float, "format": str}
+#: Former option names, read as their new names (with a DeprecationWarning).
+_RENAMED = {"attention": "convert_to"}
 #: The former name of :func:`detect`.
 detect_format = detect
 
@@ -63,6 +67,9 @@ def parse_model_spec(spec: str | Path) -> tuple[str, dict[str, Any]]:
     except ValueError:
         raise ValueError(f"model {text!r}: the options after '?' are not key=value pairs joined by '&'") from None
     for key, value in pairs:
+        if key in _RENAMED:
+            warnings.warn(f"model option {key!r} is now {_RENAMED[key]!r}", DeprecationWarning, stacklevel=2)
+            key = _RENAMED[key]
         if key not in OPTIONS:
             raise ValueError(f"model {text!r}: unknown option {key!r}; expected options among {sorted(OPTIONS)}")
         try:
@@ -72,23 +79,23 @@ def parse_model_spec(spec: str | Path) -> tuple[str, dict[str, Any]]:
     return path, options
 
 
-def swap_attention(model: VisionTransformer, attention: str, *, rho_init: float | None = None) -> VisionTransformer:
+def swap_attention(model: VisionTransformer, variant: str, *, rho_init: float | None = None) -> VisionTransformer:
     """The same weights under another attention variant (e.g. softmax → pure InfSA, to fine-tune).
 
     q/k/v and output projections are shared by every variant. Going from softmax to an InfSA
     variant adds a fresh ``ρ`` (``rho_init``, default the config's); between InfSA variants the
     learned ``ρ`` is kept; going to softmax drops it. The new model is in eval mode.
     """
-    check_variant(attention, name="attention")
+    check_variant(variant, name="variant")
     config = model.config
-    if attention == config.attention and rho_init is None:
+    if variant == config.attention and rho_init is None:
         return model
-    changes: dict[str, Any] = {"attention": attention,
+    changes: dict[str, Any] = {"attention": variant,
                                "source": {**(config.source or {}), "converted_from": config.attention}}
     if rho_init is not None:
         changes["rho_init"] = rho_init
     new = VisionTransformer(config.replace(**changes))
-    keep_rho = ATTENTION_REGISTRY[attention].has_rho and ATTENTION_REGISTRY[config.attention].has_rho and rho_init is None
+    keep_rho = ATTENTION_REGISTRY[variant].has_rho and ATTENTION_REGISTRY[config.attention].has_rho and rho_init is None
     state = {k: v for k, v in model.state_dict().items() if keep_rho or not k.endswith("rho_logit")}
     missing, unexpected = new.load_state_dict(state, strict=False)
     if unexpected or any(not k.endswith("rho_logit") for k in missing):  # pragma: no cover - same architecture
@@ -101,11 +108,12 @@ def load_model(
     *,
     num_heads: int | None = None,
     variant: str | None = None,
-    attention: str | None = None,
+    convert_to: str | None = None,
     rho_init: float | None = None,
     preprocessing: Preprocessing | None = None,
     format: str | None = None,
     map_location: str | torch.device = "cpu",
+    **renamed: Any,
 ) -> VisionTransformer:
     """Load a model of any supported format as our :class:`~infsa_viz.vit.VisionTransformer`, in eval mode.
 
@@ -113,8 +121,9 @@ def load_model(
         path: a model directory or a ``.safetensors`` state dict; a ``?key=value&...`` suffix
             sets the options below (see :func:`parse_model_spec`); keyword arguments win.
         num_heads: heads per layer, for state dicts (timm, torchvision, official InfSA).
-        variant: the InfSA variant an official-InfSA state dict was trained with.
-        attention: swap the attention to this variant after loading (see :func:`swap_attention`).
+        variant: the attention variant an official-InfSA state dict was trained with.
+        convert_to: convert the model to this attention variant after loading, keeping its weights
+            (see :func:`swap_attention`; ``attention=`` is the former name).
         rho_init: ``ρ`` of InfSA layers a swap creates (state-dict imports: of new layers).
         preprocessing: what a state dict expects of its input (default: its framework's usual
             ImageNet preprocessing); directories carry their own.
@@ -130,8 +139,14 @@ def load_model(
         >>> model = load_model("google-vit-dir")               # transformers save_pretrained
         >>> model = load_model("vit.safetensors?num_heads=12")  # a timm state dict
     """
+    for old, new in _RENAMED.items():
+        if old in renamed:
+            warnings.warn(f"load_model({old}=...) is now {new}=...", DeprecationWarning, stacklevel=2)
+            convert_to = convert_to or renamed.pop(old)
+    if renamed:
+        raise TypeError(f"load_model() got unexpected keyword arguments {sorted(renamed)}")
     text, spec_options = parse_model_spec(path)
-    given = {"num_heads": num_heads, "variant": variant, "attention": attention, "rho_init": rho_init,
+    given = {"num_heads": num_heads, "variant": variant, "convert_to": convert_to, "rho_init": rho_init,
              "format": format, "preprocessing": preprocessing}
     options = {**spec_options, **{k: v for k, v in given.items() if v is not None}}
     path = Path(text)
@@ -145,8 +160,8 @@ def load_model(
     model = model_format.load(path, LoadOptions(num_heads=options.get("num_heads"), variant=options.get("variant"),
                                                 preprocessing=options.get("preprocessing"),
                                                 map_location=map_location))
-    if options.get("attention") is not None or options.get("rho_init") is not None:
-        model = swap_attention(model, options.get("attention") or model.config.attention,
+    if options.get("convert_to") is not None or options.get("rho_init") is not None:
+        model = swap_attention(model, options.get("convert_to") or model.config.attention,
                                rho_init=options.get("rho_init"))
     model.origin = str(path)
     return model.to(map_location).eval()

@@ -121,7 +121,7 @@ def from_torchvision_state_dict(
                          f"variant='pure_infsa' or 'linear_infsa' (CLI: PATH?variant=...), got variant={variant!r}")
     if not infsa and variant not in (None, "softmax"):
         raise ValueError(f"{source}: softmax (nn.MultiheadAttention) weights; variant={variant!r} does not apply "
-                         "(to convert them, pass attention=... to load_model)")
+                         "(to convert them, pass convert_to=... to load_model)")
     what = "a torchvision ViT state dict"
     conv = require(state, "conv_proj.weight", source, dims=4, what=what)
     pos = require(ours, "pos_embed", source, dims=3, what=what)

@@ -117,7 +117,7 @@ def _load(path: Path, options: LoadOptions) -> VisionTransformer:
     if options.num_heads is None:
         raise ValueError(f"{path}: a state dict does not record its heads; pass num_heads (CLI: PATH?num_heads=H)")
     if options.variant not in (None, "softmax"):
-        raise ValueError(f"{path}: timm weights are softmax; to convert them pass attention=..., "
+        raise ValueError(f"{path}: timm weights are softmax; to convert them pass convert_to=..., "
                          f"not variant={options.variant!r}")
     state = read_safetensors(path, map_location=options.map_location)
     model = from_timm_state_dict(state, num_heads=options.num_heads, preprocessing=options.preprocessing,

@@ -47,7 +47,7 @@ def test_timm_state_dict_loads_through_the_loader_and_equals_the_source(tmp_path
 def test_swapping_the_attention_keeps_the_shared_weights_and_rho_where_both_have_it(tmp_path):
     softmax = _model()
     save_model(softmax, tmp_path / "m")
-    pure = load_model(f"{tmp_path / 'm'}?attention=pure_infsa&rho_init=0.25")
+    pure = load_model(f"{tmp_path / 'm'}?convert_to=pure_infsa&rho_init=0.25")
     assert pure.config.attention == "pure_infsa" and pure.config.source["converted_from"] == "softmax"
     assert pure.rho_values() == [[0.25, 0.25]] * 2
     assert_close(pure.blocks[1].attn.qkv.weight, softmax.blocks[1].attn.qkv.weight)
@@ -56,7 +56,7 @@ def test_swapping_the_attention_keeps_the_shared_weights_and_rho_where_both_have
     linear = swap_attention(pure, "linear_infsa")
     assert linear.rho_values()[0] == pure.rho_values()[0]
     assert swap_attention(linear, "softmax").rho_values() == [[], []]
-    with pytest.raises(ValueError, match="attention='dense'"):
+    with pytest.raises(ValueError, match="variant='dense'"):
         swap_attention(softmax, "dense")
 
 
@@ -92,3 +92,13 @@ def test_paths_of_no_known_format_are_named(tmp_path):
         load_model(tmp_path / "other.safetensors")
     with pytest.raises(ValueError, match="format='onnx'"):
         load_model(tmp_path / "other.safetensors", format="onnx")
+
+
+def test_the_former_option_name_still_converts_with_a_warning(tmp_path):
+    save_model(_model(), tmp_path / "m")
+    with pytest.warns(DeprecationWarning, match="convert_to"):
+        assert load_model(f"{tmp_path / 'm'}?attention=pure_infsa").config.attention == "pure_infsa"
+    with pytest.warns(DeprecationWarning, match="convert_to"):
+        assert load_model(tmp_path / "m", attention="linear_infsa").config.attention == "linear_infsa"
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        load_model(tmp_path / "m", colour="red")

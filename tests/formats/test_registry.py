@@ -46,7 +46,7 @@ def test_a_format_registered_in_one_module_is_detected_and_loaded(tmp_path, toy_
     x = torch.randn(2, 1, 16, 16)
     assert_close(model(x), expected(x))
     assert describe_model(model)["format"] == "toy" and model.origin == str(path) and not model.training
-    assert load_model(f"{path}?attention=linear_infsa").config.attention == "linear_infsa"  # generic options apply
+    assert load_model(f"{path}?convert_to=linear_infsa").config.attention == "linear_infsa"  # generic options apply
     with pytest.raises(ValueError, match=r"\['num_heads'\] apply to state-dict files .*a toy model records them"):
         load_model(f"{path}?num_heads=2")  # options the format does not read are refused, not ignored
 

@@ -64,7 +64,7 @@ def test_import_command(tmp_path, capsys):
 
     _, state = timm_like(in_chans=1)
     save_file({k: v.contiguous() for k, v in state.items()}, str(tmp_path / "vit.safetensors"))
-    assert main(["import-timm", str(tmp_path / "vit.safetensors"), "--num-heads", "3", "--attention",
+    assert main(["import-timm", str(tmp_path / "vit.safetensors"), "--num-heads", "3", "--variant",
                  "linear_infsa", "--mean", "0.5", "--std", "0.25", "--out", str(tmp_path / "m")]) == 0
     config = load_model(tmp_path / "m").config
     assert config.attention == "linear_infsa" and (config.preprocessing.mean, config.preprocessing.std) == ((0.5,), (0.25,))
