@@ -32,7 +32,7 @@ from ..attention import EPS
 from ..preprocess import Preprocessing
 from ..vit import VisionTransformer, ViTConfig
 from ..weights import check_floating
-from ._registry import Candidate, LoadOptions, ModelFormat, register_format
+from ._registry import LoadOptions, ModelFormat, register_format
 from ._state import block_count, flat_conv, fuse_qkv, load_state, read_safetensors, require
 
 __all__ = ["OFFICIAL_EPS", "TORCHVISION_IMAGENET", "from_torchvision_state_dict", "is_torchvision_state"]
