@@ -35,3 +35,23 @@ def variant(request) -> str:
 @pytest.fixture
 def tiny_model(variant: str) -> VisionTransformer:
     return VisionTransformer(tiny_config(variant)).eval()
+
+
+@pytest.fixture
+def toy_plugin():
+    """Run examples/toy_plugin.py (one module registering a map method, a reference map, a metric and a
+    model format); restore every registry afterwards."""
+    import runpy
+    from pathlib import Path
+
+    from infsa_viz.formats import FORMATS
+    from infsa_viz.maps import METHODS
+    from infsa_viz.metrics import registry
+
+    saved = [(r, dict(r)) for r in (FORMATS, METHODS, registry.METRICS, registry.FIGURES, registry.SETTINGS,
+                                    registry._OWNER)]
+    module = runpy.run_path(str(Path(__file__).resolve().parents[1] / "examples" / "toy_plugin.py"))
+    yield module
+    for target, content in saved:
+        target.clear()
+        target.update(content)

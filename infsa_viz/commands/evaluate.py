@@ -28,19 +28,19 @@ def _setting_type(setting):
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..evaluation import EvalSettings, default_methods
+    from ..evaluation import EvalSettings, default_methods, reference_methods
     from ..metrics.registry import METRICS, SETTINGS, default_metrics
 
     d = EvalSettings()
     add_model_list(parser, help="comma-separated models")
     parser.add_argument("--methods", type=comma_names, default=tuple(default_methods()), metavar="M[,M…]",
-                        help=f"comma-separated map methods (default: {','.join(default_methods())})")
+                        help=f"comma-separated map methods (default: {', '.join(default_methods())})")
     parser.add_argument("--references", action="store_true",
-                        help="also score the reference maps (the floor and the ceilings: random, the oracles) that "
-                             "benchmark_quality in the report needs")
+                        help="also score the reference maps that benchmark_quality in the report needs (the floor "
+                             f"and the ceilings: {', '.join(reference_methods())})")
     parser.add_argument("--metrics", type=comma_names, default=tuple(default_metrics()), metavar="METRIC[,…]",
-                        help=f"comma-separated metrics (default: {','.join(default_metrics())}; all: "
-                             f"{','.join(METRICS)})")
+                        help=f"comma-separated metrics (default: {', '.join(default_metrics())}; all: "
+                             f"{', '.join(METRICS)})")
     add_data_options(parser, n_images=1000)
     parser.add_argument("--score", default=d.score, choices=("target", "predicted"),
                         help="the class whose probability the curves track (default: the label)")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import runpy
 from pathlib import Path
 
 import pytest
@@ -13,18 +12,7 @@ from torch.testing import assert_close
 from infsa_viz import ViTConfig, VisionTransformer, load_model, save_model
 from infsa_viz.formats import FORMATS, ModelFormat, describe_model, detect, register_format
 
-TOY = Path(__file__).with_name("toy_format.py")
 TINY = {"img_size": 16, "in_chans": 1, "patch_size": 4, "embed_dim": 16, "depth": 2, "num_heads": 2, "num_classes": 3}
-
-
-@pytest.fixture
-def toy_registered():
-    """Run the toy format's module (it registers itself); restore the registry afterwards."""
-    saved = dict(FORMATS)
-    runpy.run_path(str(TOY))
-    yield
-    FORMATS.clear()
-    FORMATS.update(saved)
 
 
 def _toy_file(tmp_path: Path, seed: int = 3) -> Path:
@@ -37,7 +25,7 @@ def test_the_built_in_formats_are_registered_in_detection_order():
     assert list(FORMATS) == ["infsa-viz", "transformers", "timm", "torchvision", "official-infsa"]
 
 
-def test_a_format_registered_in_one_module_is_detected_and_loaded(tmp_path, toy_registered):
+def test_a_format_registered_in_one_module_is_detected_and_loaded(tmp_path, toy_plugin):
     path = _toy_file(tmp_path)
     assert detect(path) == "toy"
     model = load_model(path)
@@ -51,7 +39,7 @@ def test_a_format_registered_in_one_module_is_detected_and_loaded(tmp_path, toy_
         load_model(f"{path}?num_heads=2")  # options the format does not read are refused, not ignored
 
 
-def test_the_cli_reads_a_registered_format(tmp_path, toy_registered, capsys):
+def test_the_cli_reads_a_registered_format(tmp_path, toy_plugin, capsys):
     from infsa_viz.cli import main
 
     assert main(["info", str(_toy_file(tmp_path))]) == 0
