@@ -1,14 +1,18 @@
-"""infsa-viz app: ``streamlit run app`` from the repository root (``-- --models DIR …`` adds models).
+"""infsa-viz app: ``streamlit run app`` from the repository root (``-- --models DIR …`` adds models,
+``-- --data folder:PATH`` adds images).
 
 Wires the pages; the shared sidebar (models, image, method, display) is rendered here, before the
-page, so its state survives page switches.
+page, so its state survives page switches, and the view is kept in the URL.
 """
 
 import streamlit as st
 
+import compute
+import draw
 import sidebar
 
 st.set_page_config(page_title="infsa-viz", layout="wide")
+compute.warm_imports()
 page = st.navigation([
     st.Page("views/compare.py", title="Side by side", icon=":material/compare:", default=True),
     st.Page("views/grid.py", title="Methods × models", icon=":material/grid_view:"),
@@ -18,5 +22,6 @@ page = st.navigation([
     st.Page("views/curves.py", title="Curves & reports", icon=":material/show_chart:"),
     st.Page("views/glossary.py", title="Glossary", icon=":material/menu_book:"),
 ])
+draw.page_style()
 sidebar.render(page.title)
 page.run()

@@ -2,6 +2,9 @@
 
 import streamlit as st
 
+import draw
+import figures
+
 from infsa_viz.maps import METHODS
 
 st.title("Glossary")
@@ -28,19 +31,19 @@ Non-negative maps use a sequential colormap (dark = low); signed maps a divergin
 white = 0, red > 0). The top colour is the 99th percentile of the values (of |value| if signed), as
 Captum clips outliers; the colour bar under every overlay gives the numbers.
 """)
-st.subheader("Figures (all: higher is better)")
-st.markdown("""
-| figure | what it measures | better |
-|---|---|---|
-| MoRF-AOC | area over the curve of the class probability as the most relevant patches are removed first | higher |
-| LeRF-AUC | area under that curve when the least relevant patches are removed first | higher |
-| AOPC | average drop of the probability over the MoRF steps | higher |
-| pointing game | the map's maximum lies in the target box (hit / miss) | hit |
-| box ROC-AUC | map values rank the target box's pixels above the others | higher (0.5 = chance) |
-| box PR-AUC | precision–recall of the same ranking | higher (chance = the box's share of pixels) |
-| probability (p) | the model's softmax probability of its predicted class | higher |
-""")
+st.subheader("Per-map figures")
+WHAT = {
+    "morf_aoc": "area over the curve of the class probability as the most relevant patches are removed first",
+    "lerf_auc": "area under that curve when the least relevant patches are removed first",
+    "aopc": "average drop of the probability over the MoRF steps",
+    "pointing_hit": "the map's maximum lies in the target box (hit / miss)",
+    "box_roc_auc": "map values rank the target box's pixels above the others (0.5 = chance)",
+    "box_pr_auc": "precision–recall of the same ranking (chance = the box's share of pixels)",
+    "probability": "the model's softmax probability of its predicted class",
+}
+st.markdown(draw.markdown_table(["figure", "what it measures", "better"], [
+    [figures.figure(name).label, what, figures.figure(name).better or "—"] for name, what in WHAT.items()]))
 st.subheader("Methods")
-st.table([{"method": name, "family": spec.family, "what it shows": spec.description,
-           "explains a class": "yes" if spec.explains_class else "no", "signed": "yes" if spec.signed else "no",
-           "reference": spec.reference} for name, spec in METHODS.items()])
+st.markdown(draw.markdown_table(["method", "family", "what it shows", "explains a class", "signed", "reference"], [
+    [name, spec.family, spec.description, "yes" if spec.explains_class else "no", "yes" if spec.signed else "no",
+     spec.reference] for name, spec in METHODS.items()]))
