@@ -130,7 +130,7 @@ def measure_app(*, models: int, repeats: int = 5, log: Path) -> dict[str, Any]:
                 _settle(page, "attention", models, "Misclassified image (of")  # the browser shows the errors
                 out[key] = time.perf_counter() - start
                 page.get_by_text("Only misclassified", exact=True).click()  # back to the whole split
-                _settle(page, "attention", models, "Test image (of")
+                _settle(page, "attention", models, "Image (of")
             browser.close()
     finally:
         proc.terminate()

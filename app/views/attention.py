@@ -90,7 +90,7 @@ for entry in entries:
     for column, m, name, unit in zip(st.columns(3), (reading.row, reading.visits, reading.perron), NAMES, UNITS):
         scale = colour_scale([m], "raw", colormap=sel.display.colormap, clip=sel.display.clip)
         tile = overlay(model_display, m, scale, alpha=sel.display.alpha, zoom=draw.zoom_for(model_display))
-        column.image(encode_png(tile), caption=f"{name} · {entry.name}", width="stretch")
+        column.image(encode_png(tile), caption=f"{name} · {entry.name}", width="stretch", output_format="PNG")
         column.html(draw.colour_bar(scale, 0, unit))
         exported[f"{entry.name} {name}"] = m
         drawn.append((f"{entry.name}: {name.split()[0]}", tile))
@@ -111,7 +111,7 @@ for entry in entries:
         grid_tiles = [overlay(model_display, m, scale, i, alpha=sel.display.alpha, zoom=zoom)
                       for i, m in enumerate(cells)]
         titles = [f"L{li} " + (f"H{hi}" if hi < H else "mean") for li in range(L) for hi in range(H + 1)]
-        st.image(encode_png(overlay_grid(grid_tiles, titles, ncols=H + 1)), width="stretch",
+        st.image(encode_png(overlay_grid(grid_tiles, titles, ncols=H + 1)), width="stretch", output_format="PNG",
                  caption=f"{entry.label}: {L} layers × {H} heads + mean")
         st.html(draw.colour_bar(scale, 0, "attention weight; " + scale.clipping))
 

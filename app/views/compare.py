@@ -37,7 +37,7 @@ for column, (entry, view) in zip(columns, views):
         if isinstance(view, str):
             st.error(f"{entry.label}: {view}")
             continue
-        st.image(pngs[entry.path], caption=entry.label, width="stretch")
+        st.image(pngs[entry.path], caption=entry.label, width="stretch", output_format="PNG")
         if scale is not None and scale.common_limits is None:
             st.html(draw.colour_bar(scale, list(pngs).index(entry.path), draw.short_unit(scale)))
         probs = compute.probabilities(entry, image)
@@ -83,7 +83,8 @@ else:
     with st.expander("Model input: the exact pixels each model sees"):
         for column, (entry, prepared) in zip(st.columns(len(resized)), resized):
             model = catalog.get_model(entry)[0]
-            column.image(draw.input_png(prepared.display[0]), caption=f"{entry.label}: model input", width="stretch")
+            column.image(draw.input_png(prepared.display[0]), caption=f"{entry.label}: model input", width="stretch",
+                         output_format="PNG")
             column.caption(inputs.input_summary(model, inputs.for_model(image, entry)))
 
 st.markdown("**Most probable classes**: " + " · ".join(

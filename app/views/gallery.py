@@ -99,7 +99,7 @@ for start in range(0, len(shown), PER_ROW):
     for column, i, view, k in zip(st.columns(PER_ROW), shown[start:start + PER_ROW], views[start:start + PER_ROW],
                                   range(start, start + PER_ROW)):
         verdict = "" if not judged else (" ✓" if correct[i] else f" ✗ ({names[labels[i]]})")
-        column.image(draw.tile_png(view, scale, k, sel.display), width="stretch",
+        column.image(draw.tile_png(view, scale, k, sel.display), width="stretch", output_format="PNG",
                      caption=f"#{i}: {names[predicted[i]]} {confidence[i]:.0%}{verdict}")
         column.button("Show", key=f"gallery_show_{i}", on_click=_show, args=(i,), width="stretch",
                       help=f"open image #{i} on every page")

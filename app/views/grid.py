@@ -53,7 +53,8 @@ for method in methods:
             if isinstance(result, str):
                 st.error(result if compact else f"{entry.label}: {result}")
                 continue
-            st.image(pngs[entry.path], caption=f"{method} · {entry.label}", width=COMPACT_PX if compact else "stretch")
+            st.image(pngs[entry.path], caption=f"{method} · {entry.label}", output_format="PNG",
+                     width=COMPACT_PX if compact else "stretch")
     if scale is not None:
         drawn.append((method, [(e, v) for e, v in results if e.path in pngs], scale))
         if not compact:

@@ -85,7 +85,8 @@ for start in range(0, len(visits), PER_ROW):
                 f"min 1 − γΣ_j A_ij = {spec.min_absorption:.3g})\n"
                 f"- cos(a, Perron) **{spec.cosine_left:.3f}** (left; right {spec.cosine_right:.3f}): "
                 "Linear-InfSA's a against the dense Perron vector of Â")
-            st.image(pngs[entry.path], caption=f"expected visits · {entry.label}", width="stretch")
+            st.image(pngs[entry.path], caption=f"expected visits · {entry.label}", width="stretch",
+                     output_format="PNG")
             if scale is not None and scale.common_limits is None:
                 st.html(draw.colour_bar(scale, list(pngs).index(entry.path), draw.short_unit(scale)))
             st.caption(draw.validity_line(visit.validity) or "")

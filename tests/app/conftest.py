@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import NamedTuple
 
@@ -82,3 +83,29 @@ def build_own_models(root: Path) -> OwnModels:
             **processor, "do_rescale": True, "rescale_factor": 1 / 255, "do_normalize": True,
             "image_mean": IMAGENET_MEAN, "image_std": IMAGENET_STD}))
     return OwnModels(root, root / "photo-vit6", root / "fruit-deit64")
+
+
+APP_DIR = Path(__file__).resolve().parents[2] / "app"
+#: The app's modules a test may import (they import each other as siblings, as Streamlit runs them).
+APP_MODULES = ("figures", "targets", "catalog", "inputs", "compute", "draw", "exports", "urlstate", "tokens", "charts")
+
+
+@pytest.fixture(scope="module")
+def app():
+    """The app's modules (``app.catalog``, ``app.draw``, …) imported with ``app/`` on the path for
+    this test module only; the app sets one intra-op thread for the process, so the other tests
+    get theirs back afterwards."""
+    import importlib
+    import types
+
+    import torch
+
+    threads = torch.get_num_threads()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(APP_DIR))
+        try:
+            yield types.SimpleNamespace(**{name: importlib.import_module(name) for name in APP_MODULES})
+        finally:
+            for name in APP_MODULES:
+                sys.modules.pop(name, None)
+            torch.set_num_threads(threads)
