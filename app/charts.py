@@ -11,9 +11,11 @@ from plotly.colors import qualitative
 
 import figures
 
-HEIGHT = 340
-#: Legends go under the plot, horizontally, so a long legend adds height instead of taking width.
-LEGEND = {"orientation": "h", "yanchor": "top", "y": -0.22, "xanchor": "left", "x": 0}
+#: Height of the plot area (px); the legend adds its own rows under it.
+HEIGHT = 300
+#: Legends sit at the bottom of the figure, horizontally, in a margin of their own: a long legend
+#: adds height instead of taking the plot's width, and never covers the x axis's title.
+LEGEND = {"orientation": "h", "yref": "container", "yanchor": "bottom", "y": 0.0, "xanchor": "left", "x": 0.0}
 
 
 def colour(i: int) -> str:
@@ -21,9 +23,11 @@ def colour(i: int) -> str:
 
 
 def layout(fig: go.Figure, *, entries: int, **kwargs: Any) -> go.Figure:
-    """The page's layout: title, axes, legend under the plot (taller by one line per ~3 entries)."""
-    height = HEIGHT + 22 * (-(-entries // 3))
-    fig.update_layout(height=height, margin={"l": 10, "r": 10, "t": 40, "b": 10}, legend=LEGEND, **kwargs)
+    """The page's layout: title, axes, legend under the plot (a line per two entries, the narrowest
+    case, under the x axis's title)."""
+    legend = 22 * (-(-entries // 2))
+    fig.update_layout(height=HEIGHT + legend, margin={"l": 10, "r": 10, "t": 40, "b": 50 + legend}, legend=LEGEND,
+                      **kwargs)
     return fig
 
 

@@ -31,6 +31,7 @@ CSS = """<style>
   font-size: 13px; line-height: 1.35; font-variant-numeric: tabular-nums;}
 .infsa-cbar .unit {font-size: 12px; line-height: 1.3; opacity: .8; overflow-wrap: anywhere;}
 @container (max-width: 240px) {.infsa-cbar .ticks .minor {display: none;}}
+.st-key-grid_compact_tiles [data-testid="stImage"] img {max-width: 150px;}
 </style>"""
 
 

@@ -149,7 +149,8 @@ def _set_image(models: list[ModelEntry], set_key: str) -> tuple[ImageChoice | No
     back, rand, forward = sb.columns(3)
     back.button("◀", key="previous_image", on_click=_step, args=(key, count, -1), help="Previous image",
                 width="stretch")
-    rand.button("Random", key="random_image", on_click=_step, args=(key, count, None), width="stretch")
+    rand.button(":material/shuffle:", key="random_image", on_click=_step, args=(key, count, None), help="Random image",
+                width="stretch")
     forward.button("▶", key="next_image", on_click=_step, args=(key, count, 1), help="Next image", width="stretch")
     index = int(wrong[position]) if key == "wrong_pos" else position
     image = inputs.set_image(set_key, index)

@@ -86,18 +86,18 @@ for i, (entry, result) in enumerate(results):
 steps = next((len(r.fractions) - 1 for _, r in results if not isinstance(r, str)), 0)
 st.caption(f"{image.source}, method **{sel.method}**: probability of the scored class (the label for models trained "
            f"on this image's classes, else the prediction) as ViT patches are removed most- (MoRF) or least-relevant "
-           f"first (LeRF), mean baseline, {steps} steps; box curves score every pixel of the bilinearly upsampled "
-           "map against the target box.")
+           f"first (LeRF), mean baseline, {steps} steps: a fast MoRF drop and a slow LeRF drop are better. Box "
+           "curves score every pixel of the bilinearly upsampled map against the target box.")
 models = len(results)
 st.plotly_chart(charts.layout(perturb, entries=2 * models, xaxis_title="share of patches removed",
-                              title="MoRF (solid: a fast drop is better) / LeRF (dashed: a slow drop is better)",
-                              yaxis_title="probability of the scored class", yaxis_range=[0, 1.02],
+                              title="MoRF (solid) / LeRF (dashed)",
+                              yaxis_title="p(scored class)", yaxis_range=[0, 1.02],
                               xaxis_tickformat=".0%", yaxis_tickformat=".0%"), key="perturbation_curves")
 if roc.data:
     roc.add_scatter(x=[0, 1], y=[0, 1], mode="lines", name="chance", line=dict(dash="dot", color="gray"))
-    st.plotly_chart(charts.layout(roc, entries=models + 1, title="Box ROC (higher curve is better)",
+    st.plotly_chart(charts.layout(roc, entries=models + 1, title="Box ROC (higher is better)",
                                   xaxis_title="false-positive rate", yaxis_title="true-positive rate"), key="roc_curves")
-    st.plotly_chart(charts.layout(pr, entries=models, title="Box precision-recall (higher curve is better)",
+    st.plotly_chart(charts.layout(pr, entries=models, title="Box precision-recall",
                                   xaxis_title="recall", yaxis_title="precision"), key="pr_curves")
 else:
     st.info("No ground-truth box for this image and these models (uploads and images of other classes have "
@@ -126,10 +126,10 @@ if "attention-quality" in files:
                 mean_pr.add_scatter(x=c["recall"], y=c["precision_mean"], mode="lines", name=label,
                                     line=dict(color=charts.colour(i)))
         st.plotly_chart(charts.layout(mean_perturb, entries=2 * len(entries), xaxis_title="share of patches removed",
-                                      title=f"{sel.method}: mean MoRF / LeRF over the test images",
-                                      yaxis_title="probability relative to the unperturbed image",
+                                      title=f"{sel.method}: mean MoRF / LeRF",
+                                      yaxis_title="relative probability (1 = clean image)",
                                       xaxis_tickformat=".0%"), key="dataset_perturbation")
-        st.plotly_chart(charts.layout(mean_pr, entries=len(entries), title=f"{sel.method}: mean box precision-recall",
+        st.plotly_chart(charts.layout(mean_pr, entries=len(entries), title=f"{sel.method}: mean box PR",
                                       xaxis_title="recall", yaxis_title="precision"), key="dataset_pr")
     elif entries is not None:
         st.info(f"`metrics/attention-quality.json` has no curves for method {sel.method!r}.")

@@ -13,7 +13,6 @@ import targets
 from infsa_viz.maps import METHODS, selector_options
 
 DEFAULT_METHODS = ["attention", "rollout", "visits", "saliency"]
-COMPACT_PX = 120
 
 sel = sidebar.selection()
 st.title("Methods × models")
@@ -37,12 +36,13 @@ for column, entry in zip(header[1:], sel.models):
         column.caption(draw.prediction_line(names[entry.path], compute.probabilities(entry, sel.image),
                                             compute.label_for(entry, sel.image)))
 drawn = []
+tiles_area = st.container(key="grid_compact_tiles" if compact else "grid_tiles")
 for method in methods:
     spec = METHODS[method]
     options = selector_options(method, layer=sel.layer, head=sel.head, strict=False)
     results = sidebar.each_model(sel, compute.map_view, method, options)
     pngs, scale = draw.tiles(sel.display, method, results)
-    row = st.columns(widths, vertical_alignment="center")
+    row = tiles_area.columns(widths, vertical_alignment="center")
     with row[0]:
         st.markdown(f"**{method}**" + ("" if compact else f" — {spec.description}"))
         if scale is not None:
@@ -53,12 +53,13 @@ for method in methods:
             if isinstance(result, str):
                 st.error(result if compact else f"{entry.label}: {result}")
                 continue
-            st.image(pngs[entry.path], caption=f"{method} · {entry.label}", output_format="PNG",
-                     width=COMPACT_PX if compact else "stretch")
+            what = f"{method} · {entry.label}"  # compact: the header names the model, the row the method
+            st.image(pngs[entry.path], caption=None if compact else what, alt=what, output_format="PNG",
+                     width="stretch")
     if scale is not None:
         drawn.append((method, [(e, v) for e, v in results if e.path in pngs], scale))
         if not compact:
-            st.caption(draw.scale_caption(scale))
+            tiles_area.caption(draw.scale_caption(scale))
 
 if drawn:
     exports.buttons(

@@ -46,8 +46,9 @@ def _ok(at) -> None:
 
 
 def _captions(at) -> list[str]:
-    """Captions of the overlays (not of the model-input images)."""
-    return [c for image in at.image for c in image.captions if not c.endswith(": model input")]
+    """Captions of the overlays (not of the model-input images); a compact tile's alternative text."""
+    return [i.caption or i.alt for image in at.image for i in image.proto.imgs
+            if not (i.caption or i.alt).endswith(": model input")]
 
 
 def _figures(at) -> str:
@@ -344,6 +345,7 @@ def test_methods_by_models_grid_has_one_scale_per_row(shipped_models):
     captions = _captions(at)
     assert captions == [f"{method} · {m.label}" for method in ("attention", "visits") for m in shipped_models]
     assert all(image.proto.imgs[0].url.endswith(".png") for image in at.image)  # drawn pixels, not JPEG
+    assert not any(image.proto.imgs[0].caption for image in at.image)  # compact: the header names the models
     assert sum("infsa-colour-bar" in h.proto.body for h in at.get("html")) == 2  # one colour bar per row
     at.toggle(key="grid_compact").set_value(False).run()
     _ok(at)
