@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import plotly.graph_objects as go
-from plotly.colors import qualitative
-
+import compute
 import figures
+
+compute.imports_settled()  # before plotly reads sys.modules["pandas"]
+import plotly.graph_objects as go  # noqa: E402
+from plotly.colors import qualitative  # noqa: E402
 
 #: Height of the plot area (px); the legend adds its own rows under it.
 HEIGHT = 300

@@ -12,7 +12,7 @@ import draw
 import sidebar
 
 st.set_page_config(page_title="infsa-viz", layout="wide")
-# compute.warm_imports()  # TEMP
+compute.warm_imports()
 page = st.navigation([
     st.Page("views/compare.py", title="Side by side", icon=":material/compare:", default=True),
     st.Page("views/grid.py", title="Methods × models", icon=":material/grid_view:"),

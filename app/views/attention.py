@@ -3,7 +3,6 @@ the expected visits from it and the layer's Perron vector (with the absorbing-ch
 every layer × head row of that token. A patch picker (click a patch) chooses the token."""
 
 import numpy as np
-import plotly.graph_objects as go
 import streamlit as st
 
 import catalog
@@ -13,6 +12,9 @@ import exports
 import sidebar
 import tokens
 from infsa_viz.overlay import colour_scale, encode_png, overlay, overlay_grid
+
+compute.imports_settled()  # before plotly reads sys.modules["pandas"]
+import plotly.graph_objects as go  # noqa: E402
 
 sel = sidebar.selection()
 st.title("Attention")

@@ -3,12 +3,12 @@
 
 from pathlib import Path
 
-import plotly.graph_objects as go
 import streamlit as st
 
 import catalog
-import charts
+import charts  # first: it waits for the warm-up imports before plotly is imported
 import compute
+import plotly.graph_objects as go
 import sidebar
 from infsa_viz.reports import dataset_curves, group_series, metrics_files, report_tables
 

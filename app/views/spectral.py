@@ -2,7 +2,6 @@
 expected visits as a map. Models are laid out two per row so figures stay readable when narrow."""
 
 import numpy as np
-import plotly.graph_objects as go
 import streamlit as st
 
 import compute
@@ -14,6 +13,9 @@ from infsa_viz.maps.spectral import Visits
 from infsa_viz.spectral import MATRICES
 
 PER_ROW = 2
+
+compute.imports_settled()  # before plotly reads sys.modules["pandas"]
+import plotly.graph_objects as go  # noqa: E402
 
 sel = sidebar.selection()
 st.title("Spectral")

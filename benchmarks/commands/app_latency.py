@@ -1,4 +1,5 @@
-"""``python -m benchmarks app-latency``: the real app in Chromium, timed per interaction."""
+"""``python -m benchmarks app-latency``: the real app in Chromium, timed per interaction, and where
+the time goes on the server, stage by stage."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from .. import command_line
 
@@ -16,10 +18,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="JSON report (e.g. metrics/app-latency.json)")
 
 
+def _rounded(value: Any) -> Any:
+    if isinstance(value, float):
+        return round(value, 3)
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
     from infsa_viz.io import write_json
 
-    from ..app_latency import CHROMIUM, GOALS, cpu_count, goals_report, measure_app
+    from ..app_latency import CHROMIUM, GOALS, cpu_count, goals_report, measure_app, server_stages
 
     if not Path(CHROMIUM).exists():
         raise ValueError(f"{CHROMIUM} is missing: the benchmark drives the app in Chromium")
@@ -28,12 +40,16 @@ def run(args: argparse.Namespace) -> int:
     print(f"app-latency: {models} models, load {load_before[0]:.2f}", file=sys.stderr)
     with tempfile.TemporaryDirectory() as tmp:
         measured = measure_app(models=models, repeats=args.repeats, log=Path(tmp) / "streamlit.log")
+    stages = server_stages()
     load_after = os.getloadavg()
     write_json(args.out, {
         "protocol": {
             "what": "streamlit run app, opened in Chromium (Playwright) at 1280x800; each time runs from the "
                     "user's action until the page has settled (no stale element, no running indicator, the "
-                    "method's caption and one overlay per model shown)",
+                    "method's caption, one overlay per model and the per-map figures shown)",
+            "server_stages": "a fresh process runs what the first render and a switch compute, with the app's "
+                             "own functions in the app's order; the browser's share (loading Streamlit's page, "
+                             "messages, drawing) is the rest of each browser-timed figure",
             "models": models, "viewport": [1280, 800], "cpus": cpu_count(),
             "loadavg_before": [round(v, 2) for v in load_before],
             "loadavg_after": [round(v, 2) for v in load_after],
@@ -41,9 +57,8 @@ def run(args: argparse.Namespace) -> int:
             "command": command_line(args),
         },
         "goals": goals_report(measured),
-        "measured": {k: (round(v, 3) if isinstance(v, float) else
-                         [round(x, 3) for x in v] if isinstance(v, list) else
-                         {kk: round(vv, 3) for kk, vv in v.items()}) for k, v in measured.items()},
+        "measured": _rounded(measured),
+        "server_stages_s": stages,
         "goal_definitions": GOALS,
     })
     return 0
