@@ -441,3 +441,21 @@ def test_a_transformers_vit_directory_is_a_model_like_any_other(tmp_path, shippe
     _ok(at)
     assert not at.error, [e.value for e in at.error]
     assert option in _captions(at)  # drawn through its own RGB preprocessing beside the gray digit models
+
+
+def test_rollout_head_fusion_and_discard_ratio_are_the_librarys(shipped_models):
+    at = _app().run()
+    at.selectbox(key="method").set_value("rollout").run()
+    head = at.selectbox(key="head")
+    assert head.label == "Head fusion" and list(head.options) == ["mean", "max", "min"] and not head.disabled
+    head.set_value("max").run()
+    at.select_slider(key="discard_ratio").set_value(0.5).run()
+    _ok(at)
+    index = at.number_input(key="image_index").value
+    model = load_model(shipped_models[0].path)
+    expected = attribute(model, preprocess(model, test_split().images[index:index + 1]), "rollout", head="max",
+                         discard_ratio=0.5)
+    options = _details(at)[shipped_models[0].label]["options"]
+    assert (options["head"], options["discard_ratio"]) == ("max", 0.5) and options == expected.options
+    query = {k: v[0] if isinstance(v, list) else v for k, v in at.query_params.items()}
+    assert (query["head"], query["discard"]) == ("max", "0.5")
