@@ -72,7 +72,12 @@ def model_entry(spec: str | Path) -> ModelEntry:
     path = Path(text).expanduser()
     if not path.exists():
         raise ValueError(f"model {text!r} does not exist")
-    kind, variant = describe_path(path)
+    try:
+        kind, variant = describe_path(path)
+    except ValueError:
+        if not ((path / CONFIG_FILE).is_file() or path.suffix == ".safetensors"):
+            raise
+        kind, variant = "?", "?"  # a model whose files are damaged: listed, and its load error shown
     if kind == "infsa-viz" and not any(path.glob("*.safetensors")):
         raise ValueError(f"{text!r} has a config but no weights yet")
     files = [f for f in path.iterdir() if f.is_file()] if path.is_dir() else [path]

@@ -93,3 +93,11 @@ def test_a_model_that_does_not_load_gives_one_line(app, tmp_path):
     assert app.catalog.class_names(entry) == () and app.catalog.loaded([entry]) == []
     with pytest.raises(ValueError, match="cannot load the model"):
         app.catalog.get_model(entry)
+
+
+def test_a_model_with_a_damaged_config_is_listed_with_its_reason(app, tmp_path):
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "config.json").write_text("{not json")
+    entry = app.catalog.model_entry(tmp_path / "bad")
+    assert (entry.format, entry.variant) == ("?", "?")
+    assert "JSON" in app.catalog.load_error(entry)
