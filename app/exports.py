@@ -65,7 +65,8 @@ def records_json(records: Sequence[Any]) -> str:
     return json.dumps([r.scalars() for r in records], indent=2, default=str) + "\n"
 
 
-def buttons(name: str, *, png: Callable[[], bytes] | None = None, maps: Callable[[], dict[str, np.ndarray]] | None = None,
+def buttons(name: str, *, png: Callable[[], bytes] | None = None,
+            maps: Callable[[], dict[str, np.ndarray]] | None = None,
             records: Callable[[], Sequence[Any]] | None = None, key: str) -> None:
     """A row of download buttons (those given), each built on click."""
     from infsa_viz.evaluation import records_csv

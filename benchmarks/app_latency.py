@@ -209,7 +209,8 @@ def _stages() -> dict[str, float]:
         maps(method)
         for e in found:
             compute.explain(e, image, method, {})
-    out["uncached switch: maps, tiles and figures (mean of rollout, visits)"] = round((time.perf_counter() - mark) / 2, 4)
+    out["uncached switch: maps, tiles and figures (mean of rollout, visits)"] = round(
+        (time.perf_counter() - mark) / 2, 4)
     mark = time.perf_counter()
     maps("attention")
     for e in found:

@@ -96,7 +96,8 @@ st.plotly_chart(charts.layout(perturb, entries=2 * models, xaxis_title="share of
 if roc.data:
     roc.add_scatter(x=[0, 1], y=[0, 1], mode="lines", name="chance", line=dict(dash="dot", color="gray"))
     st.plotly_chart(charts.layout(roc, entries=models + 1, title="Box ROC (higher is better)",
-                                  xaxis_title="false-positive rate", yaxis_title="true-positive rate"), key="roc_curves")
+                                  xaxis_title="false-positive rate", yaxis_title="true-positive rate"),
+                    key="roc_curves")
     st.plotly_chart(charts.layout(pr, entries=models, title="Box precision-recall",
                                   xaxis_title="recall", yaxis_title="precision"), key="pr_curves")
 else:

@@ -306,7 +306,8 @@ def test_good_upload_of_any_size_renders_with_each_models_preprocessing(shipped_
     _ok(at)
     details = _details(at)
     for m in shipped_models:
-        np.testing.assert_allclose(details[m.label]["logits"], _logits(m.path, [image], resize="pad"), rtol=0, atol=1e-6)
+        np.testing.assert_allclose(details[m.label]["logits"], _logits(m.path, [image], resize="pad"),
+                                   rtol=0, atol=1e-6)
     summaries = [c.value for c in at.caption if "130×90 RGB → 48×48 gray" in c.value]
     assert len(summaries) == len(shipped_models) and all("padded to a square" in c for c in summaries)
     assert not any("aspect ratio" in w.value for w in at.warning)

@@ -113,7 +113,8 @@ def browser():
 LAYOUT_JS = """() => {
   const doc = document.documentElement;
   const main = document.querySelector('[data-testid="stMain"]');
-  const shown = e => e.getBoundingClientRect().width > 0 && !e.closest('details:not([open])');  // not in a closed expander
+  // drawn, and not inside a closed expander
+  const shown = e => e.getBoundingClientRect().width > 0 && !e.closest('details:not([open])');
   const imgs = [...main.querySelectorAll('[data-testid="stImage"] img')].filter(shown);
   const bars = [...main.querySelectorAll('.infsa-cbar')].filter(shown);
   return {
@@ -129,7 +130,8 @@ LAYOUT_JS = """() => {
       const r = b.getBoundingClientRect();
       return {sizes: texts.map(e => parseFloat(getComputedStyle(e).fontSize)),
               ticks: [...b.querySelectorAll('.ticks span')].filter(e => e.offsetParent !== null).length,
-              overflow: texts.some(e => e.getBoundingClientRect().right > r.right + 1 || e.getBoundingClientRect().left < r.left - 1)};
+              overflow: texts.some(e => e.getBoundingClientRect().right > r.right + 1
+                                        || e.getBoundingClientRect().left < r.left - 1)};
     }),
     elided: [...main.querySelectorAll('[data-testid="stMetricValue"], [data-testid="stMetricLabel"]')]
       .filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.innerText),

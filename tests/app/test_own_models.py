@@ -31,7 +31,8 @@ def at(own_models, shipped_models, monkeypatch):
 
 
 def _own_lines(at) -> list[str]:
-    return [m.value for m in at.markdown if m.value.startswith("predicts **") and not m.value.startswith("predicts **digit")]
+    return [m.value for m in at.markdown
+            if m.value.startswith("predicts **") and not m.value.startswith("predicts **digit")]
 
 
 @pytest.mark.parametrize("page", PAGES)
