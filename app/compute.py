@@ -251,22 +251,26 @@ def explain(entry: ModelEntry, image: ImageChoice, method: str, options: dict[st
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def _set_views(path: str, version: int, set_key: str, indices: tuple[int, ...], method: str,
-               options_json: str) -> list[MapView]:
+def _set_views(path: str, version: int, set_key: str, indices: tuple[int, ...], method: str, options_json: str,
+               labelled: bool) -> list[MapView]:
     model, lock = catalog.model_at(path, version)
     data = inputs.set_data(set_key).subset(list(indices))
     prepared = prepare(model.config, data.images)
     with lock:
         result = attribute(model, prepared.tensor, method, **json.loads(options_json))
+    none = np.zeros((0, 4), np.int64)
     return [MapView(map=result.maps[i].numpy(), options=result.options, metadata={}, validity=None,
                     target=None if result.target is None else int(result.target[i]), display=prepared.display[i],
-                    boxes=prepared.boxes(i, data.boxes[i]), negative_boxes=None) for i in range(len(indices))]
+                    boxes=prepared.boxes(i, data.boxes[i]) if labelled else none, negative_boxes=None)
+            for i in range(len(indices))]
 
 
 def set_views(entry: ModelEntry, set_key: str, indices: list[int], method: str,
               options: dict[str, Any]) -> list[MapView]:
-    """Maps of many images of a set in one batch (class-explaining methods explain the prediction)."""
-    return _set_views(entry.path, entry.version, set_key, tuple(indices), method, json.dumps(options, sort_keys=True))
+    """Maps of many images of a set in one batch (class-explaining methods explain the prediction);
+    the set's boxes only for a model that belongs to it."""
+    return _set_views(entry.path, entry.version, set_key, tuple(indices), method, json.dumps(options, sort_keys=True),
+                      inputs.belongs(entry, set_key))
 
 
 # --------------------------------------------------------------------------------- spectra

@@ -59,9 +59,13 @@ def restore(short_names: dict[str, str]) -> None:
     query = st.query_params
     if "models" in query:
         by_name = {name: path for path, name in short_names.items()}
-        chosen = [by_name[n] for n in query["models"].split(",") if n in by_name]
-        if chosen:
+        names = query["models"].split(",")
+        chosen = [by_name[n] for n in names if n in by_name]
+        other = [n for n in names if n not in by_name and n.startswith("/")]  # one typed in "Another model"
+        if chosen or other:
             st.session_state["models"] = chosen
+        if other:
+            st.session_state["extra_model"] = other[0]
     for param, (key, parse, _) in PARAMS.items():
         if param in query:
             try:

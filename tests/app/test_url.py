@@ -54,3 +54,20 @@ def test_a_link_to_an_upload_asks_for_the_file(shipped_models):
     _ok(at)
     assert at.radio(key="image_set").value == "upload"
     assert any("upload it again" in e.value and "cat.png" in e.value for e in at.error)
+
+
+def test_a_model_typed_in_by_path_is_in_the_link_too(tmp_path, shipped_models, make_config):
+    from infsa_viz import VisionTransformer, save_model
+
+    save_model(VisionTransformer(make_config("pure_infsa")), tmp_path / "mine")
+    at = _app().run()
+    at.multiselect(key="models").set_value([shipped_models[0].path]).run()
+    at.text_input(key="extra_model").input(str(tmp_path / "mine")).run()
+    _ok(at)
+    query = _query(at)
+    assert query["models"] == f"{shipped_models[0].name},{(tmp_path / 'mine').resolve()}"
+    copy = _app()
+    copy.query_params = dict(query)
+    copy.run()
+    _ok(copy)
+    assert _captions(copy) == _captions(at) == [shipped_models[0].label, "pure_infsa · mine"]
