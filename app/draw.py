@@ -27,10 +27,23 @@ TICKS = 5
 CSS = """<style>
 .infsa-cbar {container-type: inline-size; margin: 0 0 .6rem 0;}
 .infsa-cbar .ramp {height: 14px; border-radius: 2px; border: 1px solid rgba(0,0,0,.15);}
-.infsa-cbar .ticks {display: flex; flex-wrap: wrap; justify-content: space-between; column-gap: .4rem;
-  font-size: 13px; line-height: 1.35; font-variant-numeric: tabular-nums;}
+.infsa-cbar .ticks {position: relative; height: 1.5em; font-size: 13px; line-height: 1.5;
+  font-variant-numeric: tabular-nums; white-space: nowrap;}
+.infsa-cbar .ticks span {position: absolute; top: 0; transform: translateX(-50%);}
+.infsa-cbar .ticks span::before {content: ""; position: absolute; left: 50%; top: -3px; height: 4px;
+  border-left: 1px solid currentColor;}
+.infsa-cbar .ticks span:first-child {transform: none;}
+.infsa-cbar .ticks span:first-child::before {left: 0;}
+.infsa-cbar .ticks span:last-child {transform: translateX(-100%);}
+.infsa-cbar .ticks span:last-child::before {left: auto; right: 0;}
 .infsa-cbar .unit {font-size: 12px; line-height: 1.3; opacity: .8; overflow-wrap: anywhere;}
 @container (max-width: 240px) {.infsa-cbar .ticks .minor {display: none;}}
+@container (max-width: 150px) {
+  .infsa-cbar .ticks {height: auto; display: flex; flex-wrap: wrap; justify-content: space-between; column-gap: .3rem;}
+  .infsa-cbar .ticks span, .infsa-cbar .ticks span:first-child, .infsa-cbar .ticks span:last-child {
+    position: static; transform: none;}
+  .infsa-cbar .ticks span::before {display: none;}
+}
 .st-key-grid_compact_tiles [data-testid="stImage"] img {max-width: 150px;}
 </style>"""
 
@@ -103,14 +116,15 @@ def _tick(value: float) -> str:
 
 def colour_bar(scale: ColourScale, index: int = 0, unit: str | None = None) -> str:
     """HTML of map ``index``'s colour bar: the ramp from its lower to its upper limit in the
-    scale's own colours, :data:`TICKS` evenly spaced values, and the unit and clipping."""
+    scale's own colours, :data:`TICKS` evenly spaced values each at its place on the ramp (a tick
+    mark above it), and the unit and clipping."""
     lo, hi = scale.limits[index]
     stops = np.linspace(lo, hi, 11)
     colours = scale.colorize(index, stops * scale.divisors[index])  # (11, 3)
     gradient = ", ".join(f"rgb({r},{g},{b}) {i * 10}%" for i, (r, g, b) in enumerate(colours.tolist()))
     values = np.linspace(lo, hi, TICKS)
-    spans = "".join(f'<span class="{"major" if i in (0, TICKS // 2, TICKS - 1) else "minor"}">{_tick(v)}</span>'
-                    for i, v in enumerate(values))
+    spans = "".join(f'<span class="{"major" if i in (0, TICKS // 2, TICKS - 1) else "minor"}" '
+                    f'style="left: {100 * i / (TICKS - 1):g}%">{_tick(v)}</span>' for i, v in enumerate(values))
     text = html.escape(unit if unit is not None else f"{scale.unit}; {scale.clipping}")
     return (f'<div class="infsa-cbar" data-testid="infsa-colour-bar"><div class="ramp" '
             f'style="background: linear-gradient(to right, {gradient})"></div>'

@@ -18,12 +18,11 @@ sel = sidebar.selection()
 st.title("Methods × models")
 sidebar.require_inputs(sel)
 st.session_state.setdefault("grid_methods", [m for m in DEFAULT_METHODS if m in METHODS])
-left, right = st.columns([4, 1])
-methods = left.multiselect("Methods (rows)", list(METHODS), key="grid_methods",
-                           format_func=lambda m: f"{m} ({METHODS[m].family})",
-                           help="Each row shares one colour scale (its colour bar beside it); rows do not share "
-                                "scales, since methods have different units")
-compact = right.toggle("Compact", value=True, key="grid_compact", help="small tiles: the whole grid on one screen")
+methods = st.multiselect("Methods (rows)", list(METHODS), key="grid_methods",
+                         format_func=lambda m: f"{m} ({METHODS[m].family})",
+                         help="Each row shares one colour scale (its colour bar beside it); rows do not share "
+                              "scales, since methods have different units")
+compact = st.toggle("Compact", value=True, key="grid_compact", help="small tiles: the whole grid on one screen")
 names = {e.path: catalog.class_names(e, inputs.BENCHMARK_CLASSES) for e in catalog.loaded(sel.models)}
 st.caption(f"{sel.image.source}; layer and head from the sidebar where a method reads one layer; "
            f"class-explaining methods explain {targets.describe(sel.target, list(names.values()))}.")

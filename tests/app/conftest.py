@@ -101,11 +101,13 @@ def app():
     import torch
 
     threads = torch.get_num_threads()
+    before = {name: sys.modules.pop(name) for name in (*APP_MODULES, "sidebar") if name in sys.modules}
     with pytest.MonkeyPatch.context() as patch:
         patch.syspath_prepend(str(APP_DIR))
         try:
             yield types.SimpleNamespace(**{name: importlib.import_module(name) for name in APP_MODULES})
-        finally:
-            for name in APP_MODULES:
+        finally:  # the app's own imports (AppTest runs it in this process) come back as they were
+            for name in (*APP_MODULES, "sidebar"):
                 sys.modules.pop(name, None)
+            sys.modules.update(before)
             torch.set_num_threads(threads)

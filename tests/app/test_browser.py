@@ -128,8 +128,11 @@ LAYOUT_JS = """() => {
     bars: bars.map(b => {
       const texts = [...b.querySelectorAll('span, .unit')].filter(e => e.offsetParent !== null);
       const r = b.getBoundingClientRect();
-      return {sizes: texts.map(e => parseFloat(getComputedStyle(e).fontSize)),
-              ticks: [...b.querySelectorAll('.ticks span')].filter(e => e.offsetParent !== null).length,
+      const ticks = [...b.querySelectorAll('.ticks span')].filter(e => e.offsetParent !== null)
+        .map(e => e.getBoundingClientRect());
+      return {sizes: texts.map(e => parseFloat(getComputedStyle(e).fontSize)), ticks: ticks.length,
+              touching: ticks.some((a, i) => ticks.slice(i + 1).some(c =>
+                Math.min(a.right, c.right) - Math.max(a.left, c.left) > 1 && Math.min(a.bottom, c.bottom) - Math.max(a.top, c.top) > 1)),
               overflow: texts.some(e => e.getBoundingClientRect().right > r.right + 1
                                         || e.getBoundingClientRect().left < r.left - 1)};
     }),
@@ -175,7 +178,7 @@ def _assert_fits(page, what: str) -> dict:
             assert overlap_x <= 1 or overlap_y <= 1, f"{what}: images overlap {a} {b}"
     for bar in layout["bars"]:
         assert min(bar["sizes"]) >= MIN_TEXT_PX, f"{what}: colour-bar text of {min(bar['sizes'])} px"
-        assert bar["ticks"] >= 3 and not bar["overflow"], f"{what}: colour bar {bar}"
+        assert bar["ticks"] >= 3 and not bar["overflow"] and not bar["touching"], f"{what}: colour bar {bar}"
     assert not layout["elided"], f"{what}: figures cut short {layout['elided']}"
     return layout
 
@@ -196,6 +199,10 @@ def test_every_page_fits_every_width(server, browser, width, shipped_models):
             if path == "":
                 captions = page.locator('[data-testid="stImageCaption"]').all_inner_texts()
                 assert sum(" · " in c and "model input" not in c for c in captions) == len(shipped_models) + 2
+        page.goto(f"{server}/?scale=per-map")  # a colour bar under each of the five overlays: the narrowest
+        _settle(page, "")
+        layout = _assert_fits(page, f"per-map colour bars at {width} px")
+        assert len(layout["bars"]) == len(shipped_models) + 2
     finally:
         page.close()
 
@@ -239,28 +246,24 @@ def test_a_copied_url_reproduces_the_view(server, browser):
         context.close()
 
 
-def test_readme_screenshot_of_the_main_page(tmp_path, shipped_models):
+def test_readme_screenshot_of_the_main_page(tmp_path, browser, shipped_models):
     """The screenshot at the top of the README (docs/app-side-by-side.png): the shipped models at
     1280 × 800, as a newcomer sees the app."""
-    from playwright.sync_api import sync_playwright
-
     log = tmp_path / "streamlit.log"
     proc, url = _serve([], log)
     try:
         _wait_healthy(url, proc, log)
-        with sync_playwright() as p:
-            chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-            try:
-                page = chromium.new_page(viewport={"width": 1280, "height": 800})
-                page.goto(url)
-                _settle(page, "")
-                page.wait_for_function("() => document.body.innerText.includes('Per-map figures')",
-                                       timeout=RENDER_TIMEOUT_MS)
-                _settle(page, "")
-                _assert_fits(page, "main page")
-                shot = page.screenshot()
-            finally:
-                chromium.close()
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        try:
+            page.goto(url)
+            _settle(page, "")
+            page.wait_for_function("() => document.body.innerText.includes('Per-map figures')",
+                                   timeout=RENDER_TIMEOUT_MS)
+            _settle(page, "")
+            _assert_fits(page, "main page")
+            shot = page.screenshot()
+        finally:
+            page.close()
     finally:
         _stop(proc)
     from infsa_viz.io import atomic_write

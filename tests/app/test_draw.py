@@ -56,13 +56,14 @@ def test_colour_bar_is_the_scales_own_colours_with_ticks_between_the_ends(app):
     assert len(stops) == 11
     assert stops[0] == tuple(scale.colorize(0, np.array([0.0]))[0])  # the low end: the value 0's colour
     assert stops[-1] == tuple(scale.colorize(0, np.array([5.0]))[0])
-    ticks = re.findall(r'<span class="(major|minor)">([^<]*)</span>', bar)
-    assert [t for _, t in ticks] == ["0", "1.25", "2.5", "3.75", "5"]
-    assert [k for k, _ in ticks] == ["major", "minor", "major", "minor", "major"]  # the middle one always shows
+    ticks = re.findall(r'<span class="(major|minor)" style="left: ([\d.]+)%">([^<]*)</span>', bar)
+    assert [t for *_, t in ticks] == ["0", "1.25", "2.5", "3.75", "5"]
+    assert [float(x) for _, x, _ in ticks] == [0, 25, 50, 75, 100]  # each value at its place on the ramp
+    assert [k for k, *_ in ticks] == ["major", "minor", "major", "minor", "major"]  # the middle one always shows
     assert '<div class="unit">map value</div>' in bar
     assert "font-size: 13px" in app.draw.CSS and "font-size: 12px" in app.draw.CSS  # legible text, never pixels
     signed = app.draw.colour_bar(colour_scale([np.array([[-2.0, 1.0]])], "raw", signed=True, clip=None), 0)
-    assert [t for _, t in re.findall(r'<span class="(major|minor)">([^<]*)</span>', signed)][2] == "0"
+    assert [t for *_, t in re.findall(r'<span class="(major|minor)" style="[^"]*">([^<]*)</span>', signed)][2] == "0"
 
 
 def _validity(share: list[float], mass: list[float]) -> dict:
