@@ -94,6 +94,12 @@ def set_classes(key: str) -> tuple[str, ...]:
     return _set_data(key)[1]
 
 
+def class_names(entry: ModelEntry) -> tuple[str, ...]:
+    """A model's class names (:func:`catalog.class_names`; a model without names of its own is
+    named by the benchmark it was trained on)."""
+    return catalog.class_names(entry, BENCHMARK_CLASSES)
+
+
 def belongs(entry: ModelEntry, key: str | None) -> bool:
     """Whether a set's labels are classes of this model: it was trained on the benchmark, or its
     class names are the folder's."""
@@ -101,7 +107,7 @@ def belongs(entry: ModelEntry, key: str | None) -> bool:
         return False
     if key in BENCHMARKS:
         return catalog.trained_on(entry.path, entry.version) == key
-    return catalog.class_names(entry, BENCHMARK_CLASSES) == set_classes(key)
+    return class_names(entry) == set_classes(key)
 
 
 # ---------------------------------------------------------------------------------- images

@@ -209,7 +209,7 @@ def _method_choice(models: list[ModelEntry], image: ImageChoice | None, page: st
     labelled = image is not None and image.label is not None
     choices = targets.choices(classes, labelled=labelled)
     _keep("target", choices, targets.DEFAULT)
-    names = [catalog.class_names(e, inputs.BENCHMARK_CLASSES) for e in catalog.loaded(models)]
+    names = [inputs.class_names(e) for e in catalog.loaded(models)]
     target = sb.selectbox("Explain class", choices, key="target", format_func=lambda t: targets.describe(t, names),
                           disabled=not spec.explains_class,
                           help="The class a gradient method explains: each model's prediction (default), the "

@@ -20,7 +20,7 @@ st.title("Side by side")
 sidebar.require_inputs(sel)
 image = sel.image
 spec = METHODS[sel.method]
-names = {e.path: catalog.class_names(e, inputs.BENCHMARK_CLASSES) for e in catalog.loaded(sel.models)}
+names = {e.path: inputs.class_names(e) for e in catalog.loaded(sel.models)}
 explains = f" Explains {targets.describe(sel.target, list(names.values()))}." if spec.explains_class else ""
 st.caption(f"**{sel.method}** ({spec.family}): {spec.description}.{explains} Image: {image.source}.")
 show_figures = st.toggle("Per-map figures (MoRF-AOC, pointing game, box AUCs)", value=True, key="badges")

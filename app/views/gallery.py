@@ -40,7 +40,7 @@ if st.session_state.get("gallery_model") not in by_path:
 top = st.columns([2, 2, 1])
 entry = by_path[top[0].selectbox("Model", list(by_path), key="gallery_model", format_func=lambda p: by_path[p].label)]
 judged = inputs.belongs(entry, set_key)
-names = catalog.class_names(entry, inputs.BENCHMARK_CLASSES)
+names = inputs.class_names(entry)
 with st.spinner(f"Classifying {len(data)} images with {entry.name}…"):
     probs = compute.set_probabilities(entry, set_key)
 predicted, confidence = probs.argmax(-1), probs.max(-1)

@@ -23,7 +23,7 @@ methods = st.multiselect("Methods (rows)", list(METHODS), key="grid_methods",
                          help="Each row shares one colour scale (its colour bar beside it); rows do not share "
                               "scales, since methods have different units")
 compact = st.toggle("Compact", value=True, key="grid_compact", help="small tiles: the whole grid on one screen")
-names = {e.path: catalog.class_names(e, inputs.BENCHMARK_CLASSES) for e in catalog.loaded(sel.models)}
+names = {e.path: inputs.class_names(e) for e in catalog.loaded(sel.models)}
 st.caption(f"{sel.image.source}; layer and head from the sidebar where a method reads one layer; "
            f"class-explaining methods explain {targets.describe(sel.target, list(names.values()))}.")
 widths = [1.3] + [1] * len(sel.models)
