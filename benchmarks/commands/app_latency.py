@@ -46,7 +46,9 @@ def run(args: argparse.Namespace) -> int:
         "protocol": {
             "what": "streamlit run app, opened in Chromium (Playwright) at 1280x800; each time runs from the "
                     "user's action until the page has settled (no stale element, no running indicator, the "
-                    "method's caption, one overlay per model and the per-map figures shown)",
+                    "method's caption, one overlay per model and the per-map figures shown); a method switch "
+                    "is timed from the choice (Enter on the filtered option), and also with the dropdown's "
+                    "opening and the typing of the name (*_typing_included_s, the first reports' protocol)",
             "server_stages": "a fresh process runs what the first render and a switch compute, with the app's "
                              "own functions in the app's order; the browser's share (loading Streamlit's page, "
                              "messages, drawing) is the rest of each browser-timed figure",
