@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import compute
 import figures
+import warmup
 
-compute.imports_settled()  # before plotly reads sys.modules["pandas"]
+warmup.settled()  # before plotly reads sys.modules["pandas"]
 import plotly.graph_objects as go  # noqa: E402
 from plotly.colors import qualitative  # noqa: E402
 

@@ -11,10 +11,8 @@ turns it into what each model is given.
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,32 +45,6 @@ if "OMP_NUM_THREADS" not in os.environ:
 FIGURES_PROTOCOL = dict(subsample=0, road_images=0, sanity_images=0)
 #: Images per forward pass when a whole set is classified.
 BATCH = 64
-#: Modules the figures need first (box AUCs read scikit-learn, which imports pandas): imported in
-#: the background while the first overlays are computed and drawn (:func:`warm_imports`).
-WARM_MODULES = ("pandas", "sklearn.metrics")
-_warm_lock = threading.Lock()
-_warm_thread: threading.Thread | None = None
-
-
-def warm_imports() -> None:
-    """Import :data:`WARM_MODULES` in a daemon thread, once per server, so the first figures
-    do not wait for them after the overlays are shown."""
-    global _warm_thread
-    with _warm_lock:
-        if _warm_thread is None:
-            _warm_thread = threading.Thread(target=lambda: [importlib.import_module(m) for m in WARM_MODULES],
-                                            daemon=True, name="infsa-viz-warm-imports")
-            _warm_thread.start()
-
-
-def imports_settled() -> None:
-    """Wait for :func:`warm_imports` to finish. Call before plotly: it reads ``sys.modules["pandas"]``
-    without importing it, and would see a module the warm-up thread is still importing. (An
-    ``import`` statement waits by itself.)"""
-    if _warm_thread is not None:
-        _warm_thread.join()
-
-
 # ---------------------------------------------------------------------------- model inputs
 @st.cache_data(show_spinner=False, max_entries=256)
 def _prepared(path: str, version: int, image_key: str, _image: ImageChoice) -> Prepared:

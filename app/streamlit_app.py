@@ -5,14 +5,16 @@ Wires the pages; the shared sidebar (models, image, method, display) is rendered
 page, so its state survives page switches, and the view is kept in the URL.
 """
 
-import streamlit as st
+import warmup
 
-import compute
-import draw
-import sidebar
+warmup.start()  # first: scikit-learn and pandas load while torch and the library do
+
+import streamlit as st  # noqa: E402
+
+import draw  # noqa: E402
+import sidebar  # noqa: E402
 
 st.set_page_config(page_title="infsa-viz", layout="wide")
-compute.warm_imports()
 page = st.navigation([
     st.Page("views/compare.py", title="Side by side", icon=":material/compare:", default=True),
     st.Page("views/grid.py", title="Methods × models", icon=":material/grid_view:"),

@@ -11,9 +11,10 @@ import draw
 import exports
 import sidebar
 import tokens
+import warmup
 from infsa_viz.overlay import colour_scale, encode_png, overlay, overlay_grid
 
-compute.imports_settled()  # before plotly reads sys.modules["pandas"]
+warmup.settled()  # before plotly reads sys.modules["pandas"]
 import plotly.graph_objects as go  # noqa: E402
 
 sel = sidebar.selection()

@@ -6,7 +6,7 @@ from pathlib import Path
 import streamlit as st
 
 import catalog
-import charts  # first: it waits for the warm-up imports before plotly is imported
+import charts  # first: it waits for the warm-up imports (warmup.py) before plotly builds a figure
 import compute
 import plotly.graph_objects as go
 import sidebar

@@ -8,13 +8,14 @@ import compute
 import draw
 import exports
 import sidebar
+import warmup
 from infsa_viz.maps import selector_options
 from infsa_viz.maps.spectral import Visits
 from infsa_viz.spectral import MATRICES
 
 PER_ROW = 2
 
-compute.imports_settled()  # before plotly reads sys.modules["pandas"]
+warmup.settled()  # before plotly reads sys.modules["pandas"]
 import plotly.graph_objects as go  # noqa: E402
 
 sel = sidebar.selection()
