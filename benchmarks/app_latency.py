@@ -10,6 +10,7 @@ model shown):
 * ``cold_first_render_s``: a fresh server's first page load (imports, models, maps, figures),
   with ``cold_first_title_s`` (the page's title shown: the browser has loaded Streamlit and the
   script has started) and ``cold_first_overlays_s`` (the overlays shown, the figures computing);
+  the median of several fresh servers (:func:`measure_cold`), each run in ``cold_runs``;
 * ``cached_method_switch_s``: switching back to a method already computed for this image;
 * ``uncached_attention_switch_s``: switching for the first time to another attention-family
   method (attention → rollout → visits → neumann → perron → linear_estimate);
@@ -38,7 +39,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-__all__ = ["GOALS", "measure_app", "server_stages"]
+__all__ = ["GOALS", "measure_app", "measure_cold", "server_stages"]
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
@@ -125,6 +126,45 @@ def _timed_click(page, locator, method: str, models: int, text: str = "") -> flo
     return time.perf_counter() - start
 
 
+def _cold(page, url: str, models: int) -> dict[str, float]:
+    """A fresh server's first page load: until the title, the overlays and the settled page."""
+    out = {}
+    start = time.perf_counter()
+    page.goto(url)
+    page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=TIMEOUT_MS)
+    out["cold_first_title_s"] = time.perf_counter() - start
+    page.wait_for_function(OVERLAYS_JS, arg=models, timeout=TIMEOUT_MS, polling=20)
+    out["cold_first_overlays_s"] = time.perf_counter() - start
+    _settle(page, "attention", models)
+    out["cold_first_render_s"] = time.perf_counter() - start
+    return out
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def measure_cold(*, models: int, runs: int, log: Path) -> list[dict[str, float]]:
+    """:func:`_cold` of ``runs`` fresh servers, each opened by a fresh browser."""
+    from playwright.sync_api import sync_playwright
+
+    out = []
+    with sync_playwright() as p:
+        for _ in range(runs):
+            proc, url = _serve(log)
+            try:
+                browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                out.append(_cold(browser.new_page(viewport={"width": 1280, "height": 800}), url, models))
+                browser.close()
+            finally:
+                _stop(proc)
+    return out
+
+
 def measure_app(*, models: int, repeats: int = 5, log: Path) -> dict[str, Any]:
     """Drive the app in Chromium; seconds per interaction (see the module docstring)."""
     from playwright.sync_api import sync_playwright
@@ -135,14 +175,7 @@ def measure_app(*, models: int, repeats: int = 5, log: Path) -> dict[str, Any]:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": 1280, "height": 800})
-            start = time.perf_counter()
-            page.goto(url)
-            page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=TIMEOUT_MS)
-            out["cold_first_title_s"] = time.perf_counter() - start
-            page.wait_for_function(OVERLAYS_JS, arg=models, timeout=TIMEOUT_MS, polling=20)
-            out["cold_first_overlays_s"] = time.perf_counter() - start
-            _settle(page, "attention", models)
-            out["cold_first_render_s"] = time.perf_counter() - start
+            out.update(_cold(page, url, models))
             TYPED.clear()
             first = [_choose(page, m, models) for m in ATTENTION_METHODS]
             out["uncached_attention_switch_s"] = statistics.median(first)
@@ -165,11 +198,7 @@ def measure_app(*, models: int, repeats: int = 5, log: Path) -> dict[str, Any]:
                 _timed_click(page, toggle, "attention", models, "Image (of")  # back to the whole split
             browser.close()
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        _stop(proc)
     return out
 
 
