@@ -1,4 +1,6 @@
-"""The shipped models the app tests run on (``models/*/`` with a config and weights)."""
+"""What the app tests run on: the shipped models (``models/*/`` with a config and weights), a
+researcher's own two transformers models built here (:func:`build_own_models`), and the app's
+modules for unit tests (``app``)."""
 
 from __future__ import annotations
 
