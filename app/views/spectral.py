@@ -63,7 +63,7 @@ rows = []
 for start in range(0, len(visits), PER_ROW):
     for column, (entry, visit) in zip(st.columns(PER_ROW), visits[start:start + PER_ROW]):
         with column:
-            st.subheader(entry.label)
+            st.markdown(f"**{entry.label}**")
             if isinstance(visit, str):  # the model could not be read or explained: its one-line reason
                 st.error(visit)
                 continue
