@@ -37,9 +37,9 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
-__all__ = ["GOALS", "measure_app", "measure_cold", "server_stages"]
+__all__ = ["GOALS", "measure_app", "measure_cold", "serve", "server_stages", "stop"]
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
@@ -73,25 +73,38 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _serve(log: Path) -> tuple[subprocess.Popen, str]:
+def serve(log: Path, args: Sequence[str] = ()) -> tuple[subprocess.Popen, str]:
+    """``streamlit run app`` (with ``-- args``) on a free local port, its output in ``log``;
+    ``(process, URL)`` once it answers its health check (``RuntimeError`` after 120 s or if it exits)."""
     port = _free_port()
     with log.open("w") as out:
         proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app", "--server.headless", "true",
-                                 "--server.port", str(port), "--server.address", "127.0.0.1"],
+                                 "--server.port", str(port), "--server.address", "127.0.0.1",
+                                 *(["--", *args] if args else [])],
                                 cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
                                 env={**os.environ, "PYTHONPATH": str(ROOT)})
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"streamlit exited with code {proc.returncode}: {log.read_text()[-500:]}")
+            raise RuntimeError(f"streamlit exited with code {proc.returncode}: {log.read_text()[-2000:]}")
         try:
             with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2):
                 return proc, url
         except OSError:
             time.sleep(0.2)
+    stop(proc)
+    raise RuntimeError(f"streamlit was not healthy within 120 s: {log.read_text()[-2000:]}")
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """End a server started by :func:`serve`."""
     proc.terminate()
-    raise RuntimeError("streamlit was not healthy within 120 s")
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def _settle(page, method: str, models: int, text: str = "") -> None:
@@ -140,14 +153,6 @@ def _cold(page, url: str, models: int) -> dict[str, float]:
     return out
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-
-
 def measure_cold(*, models: int, runs: int, log: Path) -> list[dict[str, float]]:
     """:func:`_cold` of ``runs`` fresh servers, each opened by a fresh browser."""
     from playwright.sync_api import sync_playwright
@@ -155,13 +160,13 @@ def measure_cold(*, models: int, runs: int, log: Path) -> list[dict[str, float]]
     out = []
     with sync_playwright() as p:
         for _ in range(runs):
-            proc, url = _serve(log)
+            proc, url = serve(log)
             try:
                 browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
                 out.append(_cold(browser.new_page(viewport={"width": 1280, "height": 800}), url, models))
                 browser.close()
             finally:
-                _stop(proc)
+                stop(proc)
     return out
 
 
@@ -169,7 +174,7 @@ def measure_app(*, models: int, repeats: int = 5, log: Path) -> dict[str, Any]:
     """Drive the app in Chromium; seconds per interaction (see the module docstring)."""
     from playwright.sync_api import sync_playwright
 
-    proc, url = _serve(log)
+    proc, url = serve(log)
     out: dict[str, Any] = {}
     try:
         with sync_playwright() as p:
@@ -198,7 +203,7 @@ def measure_app(*, models: int, repeats: int = 5, log: Path) -> dict[str, Any]:
                 _timed_click(page, toggle, "attention", models, "Image (of")  # back to the whole split
             browser.close()
     finally:
-        _stop(proc)
+        stop(proc)
     return out
 
 

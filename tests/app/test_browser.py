@@ -9,22 +9,15 @@ the same in a new browser; and the README's screenshot.
 from __future__ import annotations
 
 import importlib.util
-import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
+from benchmarks.app_latency import CHROMIUM_ARGS, serve, stop
+
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOT = ROOT / "docs" / "app-side-by-side.png"
 CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
-START_TIMEOUT_S = 120
 RENDER_TIMEOUT_MS = 240_000  # first render: imports, the test split, five models' maps and figures
 VIEWPORTS = {800: 900, 1280: 800, 1920: 1080}
 PAGES = {"": "Side by side", "grid": "Methods × models", "attention": "Attention", "spectral": "Spectral",
@@ -42,46 +35,11 @@ pytestmark = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_healthy(url: str, server: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            pytest.fail(f"streamlit exited with code {server.returncode}:\n{log.read_text()[-2000:]}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.status == 200 and response.read().strip() == b"ok":
-                    return
-        except OSError:
-            pass
-        time.sleep(0.5)
-    pytest.fail(f"streamlit was not healthy within {START_TIMEOUT_S} s:\n{log.read_text()[-2000:]}")
-
-
 def _serve(args: list[str], log: Path):
-    port = _free_port()
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app", "--server.headless", "true",
-             "--server.port", str(port), "--server.address", "127.0.0.1",
-             *(["--", *args] if args else [])],
-            cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-        )
-    return proc, f"http://127.0.0.1:{port}"
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
     try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+        return serve(log, args)
+    except RuntimeError as err:
+        pytest.fail(str(err))
 
 
 @pytest.fixture(scope="module")
@@ -90,10 +48,9 @@ def server(tmp_path_factory, shipped_models, own_models):
     log = tmp_path_factory.mktemp("app") / "streamlit.log"
     proc, url = _serve(["--models", str(own_models.root)], log)
     try:
-        _wait_healthy(url, proc, log)
         yield url
     finally:
-        _stop(proc)
+        stop(proc)
 
 
 @pytest.fixture(scope="module")
@@ -252,7 +209,6 @@ def test_readme_screenshot_of_the_main_page(tmp_path, browser, shipped_models):
     log = tmp_path / "streamlit.log"
     proc, url = _serve([], log)
     try:
-        _wait_healthy(url, proc, log)
         page = browser.new_page(viewport={"width": 1280, "height": 800})
         try:
             page.goto(url)
@@ -265,7 +221,7 @@ def test_readme_screenshot_of_the_main_page(tmp_path, browser, shipped_models):
         finally:
             page.close()
     finally:
-        _stop(proc)
+        stop(proc)
     from infsa_viz.io import atomic_write
 
     atomic_write(SCREENSHOT, shot)
