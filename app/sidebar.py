@@ -1,7 +1,9 @@
 """The shared sidebar: models, image, method with its target and selectors, display.
 
-Rendered by the entry point before the page (so its state survives page switches); a control
-that does not apply to the chosen method on the current page is disabled, its help says why.
+Rendered by the entry point before the page (so its state survives page switches) and restored
+from / written to the URL (:mod:`urlstate`); a control that does not apply to the chosen method on
+the current page is disabled, its help says why. Widgets take their first value from the session
+state (set here or by the URL), never from a ``value=`` argument, so a restored value wins.
 """
 
 from __future__ import annotations
@@ -12,175 +14,250 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-import common
-from common import Display, ImageChoice, ModelEntry
-from infsa_viz.data import TEST_SIZE
+import catalog
+import compute
+import inputs
+import targets
+import urlstate
+from catalog import ModelEntry
+from draw import Display
+from inputs import ImageChoice
 from infsa_viz.images import MAX_IMAGE_BYTES
 from infsa_viz.maps import METHODS, selector_options
 from infsa_viz.overlay import SCALES, SEQUENTIAL
 
 #: Pages whose own views read the layer and head selectors, whatever the method.
 LAYER_PAGES = ("Spectral", "Attention")
-#: How many of the most probable classes the class picker offers.
-TOP_K = 3
-
+UPLOAD = "upload"
+FITS = {"model's own": None, "letterbox": "pad"}
+#: Head fusions of methods that fuse heads rather than pick one (rollout).
+FUSIONS = ["mean", "max", "min"]
 _SELECTION = "_selection"
+DEFAULTS = {"method": "attention", "target": targets.DEFAULT, "layer": -1, "head": "mean", "discard_ratio": 0.0,
+            "upload_fit": "model's own", "colormap": "inferno", "alpha": 0.5, "scale": "shared", "clip": 99.0,
+            "show_boxes": True}
 
 
 @dataclass(frozen=True, eq=False)
 class Selection:
-    """What the sidebar selects: models, image (or an error), method with options and target, display."""
+    """What the sidebar selects: models, image (or an error), method with options and target,
+    display, and the image set the image comes from (``None`` for an upload)."""
 
     models: list[ModelEntry]
     image: ImageChoice | None
     error: str | None
     method: str
     options: dict[str, Any]
-    target: str | int
+    target: targets.Target
     layer: int
     head: int | str
     display: Display
+    set_key: str | None = None
 
 
-def _random_index(key: str, count: int) -> None:
-    st.session_state[key] = int(np.random.default_rng().integers(count)) if count else 0
+def _keep(key: str, options: list[Any], default: Any) -> None:
+    """The widget's state set to ``default`` unless it is one of ``options`` (a value from the URL
+    or an earlier page may not be)."""
+    if st.session_state.get(key, default) not in options:
+        st.session_state[key] = default
+    st.session_state.setdefault(key, default)
 
 
-def _clamp(key: str, count: int) -> None:
-    if st.session_state.get(key, 0) > max(count - 1, 0):
-        st.session_state[key] = 0
+def _step(key: str, count: int, step: int | None) -> None:
+    """Previous / next (``step`` ±1, wrapping) or a random image (``step`` ``None``)."""
+    current = int(st.session_state.get(key, 0))
+    st.session_state[key] = (int(np.random.default_rng().integers(count)) if step is None else
+                             (current + step) % max(count, 1))
 
 
-def _model_choices() -> list[ModelEntry]:
+def _model_choices(found: list[ModelEntry], problems: list[str]) -> list[ModelEntry]:
     sb = st.sidebar
-    found, problems = common.find_models(common.model_roots())
     by_path = {e.path: e for e in found}
+    st.session_state.setdefault("models", list(by_path))
+    st.session_state["models"] = [p for p in st.session_state["models"] if p in by_path]
     chosen = sb.multiselect(
-        "Models", list(by_path), default=list(by_path), key="models",
-        format_func=lambda p: by_path[p].label if p in by_path else p,
-        help=f"The shipped models ({common.MODELS_DIR}) and any added with `streamlit run app -- --models DIR` "
-             f"or the {common.MODELS_ENV} environment variable",
-    )
+        "Models", list(by_path), key="models", format_func=lambda p: by_path[p].label if p in by_path else p,
+        help=f"The shipped models ({catalog.MODELS_DIR}) and any added with `streamlit run app -- --models DIR` "
+             f"or the {catalog.MODELS_ENV} environment variable")
     for problem in problems:
         sb.warning(problem)
     if not found:
-        sb.info(f"No trained model found under `{common.MODELS_DIR}`: train one with `infsa-viz train`, "
-                "or enter a model directory below.")
-    entries = [by_path[p] for p in chosen if p in by_path]
-    extra = sb.text_input("Another model directory", key="extra_model", placeholder="/path/to/model",
-                          help="Any format infsa_viz.load_model reads; explained with its own preprocessing")
+        sb.info(f"No trained model found under `{catalog.MODELS_DIR}`: train one with `infsa-viz train`, "
+                "or enter a model path below.")
+    entries = [by_path[p] for p in chosen]
+    extra = sb.text_input("Another model", key="extra_model", placeholder="/path/to/model",
+                          help="Any path infsa_viz.load_model reads (a model directory, a transformers "
+                               "save_pretrained directory, a .safetensors file?num_heads=H); explained with its "
+                               "own preprocessing")
     if extra.strip():
         try:
-            entry = common.user_model(extra.strip())
-            common.get_model(entry.path, entry.version)
+            entry = catalog.model_entry(extra.strip())
+            catalog.get_model(entry)
         except ValueError as err:
             sb.error(f"Cannot load {extra.strip()!r}: {err}")
         else:
             if entry.path not in {e.path for e in entries}:
                 entries.append(entry)
-    return entries
+    return [catalog.with_variant(e) for e in entries]
 
 
-def _image_choice(models: list[ModelEntry]) -> tuple[ImageChoice | None, str | None]:
+def _upload() -> tuple[ImageChoice | None, str | None]:
     sb = st.sidebar
-    source = sb.radio("Image", ["Test split", "Upload"], key="image_source", horizontal=True)
-    if source == "Upload":
-        upload = sb.file_uploader(f"PNG or JPEG, any mode (up to {MAX_IMAGE_BYTES // 2**20} MB)", type=common.UPLOAD_TYPES,
-                                  key="upload")
-        if upload is None:
-            return None, None
-        fit = sb.radio("Fit to each model", ["pad", "model's own"], key="upload_fit", horizontal=True,
-                       help="pad: longer side to the model's size, aspect kept, margins in the mean colour "
-                            "(default, nothing is distorted); model's own: the model's stored resize "
-                            "(the shipped models stretch)")
-        try:
-            choice = common.upload_image(upload.getvalue(), upload.name)
-            return choice.fitted("pad" if fit == "pad" else None), None
-        except ValueError as err:
-            return None, f"Cannot use this file: {err}"
-    loadable = [e for e in models if common.load_error(e) is None]
-    only_wrong = sb.checkbox("Only misclassified", key="only_wrong", disabled=not loadable,
-                             help="Browse the test images a model gets wrong (predictions computed once per model)")
-    if only_wrong and loadable:
-        by_path = {e.path: e for e in loadable}
+    missing = st.session_state.get(urlstate.MISSING_UPLOAD)
+    upload = sb.file_uploader(f"PNG or JPEG, any mode (up to {MAX_IMAGE_BYTES // 2**20} MB)",
+                              type=inputs.UPLOAD_TYPES, key="upload")
+    _keep("upload_fit", list(FITS), DEFAULTS["upload_fit"])
+    fit = sb.radio("Fit to each model", list(FITS), key="upload_fit", horizontal=True,
+                   help="model's own: the resize the model was trained with (default); letterbox: longer side "
+                        "to the model's size, aspect kept, margins in the mean colour (models that crop their "
+                        "centre keep their own)")
+    if upload is None:
+        return None, None if missing is None else f"The link shows the upload {missing!r}: upload it again."
+    st.session_state.pop(urlstate.MISSING_UPLOAD, None)
+    try:
+        return inputs.upload_image(upload.getvalue(), upload.name).fitted(FITS[fit]), None
+    except ValueError as err:
+        return None, f"Cannot use this file: {err}"
+
+
+def _set_image(models: list[ModelEntry], set_key: str) -> tuple[ImageChoice | None, str | None]:
+    sb = st.sidebar
+    try:
+        count = len(inputs.set_data(set_key))
+    except ValueError as err:
+        return None, str(err)
+    judged = [e for e in catalog.loaded(models) if inputs.belongs(e, set_key)]
+    if "image_index" not in st.session_state:  # first screen: an image every model gets right
+        st.session_state["image_index"] = compute.first_all_correct(judged, set_key) or 0
+    only_wrong = sb.checkbox("Only misclassified", key="only_wrong", disabled=not judged,
+                             help="Browse the images a model gets wrong (predictions computed once per model); "
+                                  "for models trained on this set's classes")
+    if only_wrong and judged:
+        by_path = {e.path: e for e in judged}
+        _keep("wrong_model", list(by_path), judged[0].path)
         path = sb.selectbox("…by model", list(by_path), key="wrong_model", format_func=lambda p: by_path[p].label)
-        entry = by_path[path]
-        wrong = common.misclassified(entry.path, entry.version)
+        with st.spinner("Classifying the whole set…"):
+            wrong = compute.misclassified(by_path[path], set_key)
         if not len(wrong):
-            return None, f"{entry.label} classifies every test image correctly."
-        _clamp("wrong_pos", len(wrong))
-        position = sb.number_input(f"Misclassified image (of {len(wrong)})", 0, len(wrong) - 1, key="wrong_pos")
-        sb.button("Random", key="random_image", on_click=_random_index, args=("wrong_pos", len(wrong)))
-        index = int(wrong[int(position)])
+            return None, f"{by_path[path].label} classifies every image of this set correctly."
+        key, count, label = "wrong_pos", len(wrong), f"Misclassified image (of {len(wrong)})"
     else:
-        index = int(sb.number_input(f"Test image (of {TEST_SIZE})", 0, TEST_SIZE - 1, key="image_index"))
-        sb.button("Random", key="random_image", on_click=_random_index, args=("image_index", TEST_SIZE))
-    image = common.test_image(index)
-    sb.caption(f"{image.source}: shows {common.class_name(None, image.label)}; target box green, distractors red")
+        key, label = "image_index", f"Image (of {count})"
+    if not 0 <= st.session_state.get(key, 0) < count:
+        st.session_state[key] = 0
+    position = int(sb.number_input(label, 0, count - 1, key=key))
+    back, rand, forward = sb.columns(3)
+    back.button("◀", key="previous_image", on_click=_step, args=(key, count, -1), help="Previous image",
+                width="stretch")
+    rand.button(":material/shuffle:", key="random_image", on_click=_step, args=(key, count, None), help="Random image",
+                width="stretch")
+    forward.button("▶", key="next_image", on_click=_step, args=(key, count, 1), help="Next image", width="stretch")
+    index = int(wrong[position]) if key == "wrong_pos" else position
+    image = inputs.set_image(set_key, index)
+    shows = inputs.set_classes(set_key)[image.label] if image.label is not None else "no label"
+    scored = "scored for every selected model" if len(judged) == len(models) else (
+        f"scored only for {', '.join(e.name for e in judged)}" if judged else "not scored: no selected model "
+        "was trained on these classes")
+    sb.caption(f"{image.source}: shows {shows} ({scored}); target box green, distractors red")
     return image, None
 
 
+def _image_choice(models: list[ModelEntry]) -> tuple[ImageChoice | None, str | None, str | None]:
+    sets = inputs.image_sets(models, inputs.data_specs())
+    _keep("image_set", [*sets, UPLOAD], sets[0])
+    set_key = st.sidebar.radio("Images", [*sets, UPLOAD], key="image_set",
+                               format_func=lambda k: "Upload" if k == UPLOAD else inputs.set_title(k),
+                               help="The test split of the benchmark the models were trained on, folders added "
+                                    f"with `-- --data folder:PATH` or {inputs.DATA_ENV}, or an image of your own")
+    if set_key == UPLOAD:
+        return (*_upload(), None)
+    return (*_set_image(models, set_key), set_key)
+
+
 def _method_choice(models: list[ModelEntry], image: ImageChoice | None, page: str
-                   ) -> tuple[str, dict[str, Any], str | int, int, int | str]:
+                   ) -> tuple[str, dict[str, Any], targets.Target, int, int | str]:
     sb = st.sidebar
-    method = sb.selectbox("Method", [m for m, s in METHODS.items() if not s.needs_truth], key="method", format_func=lambda m: f"{m} ({METHODS[m].family})",
-                          help="\n".join(f"- **{m}**: {s.description}" for m, s in METHODS.items()))
+    choices = [m for m, s in METHODS.items() if not s.needs_truth]  # oracles read an evaluation's ground truth
+    _keep("method", choices, DEFAULTS["method"])
+    method = sb.selectbox("Method", choices, key="method", format_func=lambda m: f"{m} ({METHODS[m].family})",
+                          help="\n".join(f"- **{m}**: {METHODS[m].description}" for m in choices))
     spec = METHODS[method]
     sb.caption(f"*{spec.description}*")
-    configs = []
-    for e in models:
-        try:
-            configs.append(common.get_model(e.path, e.version)[0].config)
-        except ValueError:
-            continue
+    configs = [catalog.get_model(e)[0].config for e in catalog.loaded(models)]
     depth = max((c.depth for c in configs), default=1)
     heads = min((c.num_heads for c in configs), default=1)
-    classes = min((c.num_classes for c in configs), default=1)
+    classes = max((c.num_classes for c in configs), default=1)
+    fuses = "head" in spec.defaults and spec.defaults["head"] in FUSIONS and not spec.per_layer
     applies = spec.per_layer or page in LAYER_PAGES
     reason = ("" if spec.per_layer else f" (the {page} page's own views)") if applies else \
         f"Disabled: {method} reads every layer (or no attention), and this page has no per-layer view"
+    _keep("layer", [-1, *range(depth)], -1)
     layer = sb.selectbox("Layer", [-1, *range(depth)], key="layer", format_func=lambda v: "last" if v == -1 else str(v),
                          disabled=not applies, help=("Which attention layer is read" + reason) if applies else reason)
-    head = sb.selectbox("Head", ["mean", *range(heads)], key="head", disabled=not applies,
-                        help=("'mean' fuses the heads as the method does by default" + reason) if applies else reason)
-    targets: list[str | int] = ["predicted", *(["label"] if image is not None and image.label is not None else []),
-                                *[f"top {k}" for k in range(2, min(TOP_K, classes) + 1)], *range(classes)]
-    if st.session_state.get("target", "predicted") not in targets:
-        st.session_state["target"] = "predicted"
-    first = models[0] if models else None
-    target = sb.selectbox("Explain class", targets, key="target", format_func=lambda t: common.target_label(t, first),
+    head_options: list[Any] = FUSIONS if fuses and not applies else ["mean", *range(heads)]
+    _keep("head", head_options, "mean")
+    head = sb.selectbox("Head fusion" if fuses and not applies else "Head", head_options, key="head",
+                        disabled=not (applies or fuses),
+                        help="how the heads of each layer are fused (Abnar & Zuidema: mean; vit-explain: max, min)"
+                        if fuses and not applies else ("'mean' fuses the heads" + reason) if applies else reason)
+    options = selector_options(method, layer=layer, head=head, strict=False)
+    if "discard_ratio" in spec.defaults:
+        _keep("discard_ratio", [round(v, 2) for v in np.arange(0, 0.96, 0.05)], 0.0)
+        options["discard_ratio"] = float(sb.select_slider(
+            "Discard ratio", [round(v, 2) for v in np.arange(0, 0.96, 0.05)], key="discard_ratio",
+            help="share of the smallest attention weights of each layer set to 0 before the rollout "
+                 "(vit-explain; 0 = Abnar & Zuidema's rollout)"))
+    labelled = image is not None and image.label is not None
+    choices = targets.choices(classes, labelled=labelled)
+    _keep("target", choices, targets.DEFAULT)
+    names = [inputs.class_names(e) for e in catalog.loaded(models)]
+    target = sb.selectbox("Explain class", choices, key="target", format_func=lambda t: targets.describe(t, names),
                           disabled=not spec.explains_class,
-                          help="The class a gradient method explains: the prediction (default), the true label, "
-                               "the 2nd/3rd most probable class of each model, or any class" +
+                          help="The class a gradient method explains: each model's prediction (default), the "
+                               "image's label, its 2nd/3rd most probable class, or any class" +
                                ("" if spec.explains_class else f". Disabled: {method} explains no class"))
-    return method, selector_options(method, layer=layer, head=head, strict=False), target, int(layer), head
+    return method, options, target, int(layer), head
 
 
 def _display() -> Display:
     with st.sidebar.expander("Display"):
+        for key in ("colormap", "alpha", "scale", "clip", "show_boxes"):
+            st.session_state.setdefault(key, DEFAULTS[key])
+        _keep("colormap", list(SEQUENTIAL), DEFAULTS["colormap"])
+        _keep("scale", list(SCALES), DEFAULTS["scale"])
         colormap = st.selectbox("Colormap", SEQUENTIAL, key="colormap",
                                 help="For non-negative maps; signed maps (e.g. integrated gradients) always use a "
                                      "diverging blue-white-red map centred at 0")
-        alpha = st.slider("Map opacity", 0.0, 1.0, 0.5, 0.05, key="alpha")
+        alpha = st.slider("Map opacity", 0.0, 1.0, step=0.05, key="alpha")
         scale = st.radio("Colour scale", SCALES, key="scale", horizontal=True,
                          help="shared: one scale after dividing each map by its mass Σ|m| (compares methods "
                               "with different units); raw: one scale on raw values; per-map: each map its own range")
-        clip = st.slider("Clip at percentile", 90.0, 100.0, 99.0, 0.5, key="clip",
+        clip = st.slider("Clip at percentile", 90.0, 100.0, step=0.5, key="clip",
                          help="The top colour is this percentile of the values (of |value| for signed maps), as "
                               "Captum clips outliers; 100 = the maximum")
-        show_boxes = st.checkbox("Draw boxes", value=True, key="show_boxes")
+        show_boxes = st.checkbox("Draw boxes", key="show_boxes")
     return Display(colormap=colormap, alpha=float(alpha), scale=scale, clip=None if clip >= 100 else float(clip),
                    show_boxes=show_boxes)
 
 
 def render(page: str) -> Selection:
-    """Render the shared sidebar for ``page`` (its title) and remember the :class:`Selection`."""
-    models = _model_choices()
-    image, error = _image_choice(models)
+    """Render the shared sidebar for ``page`` (its title), restored from and written to the URL."""
+    found, problems = catalog.available_models(tuple(str(r) for r in catalog.model_roots()))
+    short = catalog.short_names(found)
+    urlstate.restore(short)
+    models = _model_choices(found, problems)
+    image, error, set_key = _image_choice(models)
     method, options, target, layer, head = _method_choice(models, image, page)
     sel = Selection(models=models, image=image, error=error, method=method, options=options, target=target,
-                    layer=layer, head=head, display=_display())
+                    layer=layer, head=head, display=_display(), set_key=set_key)
     st.session_state[_SELECTION] = sel
+    state = st.session_state
+    values = {key: state.get(key) for key, *_ in urlstate.PARAMS.values()}
+    values["image_index"] = None if image is None or image.index is None else image.index
+    values["upload"] = image.name if image is not None and set_key is None else None
+    values["upload_fit"] = state.get("upload_fit") if set_key is None else None
+    values["discard_ratio"] = state.get("discard_ratio") if "discard_ratio" in METHODS[method].defaults else None
+    urlstate.publish(values, short, [e.path for e in models])
     return sel
 
 
@@ -201,27 +278,17 @@ def require_inputs(sel: Selection) -> None:
         st.info("Select at least one model in the sidebar.")
         st.stop()
     if sel.image is None:
-        st.info("Upload an image in the sidebar (PNG or JPEG), or switch to the test split.")
+        st.info("Upload an image in the sidebar (PNG or JPEG), or choose a set of images.")
         st.stop()
 
 
-def explain_models(sel: Selection, method: str, options: dict[str, Any]
-                   ) -> list[tuple[ModelEntry, common.Explained | str]]:
-    """:func:`common.explain` (map and figures) for every selected model: its result, or the
-    one-line error."""
-    return _each(sel, common.explain, method, options)
-
-
-def map_views(sel: Selection, method: str, options: dict[str, Any]) -> list[tuple[ModelEntry, common.MapView | str]]:
-    """:func:`common.map_view` (the map only) for every selected model: its view, or the one-line error."""
-    return _each(sel, common.map_view, method, options)
-
-
-def _each(sel: Selection, compute, method: str, options: dict[str, Any]) -> list[tuple[ModelEntry, Any]]:
+def each_model(sel: Selection, compute_one: Any, method: str, options: dict[str, Any]) -> list[tuple[ModelEntry, Any]]:
+    """``compute_one(entry, image, method, options, target)`` for every selected model: its
+    result, or the one-line reason it does not apply."""
     out: list[tuple[ModelEntry, Any]] = []
     for entry in sel.models:
         try:
-            out.append((entry, compute(entry, sel.image, method, options, sel.target)))
+            out.append((entry, compute_one(entry, sel.image, method, options, sel.target)))
         except ValueError as err:
             out.append((entry, str(err)))
     return out

@@ -14,10 +14,14 @@ import numpy as np
 import streamlit as st
 import torch
 
-from common import ImageChoice, ModelEntry, get_model, model_input
-from infsa_viz.capture import capture_attention
+import catalog
+import compute
+import inputs
+from catalog import ModelEntry
+from infsa_viz.capture import AttentionRecord, capture_attention
+from inputs import ImageChoice
 from infsa_viz.spectral import absorption_check, expected_visits, perron_vector
-from infsa_viz.spectral.graph import UNLEARNED_GAMMA
+from infsa_viz.spectral.graph import resolve_discount
 
 
 @dataclass(frozen=True, eq=False)
@@ -43,16 +47,29 @@ class Attention:
         return values[..., self.prefix:].reshape(*values.shape[:-1], *self.grid)
 
 
+def layer_gamma(record: AttentionRecord, heads: int) -> np.ndarray:
+    """``(H,)``: the discount γ of each head of a layer, by the library's one rule
+    (:func:`~infsa_viz.spectral.graph.resolve_discount`: the learned ρ, else the fixed default)."""
+    rho = None if record.rho is None else record.rho.detach().double()
+    return np.array([resolve_discount(rho, head=h).as_float() for h in range(heads)])
+
+
+def head_gamma(gammas: np.ndarray, learned: bool, head: int | str) -> tuple[float, str]:
+    """γ of one head (an index) or of the head mean, and where it came from
+    (:func:`~infsa_viz.spectral.graph.resolve_discount` on the layer's per-head γ)."""
+    discount = resolve_discount(torch.from_numpy(gammas) if learned else None,
+                                head=head if head == "mean" else int(head))
+    return discount.as_float(), discount.source
+
+
 @st.cache_data(show_spinner=False, max_entries=64)
 def _attention(path: str, version: int, image_key: str, _image: ImageChoice) -> Attention:
-    model, lock = get_model(path, version)
-    x = model_input(ModelEntry(path, "", "", version), _image).tensor
+    model, lock = catalog.model_at(path, version)
+    x = compute.model_input_at(path, version, _image).tensor
     with lock:
         _, records = capture_attention(model, x)
     matrices = np.stack([r.attention_matrix()[0].double().numpy() for r in records])  # (L, H, N, N)
-    heads = matrices.shape[1]
-    gamma = np.stack([np.full(heads, UNLEARNED_GAMMA) if r.rho is None else
-                      r.rho.detach().double().expand(heads).numpy() for r in records])
+    gamma = np.stack([layer_gamma(r, matrices.shape[1]) for r in records])
     grid = records[0].grid
     n = matrices.shape[-1] - records[0].num_prefix_tokens
     if grid is None:
@@ -64,6 +81,7 @@ def _attention(path: str, version: int, image_key: str, _image: ImageChoice) -> 
 
 def attention(entry: ModelEntry, image: ImageChoice) -> Attention:
     """Dense attention of every layer and head of ``entry`` on ``image`` (cached)."""
+    image = inputs.for_model(image, entry)
     return _attention(entry.path, entry.version, image.key, image)
 
 
@@ -74,7 +92,8 @@ class TokenReading:
     ``row``: the attention row of the token ``(h, w)``; ``visits``: expected visits from the token
     ``e_tᵀ(I − γA)⁻¹`` ``(h, w)``; ``perron``: the left Perron vector of A ``(h, w)``;
     ``row_mass``: ``γ·Σ_j A_tj`` (the reading holds on the token's row when ≤ 1); ``share``: the
-    share of all rows where it holds; ``gamma``: the discount used."""
+    share of all rows where it holds; ``gamma``: the discount used and ``gamma_source`` where it
+    came from."""
 
     row: np.ndarray
     visits: np.ndarray
@@ -82,17 +101,17 @@ class TokenReading:
     row_mass: float
     share: float
     gamma: float
-    learned: bool
+    gamma_source: str
 
 
 def token_reading(att: Attention, layer: int, head: int | str, token: int) -> TokenReading:
     """The :class:`TokenReading` of ``token`` in ``layer`` (``head``: an index or ``"mean"``)."""
     A = att.matrices[layer].mean(0) if head == "mean" else att.matrices[layer][int(head)]  # (N, N)
-    gamma = float(att.gamma[layer].mean() if head == "mean" else att.gamma[layer][int(head)])
+    gamma, source = head_gamma(att.gamma[layer], att.learned[layer], head)
     a = torch.from_numpy(A)[None]  # (1, N, N)
     visits = expected_visits(a, gamma, start=int(token)).visits[0].numpy()
     perron = perron_vector(a).vector[0].numpy()
     check = absorption_check(a, gamma)
     return TokenReading(row=att.to_grid(A[token]), visits=att.to_grid(visits), perron=att.to_grid(perron),
                         row_mass=float(1.0 - check.absorption[0, token]), share=float(check.valid_share[0]),
-                        gamma=gamma, learned=att.learned[layer])
+                        gamma=gamma, gamma_source=source)

@@ -1,4 +1,5 @@
-"""How fast the app answers a researcher: the real app in Chromium, timed from the browser.
+"""How fast the app answers a researcher: the real app in Chromium, timed from the browser, and
+where the time goes, stage by stage, on the server.
 
 Run as ``python -m benchmarks app-latency --out metrics/app-latency.json``. Starts
 ``streamlit run app`` on a free local port, opens it in Debian's Chromium (Playwright) at
@@ -7,18 +8,27 @@ previous run left stale, no "running" indicator, the new method's caption and on
 model shown):
 
 * ``cold_first_render_s``: a fresh server's first page load (imports, models, maps, figures),
-  and ``cold_first_overlays_s``: until the overlays are shown (the figures still computing);
+  with ``cold_first_title_s`` (the page's title shown: the browser has loaded Streamlit and the
+  script has started) and ``cold_first_overlays_s`` (the overlays shown, the figures computing);
+  the median of several fresh servers (:func:`measure_cold`), each run in ``cold_runs``;
 * ``cached_method_switch_s``: switching back to a method already computed for this image;
 * ``uncached_attention_switch_s``: switching for the first time to another attention-family
   method (attention → rollout → visits → neumann → perron → linear_estimate);
-* ``integrated_gradients_s`` and ``only_misclassified_s`` (first time; the test split's predictions
-  are then cached for every later toggle, ``only_misclassified_cached_s``).
+  both timed from the choice (Enter on the option the typed name filtered); ``…_typing_included_s``
+  also times opening the dropdown and typing the name (the protocol of the first reports);
+* ``next_image_s`` (the "next image" button: every map and figure new), ``integrated_gradients_s``
+  and ``only_misclassified_s`` (first time; the set's predictions are then cached,
+  ``only_misclassified_cached_s``).
 
-The machine is shared: the report records ``os.getloadavg()`` before and after and the CPU count.
+:func:`server_stages` times, in a fresh process, what the first run and a switch compute, in the
+app's order and with the app's own functions (imports, test split, models, first image, maps,
+tiles, the figures' imports and figures); the browser's share is the rest. The machine is shared:
+the report records ``os.getloadavg()`` before and after and the CPU count.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import statistics
@@ -27,9 +37,9 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
-__all__ = ["GOALS", "measure_app"]
+__all__ = ["GOALS", "measure_app", "measure_cold", "serve", "server_stages", "stop"]
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
@@ -49,9 +59,9 @@ SETTLED_JS = """([method, models, text]) => {
     .some(c => c.innerText.startsWith(method + ' ('));
   const overlays = [...document.querySelectorAll('[data-testid="stImageCaption"]')]
     .filter(c => c.innerText.includes(' · ') && !c.innerText.includes('model input')).length;
-  return caption && overlays >= models;
+  const figures = document.body.innerText.includes('Per-map figures (all:');
+  return caption && overlays >= models && figures;
 }"""
-
 
 OVERLAYS_JS = """models => [...document.querySelectorAll('[data-testid="stImageCaption"]')]
   .filter(c => c.innerText.includes(' · ') && !c.innerText.includes('model input')).length >= models"""
@@ -63,24 +73,38 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _serve(log: Path) -> tuple[subprocess.Popen, str]:
+def serve(log: Path, args: Sequence[str] = ()) -> tuple[subprocess.Popen, str]:
+    """``streamlit run app`` (with ``-- args``) on a free local port, its output in ``log``;
+    ``(process, URL)`` once it answers its health check (``RuntimeError`` after 120 s or if it exits)."""
     port = _free_port()
     with log.open("w") as out:
         proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app", "--server.headless", "true",
                                  "--server.port", str(port), "--server.address", "127.0.0.1",
-                                 "--browser.gatherUsageStats", "false"], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+                                 *(["--", *args] if args else [])],
+                                cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+                                env={**os.environ, "PYTHONPATH": str(ROOT)})
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"streamlit exited with code {proc.returncode}: {log.read_text()[-500:]}")
+            raise RuntimeError(f"streamlit exited with code {proc.returncode}: {log.read_text()[-2000:]}")
         try:
             with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2):
                 return proc, url
         except OSError:
             time.sleep(0.2)
+    stop(proc)
+    raise RuntimeError(f"streamlit was not healthy within 120 s: {log.read_text()[-2000:]}")
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """End a server started by :func:`serve`."""
     proc.terminate()
-    raise RuntimeError("streamlit was not healthy within 120 s")
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def _settle(page, method: str, models: int, text: str = "") -> None:
@@ -89,56 +113,172 @@ def _settle(page, method: str, models: int, text: str = "") -> None:
     page.wait_for_function(SETTLED_JS, arg=[method, models, text], timeout=TIMEOUT_MS, polling=20)
 
 
+#: Seconds from the click that opens the method's dropdown until settled, typing included (the
+#: protocol of the first reports), by method switch; :func:`_choose` returns the time from the choice.
+TYPED: list[float] = []
+
+
 def _choose(page, method: str, models: int) -> float:
-    start = time.perf_counter()
+    """Choose ``method`` in the sidebar: open the dropdown, type its name to filter the options,
+    then time from the choice (Enter) until the page has settled."""
+    opened = time.perf_counter()
     page.get_by_label("Method", exact=True).click()
     page.keyboard.type(method)
+    start = time.perf_counter()
     page.keyboard.press("Enter")
     _settle(page, method, models)
+    end = time.perf_counter()
+    TYPED.append(end - opened)
+    return end - start
+
+
+def _timed_click(page, locator, method: str, models: int, text: str = "") -> float:
+    start = time.perf_counter()
+    locator.click()
+    _settle(page, method, models, text)
     return time.perf_counter() - start
+
+
+def _cold(page, url: str, models: int) -> dict[str, float]:
+    """A fresh server's first page load: until the title, the overlays and the settled page."""
+    out = {}
+    start = time.perf_counter()
+    page.goto(url)
+    page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=TIMEOUT_MS)
+    out["cold_first_title_s"] = time.perf_counter() - start
+    page.wait_for_function(OVERLAYS_JS, arg=models, timeout=TIMEOUT_MS, polling=20)
+    out["cold_first_overlays_s"] = time.perf_counter() - start
+    _settle(page, "attention", models)
+    out["cold_first_render_s"] = time.perf_counter() - start
+    return out
+
+
+def measure_cold(*, models: int, runs: int, log: Path) -> list[dict[str, float]]:
+    """:func:`_cold` of ``runs`` fresh servers, each opened by a fresh browser."""
+    from playwright.sync_api import sync_playwright
+
+    out = []
+    with sync_playwright() as p:
+        for _ in range(runs):
+            proc, url = serve(log)
+            try:
+                browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                out.append(_cold(browser.new_page(viewport={"width": 1280, "height": 800}), url, models))
+                browser.close()
+            finally:
+                stop(proc)
+    return out
 
 
 def measure_app(*, models: int, repeats: int = 5, log: Path) -> dict[str, Any]:
     """Drive the app in Chromium; seconds per interaction (see the module docstring)."""
     from playwright.sync_api import sync_playwright
 
-    proc, url = _serve(log)
+    proc, url = serve(log)
     out: dict[str, Any] = {}
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": 1280, "height": 800})
-            start = time.perf_counter()
-            page.goto(url)
-            page.wait_for_function(OVERLAYS_JS, arg=models, timeout=TIMEOUT_MS, polling=20)
-            out["cold_first_overlays_s"] = time.perf_counter() - start
-            _settle(page, "attention", models)
-            out["cold_first_render_s"] = time.perf_counter() - start
+            out.update(_cold(page, url, models))
+            TYPED.clear()
             first = [_choose(page, m, models) for m in ATTENTION_METHODS]
             out["uncached_attention_switch_s"] = statistics.median(first)
             out["uncached_attention_switch_all_s"] = dict(zip(ATTENTION_METHODS, first))
-            cached = []
-            for i in range(repeats):
-                cached.append(_choose(page, "attention" if i % 2 == 0 else "visits", models))
+            out["uncached_attention_switch_typing_included_s"] = statistics.median(TYPED)
+            TYPED.clear()
+            methods = ["attention" if i % 2 == 0 else "visits" for i in range(repeats)]
+            cached = [_choose(page, m, models) for m in methods]
             out["cached_method_switch_s"] = statistics.median(cached)
             out["cached_method_switch_all_s"] = cached
+            out["cached_method_switch_typing_included_s"] = statistics.median(TYPED)
+            index = int(page.get_by_label("Image (of 2000)").input_value())
+            out["next_image_s"] = _timed_click(page, page.get_by_role("button", name="▶"), methods[-1], models,
+                                               f"test image #{index + 1}.")
             out["integrated_gradients_s"] = _choose(page, "integrated_gradients", models)
             _choose(page, "attention", models)
+            toggle = page.get_by_text("Only misclassified", exact=True)
             for key in ("only_misclassified_s", "only_misclassified_cached_s"):
-                start = time.perf_counter()
-                page.get_by_text("Only misclassified", exact=True).click()
-                _settle(page, "attention", models, "Misclassified image (of")  # the browser shows the errors
-                out[key] = time.perf_counter() - start
-                page.get_by_text("Only misclassified", exact=True).click()  # back to the whole split
-                _settle(page, "attention", models, "Test image (of")
+                out[key] = _timed_click(page, toggle, "attention", models, "Misclassified image (of")
+                _timed_click(page, toggle, "attention", models, "Image (of")  # back to the whole split
             browser.close()
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
     return out
+
+
+# ------------------------------------------------------------------------- server, by stage
+def _stages() -> dict[str, float]:
+    """Run in a fresh process (see :func:`server_stages`): each stage of the first run, then of a
+    switch, with the app's functions, in the app's order."""
+    out: dict[str, float] = {}
+    mark = time.perf_counter()
+
+    def lap(name: str) -> None:
+        nonlocal mark
+        now = time.perf_counter()
+        out[name] = round(now - mark, 4)
+        mark = now
+
+    import torch  # noqa: F401
+
+    lap("import torch")
+    sys.path.insert(0, str(ROOT / "app"))  # the app's modules import each other, as Streamlit runs them
+    import catalog
+    import compute
+    import draw
+    import inputs
+    import sidebar  # noqa: F401
+
+    lap("import streamlit, infsa_viz and the app")
+    found, _ = catalog.find_models([])
+    inputs.set_data("cluttered-digits")
+    lap("test split (2000 images)")
+    for entry in found:
+        catalog.get_model(entry)
+    lap(f"load {len(found)} models")
+    index = compute.first_all_correct(found, "cluttered-digits") or 0
+    image = inputs.set_image("cluttered-digits", index)
+    lap("first image every model gets right")
+    display = draw.Display()
+
+    def maps(method: str) -> list:
+        views = [(e, compute.map_view(e, image, method, {})) for e in found]
+        draw.tiles(display, method, views)
+        return views
+
+    maps("attention")
+    lap("attention maps and tiles")
+    import sklearn.metrics  # noqa: F401  # the box AUCs read it
+
+    lap("import scikit-learn (box AUCs)")
+    for e in found:
+        compute.explain(e, image, "attention", {})
+    lap("per-map figures")
+    for method in ATTENTION_METHODS[:2]:
+        maps(method)
+        for e in found:
+            compute.explain(e, image, method, {})
+    out["uncached switch: maps, tiles and figures (mean of rollout, visits)"] = round(
+        (time.perf_counter() - mark) / 2, 4)
+    mark = time.perf_counter()
+    maps("attention")
+    for e in found:
+        compute.explain(e, image, "attention", {})
+    lap("cached switch: maps, tiles and figures")
+    return out
+
+
+def server_stages() -> dict[str, float]:
+    """Seconds of each stage of the first run and of a switch, timed in a fresh process (the
+    imports included) with the app's own functions; the browser and Streamlit's messages are the
+    rest of each browser-timed figure."""
+    code = "import json, benchmarks.app_latency as a; print(json.dumps(a._stages()))"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    if proc.returncode != 0:
+        raise RuntimeError(f"server stages failed: {proc.stderr.strip().splitlines()[-1:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def goals_report(measured: dict[str, Any]) -> dict[str, Any]:

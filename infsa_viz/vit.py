@@ -264,7 +264,8 @@ class VisionTransformer(nn.Module):
         self.norm = nn.LayerNorm(dim, eps=config.norm_eps)
         self.head = nn.Linear(dim, config.num_classes)
         self.head_dist = nn.Linear(dim, config.num_classes) if config.distillation_head else None
-        self._init_weights()
+        if self.pos_embed.device.type != "meta":  # on meta (state_shapes) there are no values to draw, and
+            self._init_weights()  # drawing them there imports torch._dynamo (about 1-3 s, once per process)
 
     #: Where the model came from, for messages (``load_model`` sets the path it read).
     origin: str = "model"

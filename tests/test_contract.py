@@ -85,9 +85,9 @@ def test_identical_logits_through_evaluate_explain_compare_and_the_app(folder_mo
         at = AppTest.from_file(str(APP), default_timeout=240).run()
         at.multiselect(key="models").set_value([]).run()
         at.text_input(key="extra_model").input(str(model_dir)).run()
-        at.radio(key="image_source").set_value("Upload").run()
+        at.radio(key="image_set").set_value("upload").run()
         at.file_uploader(key="upload").set_value((file.name, file.read_bytes(), "image/png")).run()
-        at.radio(key="upload_fit").set_value("model's own").run()  # uploads are letterboxed unless asked
+        at.radio(key="upload_fit").set_value("model's own").run()  # the default: each model's own resize
         assert not at.exception, [e.value for e in at.exception]
         (details,) = [json.loads(j.value) for j in at.json]
         (shown,) = details.values()

@@ -50,3 +50,41 @@ def test_a_plugin_module_reaches_the_metric_docs(toy_plugin):
 
     text = metric_docs.document()
     assert "### map_peak (complexity)" in text and "`centre_oracle` | ceiling" in text
+
+
+def test_a_plugin_module_reaches_the_app(tmp_path, monkeypatch):
+    """``streamlit run app -- --plugins FILE`` (here INFSA_VIZ_PLUGINS): the method is offered and drawn,
+    the metric and the reference map are in the glossary, and a model of the new format is listed."""
+    import sys
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    from infsa_viz.formats import FORMATS
+    from infsa_viz.maps import METHODS
+    from infsa_viz.metrics import registry
+
+    root = Path(__file__).resolve().parents[1]
+    saved = [(r, dict(r)) for r in (FORMATS, METHODS, registry.METRICS, registry.FIGURES, registry.SETTINGS,
+                                    registry._OWNER)]
+    before = set(sys.modules)
+    monkeypatch.setenv("INFSA_VIZ_PLUGINS", str(root / "examples" / "toy_plugin.py"))
+    monkeypatch.setenv("INFSA_VIZ_MODELS", str(_toy_model(tmp_path)))
+    try:
+        at = AppTest.from_file(str(root / "app" / "streamlit_app.py"), default_timeout=240).run()
+        assert not at.exception, [e.value for e in at.exception]
+        offered = [o.split(" ")[0] for o in at.selectbox(key="method").options]
+        assert "centre_bias" in offered and "centre_oracle" not in offered  # a reference map reads the truth
+        assert any(o.endswith("m.toyvit") for o in at.multiselect(key="models").options)
+        at.selectbox(key="method").select("centre_bias").run()
+        assert not at.exception, [e.value for e in at.exception]
+        at.switch_page("views/glossary.py").run()
+        text = "\n".join(m.value for m in at.markdown)
+        assert "| map peak | map_peak |" in text and "| centre_oracle | reference | ceiling |" in text
+    finally:
+        for target, content in saved:
+            target.clear()
+            target.update(content)
+        for name in set(sys.modules) - before:
+            if name.startswith("infsa_viz_plugin_"):
+                del sys.modules[name]

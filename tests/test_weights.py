@@ -25,6 +25,18 @@ def test_state_shapes_equal_a_built_model(make_config):
     assert state_shapes(config) == {k: tuple(v.shape) for k, v in VisionTransformer(config).state_dict().items()}
 
 
+def test_state_shapes_draw_no_values_and_import_no_compiler():
+    """The shape check of every load builds the model on the meta device: nothing is initialised
+    there, so the first load does not pay for importing ``torch._dynamo`` (seconds)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from infsa_viz.vit import ViTConfig, state_shapes; state_shapes(ViTConfig()); "
+            "print('torch._dynamo' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
 def test_header_shapes_read_without_loading(saved):
     directory, model = saved
     assert header_shapes(directory / "model.safetensors") == {k: tuple(v.shape) for k, v in model.state_dict().items()}

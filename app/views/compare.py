@@ -1,93 +1,106 @@
-"""Side by side: the same image and method on every selected model, one colour scale."""
+"""Side by side: the same image and method on every selected model, one colour scale.
 
-import json
+The overlays are drawn first (maps only: milliseconds), then the per-map figures fill a small table
+under them, so the page shows what matters while the perturbation curves are computed.
+"""
 
-import numpy as np
 import streamlit as st
 
-import common
+import catalog
+import compute
+import draw
+import exports
+import inputs
 import sidebar
-from infsa_viz.evaluation import records_csv
+import targets
 from infsa_viz.maps import METHODS
-from infsa_viz.overlay import encode_png, overlay_grid
 
 sel = sidebar.selection()
 st.title("Side by side")
 sidebar.require_inputs(sel)
 image = sel.image
 spec = METHODS[sel.method]
-explains = f" Explains {common.target_label(sel.target)}." if spec.explains_class else ""
+names = {e.path: inputs.class_names(e) for e in catalog.loaded(sel.models)}
+explains = f" Explains {targets.describe(sel.target, list(names.values()))}." if spec.explains_class else ""
 st.caption(f"**{sel.method}** ({spec.family}): {spec.description}.{explains} Image: {image.source}.")
 show_figures = st.toggle("Per-map figures (MoRF-AOC, pointing game, box AUCs)", value=True, key="badges")
 
 if show_figures and spec.explains_class:  # a gradient map is costly: compute it once, with its figures
-    explained = sidebar.explain_models(sel, sel.method, sel.options)
+    explained = sidebar.each_model(sel, compute.explain, sel.method, sel.options)
     views = [(entry, r if isinstance(r, str) else r.view) for entry, r in explained]
 else:  # the maps first (milliseconds), the figures under them
-    explained, views = None, sidebar.map_views(sel, sel.method, sel.options)
-tiles, scale = common.draw(sel.display, sel.method, views)
-details, columns = {}, st.columns(len(views))
+    explained, views = None, sidebar.each_model(sel, compute.map_view, sel.method, sel.options)
+pngs, scale = draw.tiles(sel.display, sel.method, views)
+columns = st.columns(len(views))
 for column, (entry, view) in zip(columns, views):
     with column:
         if isinstance(view, str):
             st.error(f"{entry.label}: {view}")
             continue
-        i = list(tiles).index(entry.path)
-        st.image(tiles[entry.path], caption=entry.label, width="stretch", output_format="PNG")  # sized to its column, colour bar under it
-        st.markdown(common.prediction_line(entry, image))
+        st.image(pngs[entry.path], caption=entry.label, width="stretch", output_format="PNG")
+        if scale is not None and scale.common_limits is None:
+            st.html(draw.colour_bar(scale, list(pngs).index(entry.path), draw.short_unit(scale)))
+        probs = compute.probabilities(entry, image)
+        st.markdown(draw.prediction_line(names[entry.path], probs, compute.label_for(entry, image)))
         if view.target is not None:
-            st.caption(f"explains {common.class_name(entry, view.target)}")
-        if (line := common.validity_line(view.validity)) is not None:
+            st.caption(f"explains {names[entry.path][view.target]}")
+        if (line := draw.validity_line(view.validity)) is not None:
             st.caption(line)
-        details[entry.label] = {
-            "logits": [round(float(v), 6) for v in common.logits(entry, image)], "options": view.options,
-            "target": view.target, "validity": view.validity, "metadata": view.metadata,
-            "colour": {"divisor": scale.divisors[i], "limits": list(scale.limits[i]), "mode": scale.mode,
-                       "signed": scale.signed, "colormap": scale.colormap, "clip": scale.clip},
-        }
-records = []
-if show_figures and tiles:
-    if explained is None:
-        explained = sidebar.explain_models(sel, sel.method, sel.options)
-    for column, (entry, result) in zip(columns, explained):
-        if not isinstance(result, str):
-            column.markdown(common.badges(result.record))
-            records.append(result.record)
-
-if not tiles:
+        if (note := inputs.fit_note(entry, image)) is not None:
+            st.caption(note)
+if not pngs:
     st.stop()
-st.caption(common.scale_caption(scale))
+if scale.common_limits is not None:
+    st.html(draw.colour_bar(scale, 0, draw.short_unit(scale)))
+st.caption(draw.scale_caption(scale))
 
-shown = [(entry, view) for entry, view in views if entry.path in tiles]
-resized = [(entry, common.model_input(entry, image)) for entry, _ in shown]
+shown = [(entry, view) for entry, view in views if entry.path in pngs]
+figures = st.empty()
+records = []
+if show_figures:
+    if explained is None:
+        with figures.container():
+            with st.spinner("Per-map figures (perturbation curves, box AUCs)…"):
+                explained = sidebar.each_model(sel, compute.explain, sel.method, sel.options)
+    records = [(entry.label, r.record) for entry, r in explained if not isinstance(r, str)]
+    with figures.container():
+        st.markdown("**Per-map figures** (all: higher is better; MoRF/LeRF of the class each model predicts)")
+        st.markdown(draw.figures_table(records))
+
+resized = [(entry, compute.model_input(entry, image)) for entry, _ in shown]
 resized = [(entry, prepared) for entry, prepared in resized
            if image.index is None or prepared.display[0].shape != image.data.images[0].shape]
+warnings: dict[str, list[str]] = {}
+for entry, prepared in resized:
+    model = catalog.get_model(entry)[0]
+    for warning in inputs.input_warnings(model, inputs.for_model(image, entry), prepared.tensor):
+        warnings.setdefault(warning, []).append(entry.name)
+for warning, who in warnings.items():  # once per upload, naming the models it concerns
+    st.warning(warning + ("" if len(who) == len(resized) else f" ({', '.join(who)})"))
 if not resized:
-    st.caption("Model input: the test image as it is (already each model's input size and channels).")
-with st.expander("Model input: the exact pixels each model sees", expanded=True) if resized else st.container():
-    for column, (entry, prepared) in zip(st.columns(max(1, len(resized))), resized):
-        with column:
-            zoom = max(1, common.DISPLAY_PX // prepared.display[0].shape[0])
-            pixels = np.repeat(np.repeat(prepared.display[0], zoom, 0), zoom, 1)
-            st.image(pixels, caption=f"{entry.label}: model input", width="stretch", output_format="PNG")
-            st.caption(common.input_summary(entry, image))
-            for warning in common.input_warnings(entry, image):
-                st.warning(warning)
+    st.caption("Model input: the image as it is (already each model's input size and channels).")
+else:
+    with st.expander("Model input: the exact pixels each model sees"):
+        for column, (entry, prepared) in zip(st.columns(len(resized)), resized):
+            model = catalog.get_model(entry)[0]
+            column.image(draw.input_png(prepared.display[0]), caption=f"{entry.label}: model input", width="stretch",
+                         output_format="PNG")
+            column.caption(inputs.input_summary(model, inputs.for_model(image, entry)))
 
-st.markdown("**Most probable classes** (softmax of each model's logits): " + " · ".join(
-    f"{entry.label}: " + ", ".join(f"{common.class_name(entry, int(c))} {p[c]:.0%}"
-                                   for c in np.argsort(-p, kind="stable")[:3])
-    for entry, p in ((entry, common.probabilities(entry, image)) for entry, _ in shown)))
+st.markdown("**Most probable classes**: " + " · ".join(
+    f"{entry.label}: {draw.top_classes(names[entry.path], compute.probabilities(entry, image))}" for entry, _ in shown))
 
 with st.expander("What each map is (logits, resolved options, target, validity, metadata, colour scale)"):
-    st.json(details)
+    st.json({entry.label: {
+        "logits": [round(float(v), 6) for v in compute.logits(entry, image)], "options": view.options,
+        "target": view.target, "validity": view.validity, "metadata": view.metadata,
+        "colour": {"divisor": scale.divisors[i], "limits": list(scale.limits[i]), "mode": scale.mode,
+                   "signed": scale.signed, "colormap": scale.colormap, "clip": scale.clip},
+    } for i, (entry, view) in enumerate(shown)}, expanded=False)
 
-titles = [f"{entry.variant} ({entry.name})" for entry, _ in shown]  # ASCII: OpenCV draws the grid titles
-grid = overlay_grid(list(tiles.values()), titles)
-stem = f"{image.key.replace(':', '-')[:24]}-{sel.method}"
-left, middle, right = st.columns(3)
-left.download_button("Overlay grid (PNG)", encode_png(grid), f"{stem}.png", "image/png", key="download_png")
-if records:
-    middle.download_button("Figures (CSV)", records_csv(records), f"{stem}.csv", "text/csv", key="download_csv")
-    right.download_button("Figures (JSON)", json.dumps([r.scalars() for r in records], indent=2) + "\n",
-                          f"{stem}.json", "application/json", key="download_json")
+name = exports.stem(image.base, sel.method)
+exports.buttons(
+    name, key="side",
+    png=lambda: exports.overlays_png([(f"{e.variant} ({e.name})", v) for e, v in shown], scale,
+                                     alpha=sel.display.alpha, unit=draw.short_unit(scale)),
+    maps=lambda: {e.label: v.map for e, v in shown}, records=(lambda: [r for _, r in records]) if records else None)

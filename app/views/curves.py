@@ -1,69 +1,63 @@
 """Curves of the current image (MoRF / LeRF, box ROC / PR) and the dataset-level reports in
-``metrics/*.json``."""
+``metrics/*.json``: the results a user reads first, the benchmark reports of the developers on demand."""
 
-import json
 from pathlib import Path
 
-import plotly.graph_objects as go
-from plotly.colors import qualitative
 import streamlit as st
 
-import common
+import catalog
+import charts  # first: it waits for the warm-up imports (warmup.py) before plotly builds a figure
+import compute
+import plotly.graph_objects as go
 import sidebar
 from infsa_viz.reports import dataset_curves, group_series, metrics_files, report_tables
 
-LAYOUT = {"height": 340, "margin": {"l": 10, "r": 10, "t": 40, "b": 10}}
 #: Charts of the known reports: file stem (or prefix) → (table, x, y, group) to plot.
 CHARTS = {
     "training": ("results", "variant", "test_accuracy", "model"),
     "attention-quality": ("results", "method", None, "variant"),
     "eigencheck": ("per_layer", "layer", "left.mean", "variant"),
 }
-
-PERCENT_HINTS = ("accuracy", "share", "pointing", "hit", "rate")
-
-
-def _ci(row: dict, y: str) -> tuple[float, float] | None:
-    """The confidence interval ``<y>_ci`` of a table row (JSON ``[lo, hi]`` or dotted ``lo``/``hi``)."""
-    value = row.get(f"{y}_ci")
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            value = None
-    if isinstance(value, (list, tuple)) and len(value) == 2 and all(isinstance(v, (int, float)) for v in value):
-        return float(value[0]), float(value[1])
-    for lo, hi in (("lo", "hi"), ("low", "high"), ("lower", "upper")):
-        if isinstance(row.get(f"{y}_ci.{lo}"), (int, float)) and isinstance(row.get(f"{y}_ci.{hi}"), (int, float)):
-            return float(row[f"{y}_ci.{lo}"]), float(row[f"{y}_ci.{hi}"])
-    return None
+#: Reports about the models and maps (shown); the others are the developers' benchmarks.
+RESULT_REPORTS = ("training", "attention-quality", "verdict", "headroom", "eigencheck")
+EXPECTED = ("training", "attention-quality", "eigencheck-*")
 
 
-def _bars(rows: list[dict], x: str, y: str, group: str, stem: str) -> go.Figure:
-    """Grouped bars of ``y`` by ``x``, one colour per ``group``, with 95 % CI error bars where the
-    report has ``<y>_ci``; axes titled, shares as percentages, the better direction stated."""
-    fig = go.Figure()
-    groups: dict[str, list[dict]] = {}
-    for row in rows:
-        if isinstance(row.get(y), (int, float)):
-            groups.setdefault(str(row.get(group)), []).append(row)
-    with_ci = False
-    for i, (name, members) in enumerate(groups.items()):
-        cis = [_ci(r, y) for r in members]
-        error = None
-        if any(c is not None for c in cis):
-            with_ci = True
-            error = {"type": "data", "symmetric": False,
-                     "array": [0 if c is None else max(0.0, c[1] - r[y]) for r, c in zip(members, cis)],
-                     "arrayminus": [0 if c is None else max(0.0, r[y] - c[0]) for r, c in zip(members, cis)]}
-        fig.add_bar(name=name, x=[str(r.get(x)) for r in members], y=[r[y] for r in members], error_y=error,
-                    marker_color=qualitative.Plotly[i % len(qualitative.Plotly)])
-    better = common.BETTER.get(y.split(".")[-1])
-    percent = any(h in y for h in PERCENT_HINTS)
-    fig.update_layout(barmode="group", title=f"{y} by {x}" + (" (error bars: 95 % CI)" if with_ci else ""),
-                      xaxis_title=x, yaxis_title=y + (f" ({better} is better)" if better else ""),
-                      legend_title_text=group, yaxis_tickformat=".0%" if percent else None, **LAYOUT)
-    return fig
+def _is_result(stem: str) -> bool:
+    return any(stem == p or stem.startswith(p + "-") for p in RESULT_REPORTS)
+
+
+def _report(stem: str, path: Path) -> None:
+    try:
+        report = compute.metrics_report(path)
+    except ValueError as err:
+        st.warning(str(err))
+        return
+    tables = report_tables(report)
+    with st.expander(f"metrics/{path.name}", expanded=stem in ("training", "attention-quality")):
+        chart = next((c for name, c in CHARTS.items() if stem == name or stem.startswith(name + "-")), None)
+        if chart and chart[0] in tables:
+            table, x, y, group = chart
+            rows = tables[table]
+            if y is None:  # choose the metric
+                numeric = [k for k, v in rows[0].items() if isinstance(v, (int, float)) and not k.startswith("n_")]
+                y = st.selectbox("Metric", numeric, key=f"chart-metric-{stem}",
+                                 index=numeric.index("morf_aoc") if "morf_aoc" in numeric else 0) if numeric else None
+            if y is not None:
+                st.plotly_chart(charts.bars(rows, x, y, group), key=f"chart-{stem}")
+        if "cases" in tables:  # benchmark: latency against tokens, log-log
+            series = group_series(tables["cases"], x="tokens", y="latency_s", group=("section", "shape", "variant"),
+                                  where={"status": "ok"})
+            if series:
+                st.plotly_chart(charts.lines(series, title="Latency against tokens", x="tokens (log)",
+                                             y="latency (s, log; lower is better)", log=True), key=f"chart-{stem}")
+        for name, rows in tables.items():
+            st.caption(f"`{name}` ({len(rows)} rows)")
+            st.dataframe(rows, key=f"table-{stem}-{name}", hide_index=True)
+        rest = {k: v for k, v in report.items() if k not in tables} if isinstance(report, dict) else report
+        if rest:
+            st.caption("protocol and summary")
+            st.json(rest, expanded=False)
 
 
 sel = sidebar.selection()
@@ -72,10 +66,10 @@ sidebar.require_inputs(sel)
 image = sel.image
 
 st.header("This image")
-results = sidebar.explain_models(sel, sel.method, sel.options)
+results = sidebar.each_model(sel, compute.explain, sel.method, sel.options)
 perturb, roc, pr = go.Figure(), go.Figure(), go.Figure()
 for i, (entry, result) in enumerate(results):
-    label, color = entry.label, qualitative.Plotly[i % len(qualitative.Plotly)]
+    label, color = entry.label, charts.colour(i)
     if isinstance(result, str):
         st.error(f"{label}: {result}")
         continue
@@ -90,29 +84,31 @@ for i, (entry, result) in enumerate(results):
         pr.add_scatter(x=curve.recall, y=curve.precision, mode="lines", name=f"{label} (AP {record.box_pr_auc:.3f})",
                        line=dict(color=color))
 steps = next((len(r.fractions) - 1 for _, r in results if not isinstance(r, str)), 0)
-st.caption(f"{image.source}, method **{sel.method}** {json.dumps(sel.options)}: probability of "
-           f"{'the label' if image.label is not None else 'the predicted class'} as ViT patches are removed "
-           f"most- (MoRF) or least-relevant first (LeRF), mean baseline, {steps} steps; box curves score every "
-           "pixel of the bilinearly upsampled map against the target box.")
-perturb.update_layout(title="MoRF (solid; a fast drop is better) / LeRF (dashed; a slow drop is better)",
-                      xaxis_title="patches removed", yaxis_title="probability", yaxis_range=[0, 1.02],
-                      xaxis_tickformat=".0%", yaxis_tickformat=".0%", legend_title_text="model, order", **LAYOUT)
-st.plotly_chart(perturb, key="perturbation_curves")
+st.caption(f"{image.source}, method **{sel.method}**: probability of the scored class (the label for models trained "
+           f"on this image's classes, else the prediction) as ViT patches are removed most- (MoRF) or least-relevant "
+           f"first (LeRF), mean baseline, {steps} steps: a fast MoRF drop and a slow LeRF drop are better. Box "
+           "curves score every pixel of the bilinearly upsampled map against the target box.")
+models = len(results)
+st.plotly_chart(charts.layout(perturb, entries=2 * models, xaxis_title="share of patches removed",
+                              title="MoRF (solid) / LeRF (dashed)",
+                              yaxis_title="p(scored class)", yaxis_range=[0, 1.02],
+                              xaxis_tickformat=".0%", yaxis_tickformat=".0%"), key="perturbation_curves")
 if roc.data:
-    left, right = st.columns(2)
     roc.add_scatter(x=[0, 1], y=[0, 1], mode="lines", name="chance", line=dict(dash="dot", color="gray"))
-    roc.update_layout(title="Box ROC", xaxis_title="false-positive rate", yaxis_title="true-positive rate", **LAYOUT)
-    pr.update_layout(title="Box precision-recall", xaxis_title="recall", yaxis_title="precision", **LAYOUT)
-    left.plotly_chart(roc, key="roc_curves")
-    right.plotly_chart(pr, key="pr_curves")
+    st.plotly_chart(charts.layout(roc, entries=models + 1, title="Box ROC (higher is better)",
+                                  xaxis_title="false-positive rate", yaxis_title="true-positive rate"),
+                    key="roc_curves")
+    st.plotly_chart(charts.layout(pr, entries=models, title="Box precision-recall",
+                                  xaxis_title="recall", yaxis_title="precision"), key="pr_curves")
 else:
-    st.info("No ground-truth box for this image (uploads have none): ROC / PR curves need one.")
+    st.info("No ground-truth box for this image and these models (uploads and images of other classes have "
+            "none): ROC / PR curves need one.")
 
 st.header("Dataset reports")
-files = metrics_files(common.METRICS_DIR)
+files = metrics_files(catalog.ROOT / "metrics")
 if "attention-quality" in files:
     try:
-        quality = common.metrics_report(files["attention-quality"])
+        quality = compute.metrics_report(files["attention-quality"])
         entries = dataset_curves(quality, sel.method)
     except ValueError as err:
         quality, entries = None, None
@@ -121,23 +117,21 @@ if "attention-quality" in files:
         mean_perturb, mean_pr = go.Figure(), go.Figure()
         for i, e in enumerate(entries):
             label, c = f"{e['variant']} · {Path(str(e['model'])).name}", e["curves"]
-            color = qualitative.Plotly[i % len(qualitative.Plotly)]
             if c.get("morf_mean"):
                 mean_perturb.add_scatter(x=c["fractions"], y=c["morf_mean"], mode="lines", name=f"{label} MoRF",
-                                         legendgroup=label, line=dict(color=color))
+                                         legendgroup=label, line=dict(color=charts.colour(i)))
             if c.get("lerf_mean"):
                 mean_perturb.add_scatter(x=c["fractions"], y=c["lerf_mean"], mode="lines", name=f"{label} LeRF",
-                                         line=dict(dash="dash", color=color), legendgroup=label)
+                                         line=dict(dash="dash", color=charts.colour(i)), legendgroup=label)
             if c.get("precision_mean"):
                 mean_pr.add_scatter(x=c["recall"], y=c["precision_mean"], mode="lines", name=label,
-                                    line=dict(color=color))
-        left, right = st.columns(2)
-        mean_perturb.update_layout(title=f"{sel.method}: mean MoRF / LeRF over the test images",
-                                   xaxis_title="fraction of patches removed", yaxis_title="p_k / p_0", **LAYOUT)
-        mean_pr.update_layout(title=f"{sel.method}: mean box precision-recall", xaxis_title="recall",
-                              yaxis_title="precision", **LAYOUT)
-        left.plotly_chart(mean_perturb, key="dataset_perturbation")
-        right.plotly_chart(mean_pr, key="dataset_pr")
+                                    line=dict(color=charts.colour(i)))
+        st.plotly_chart(charts.layout(mean_perturb, entries=2 * len(entries), xaxis_title="share of patches removed",
+                                      title=f"{sel.method}: mean MoRF / LeRF",
+                                      yaxis_title="relative probability (1 = clean image)",
+                                      xaxis_tickformat=".0%"), key="dataset_perturbation")
+        st.plotly_chart(charts.layout(mean_pr, entries=len(entries), title=f"{sel.method}: mean box PR",
+                                      xaxis_title="recall", yaxis_title="precision"), key="dataset_pr")
     elif entries is not None:
         st.info(f"`metrics/attention-quality.json` has no curves for method {sel.method!r}.")
     rows = [r for r in quality.get("results", []) if isinstance(r, dict) and r.get("method") == sel.method
@@ -151,41 +145,14 @@ if "attention-quality" in files:
             else:
                 st.info("This row carries no protocol of its own (a report written before rows held one); "
                         "the report's protocol is in the expander of its file below.")
-for stem in ("training", "attention-quality", "eigencheck-*", "bench-cpu"):
+for stem in EXPECTED:
     if not any(s == stem or (stem.endswith("*") and s.startswith(stem[:-1])) for s in files):
         st.info(f"`metrics/{stem}.json` is not there yet: the report appears here once it is produced.")
 for stem, path in files.items():
-    try:
-        report = common.metrics_report(path)
-    except ValueError as err:
-        st.warning(str(err))
-        continue
-    tables = report_tables(report)
-    with st.expander(f"metrics/{path.name}", expanded=stem in ("training", "attention-quality")):
-        chart = next((c for name, c in CHARTS.items() if stem == name or stem.startswith(name + "-")), None)
-        if chart and chart[0] in tables:
-            table, x, y, group = chart
-            rows = tables[table]
-            if y is None:  # choose the metric
-                numeric = [k for k, v in rows[0].items() if isinstance(v, (int, float)) and not k.startswith("n_")]
-                y = st.selectbox("Metric", numeric, key=f"chart-metric-{stem}",
-                                 index=numeric.index("morf_aoc") if "morf_aoc" in numeric else 0) if numeric else None
-            if y is not None:
-                st.plotly_chart(_bars(rows, x, y, group, stem), key=f"chart-{stem}")
-        if "cases" in tables:  # benchmark: latency against tokens, log-log
-            lines = group_series(tables["cases"], x="tokens", y="latency_s",
-                                         group=("section", "shape", "variant"), where={"status": "ok"})
-            if lines:
-                bench = go.Figure([go.Scatter(x=xs, y=ys, mode="lines+markers", name=name)
-                                   for name, (xs, ys) in lines.items()])
-                bench.update_layout(xaxis_type="log", yaxis_type="log", xaxis_title="tokens (log)",
-                                    yaxis_title="latency (s, log; lower is better)", title="Latency against tokens",
-                                    legend_title_text="section · shape · variant", **LAYOUT)
-                st.plotly_chart(bench, key=f"chart-{stem}")
-        for name, rows in tables.items():
-            st.caption(f"`{name}` ({len(rows)} rows)")
-            st.dataframe(rows, key=f"table-{stem}-{name}", hide_index=True)
-        rest = {k: v for k, v in report.items() if k not in tables} if isinstance(report, dict) else report
-        if rest:
-            st.caption("protocol and summary")
-            st.json(rest, expanded=False)
+    if _is_result(stem):
+        _report(stem, path)
+developer = [(stem, path) for stem, path in files.items() if not _is_result(stem)]
+if developer and st.toggle(f"Benchmark reports for developers ({len(developer)}: speed, latency, reliability)",
+                           value=False, key="developer_reports"):
+    for stem, path in developer:
+        _report(stem, path)

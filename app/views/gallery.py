@@ -1,69 +1,111 @@
-"""Gallery: the test split with every selected model's prediction, sortable by any column.
+"""Gallery: a grid of one model's overlays over many images of the set, filtered by class,
+correctness and confidence; "Show" opens an image on every page.
 
-Predictions of the whole split are computed once per model (:func:`common.test_probabilities`),
-so sorting and filtering are instant; picking a row shows that image on every page.
+Predictions of the whole set are computed once per model (:func:`compute.set_probabilities`);
+correctness and label filters apply only to a model trained on the set's classes.
 """
 
-import base64
-
 import numpy as np
-import pandas as pd
 import streamlit as st
 
-import common
+import catalog
+import compute
+import draw
+import exports
+import inputs
 import sidebar
-from infsa_viz.data import test_split
-from infsa_viz.overlay import encode_png
+from infsa_viz.maps import selector_options
 
-SHOWN = 60
+PER_PAGE = 24
+PER_ROW = 6
 
 sel = sidebar.selection()
 st.title("Gallery")
-usable = [e for e in sel.models if common.load_error(e) is None]
+usable = catalog.loaded(sel.models)
 if not usable:
     st.info("Select at least one model that loads in the sidebar.")
     st.stop()
-split = test_split()
-labels = split.labels
-table = pd.DataFrame({"image": np.arange(len(labels)), "label": [common.class_name(None, int(c)) for c in labels]})
-for entry in usable:
-    probs = common.test_probabilities(entry.path, entry.version)
-    predicted = probs.argmax(-1)
-    table[f"{entry.name}: predicted"] = [common.class_name(entry, int(c)) for c in predicted]
-    table[f"{entry.name}: p(predicted)"] = probs.max(-1)
-    table[f"{entry.name}: p(label)"] = probs[np.arange(len(labels)), labels]
-    table[f"{entry.name}: correct"] = predicted == labels
-numeric = [c for c in table.columns if c != "label" and not c.endswith(": predicted")]
-left, middle, right = st.columns([3, 2, 2])
-by = left.selectbox("Sort by", numeric, index=numeric.index(f"{usable[0].name}: p(label)"), key="gallery_sort",
-                    help="p(label): the model's probability of the true class (higher is better)")
-ascending = middle.toggle("Ascending (worst first)", value=True, key="gallery_ascending")
-only_wrong = right.toggle("Only images some model gets wrong", value=False, key="gallery_wrong")
-shown = table
-if only_wrong:
-    shown = shown[~np.logical_and.reduce([table[f"{e.name}: correct"] for e in usable])]
-shown = shown.sort_values(by, ascending=ascending, kind="stable").head(SHOWN).copy()
-shown.insert(1, "thumbnail", [
-    "data:image/png;base64," + base64.b64encode(encode_png(np.repeat(split.images[i][..., None], 3, -1)
-                                                           if split.images[i].ndim == 2 else split.images[i])).decode()
-    for i in shown["image"]])
-st.caption(f"{len(shown)} of {len(table)} test images, sorted by {by} ({'ascending' if ascending else 'descending'}); "
-           "click a column header to re-sort, pick a row to show that image on every page. "
-           "Probabilities are percentages; higher p(label) is better.")
+if sel.set_key is None:
+    st.info("The gallery shows a set of images: choose one under Images in the sidebar (uploads are one image).")
+    st.stop()
+set_key = sel.set_key
+try:
+    data = inputs.set_data(set_key)
+except ValueError as err:
+    st.error(str(err))
+    st.stop()
+by_path = {e.path: e for e in usable}
+if st.session_state.get("gallery_model") not in by_path:
+    st.session_state["gallery_model"] = usable[0].path
+top = st.columns([2, 2, 1])
+entry = by_path[top[0].selectbox("Model", list(by_path), key="gallery_model", format_func=lambda p: by_path[p].label)]
+judged = inputs.belongs(entry, set_key)
+names = inputs.class_names(entry)
+with st.spinner(f"Classifying {len(data)} images with {entry.name}…"):
+    probs = compute.set_probabilities(entry, set_key)
+predicted, confidence = probs.argmax(-1), probs.max(-1)
+labels = data.labels
+correct = predicted == labels if judged else None
+by_what = "label" if judged else "predicted class"
+classes = ["any", *range(len(names))]
+if st.session_state.get("gallery_class", "any") not in classes:
+    st.session_state["gallery_class"] = "any"
+cls = top[1].selectbox(f"Class ({by_what})", classes, key="gallery_class",
+                       format_func=lambda c: "any class" if c == "any" else names[c])
+order = top[2].selectbox("Order", ["index", "least confident", "most confident"], key="gallery_order")
+left, right = st.columns([1, 2])
+which = left.radio("Correctness", ["all", "wrong", "correct"], key="gallery_correct", horizontal=True,
+                   disabled=not judged,
+                   help="for a model trained on this set's classes" if judged else
+                   f"{entry.name} was not trained on this set's classes: its predictions are not scored")
+low, high = right.slider("Confidence p(predicted)", 0.0, 1.0, (0.0, 1.0), 0.05, key="gallery_confidence")
+
+keep = (confidence >= low) & (confidence <= high)
+if cls != "any":
+    keep &= (labels if judged else predicted) == cls
+if judged and which != "all":
+    keep &= ~correct if which == "wrong" else correct
+indices = np.flatnonzero(keep)
+if order != "index":
+    indices = indices[np.argsort(confidence[indices] * (1 if order == "least confident" else -1), kind="stable")]
+pages = max(1, -(-len(indices) // PER_PAGE))
+if st.session_state.get("gallery_page", 1) > pages:
+    st.session_state["gallery_page"] = 1
+page = int(st.number_input(f"Page (of {pages})", 1, pages, key="gallery_page"))
+shown = [int(i) for i in indices[(page - 1) * PER_PAGE: page * PER_PAGE]]
+st.caption(f"{len(indices)} of {len(data)} images of the {inputs.set_title(set_key)}; {sel.method} maps of "
+           f"{entry.label}" + ("" if judged else " (not trained on this set's classes: labels not scored)") +
+           "; class-explaining methods explain the prediction here.")
+if not shown:
+    st.info("No image passes these filters.")
+    st.stop()
 
 
-def _pick() -> None:
-    rows = st.session_state["gallery_table"].selection.get("rows", [])
-    if rows:
-        st.session_state["image_source"] = "Test split"
-        st.session_state["only_wrong"] = False
-        st.session_state["image_index"] = int(shown.iloc[rows[0]]["image"])
+def _show(index: int) -> None:
+    st.session_state["image_set"] = set_key
+    st.session_state["only_wrong"] = False
+    st.session_state["image_index"] = index
 
 
-config = {"thumbnail": st.column_config.ImageColumn("image", width="small"),
-          "image": st.column_config.NumberColumn("#", format="%d")}
-for column in shown.columns:
-    if "p(" in column:
-        config[column] = st.column_config.ProgressColumn(column, min_value=0.0, max_value=1.0, format="percent")
-st.dataframe(shown, key="gallery_table", hide_index=True, column_config=config, on_select=_pick,
-             selection_mode="single-row", row_height=40)
+options = selector_options(sel.method, layer=sel.layer, head=sel.head, strict=False) | {
+    k: v for k, v in sel.options.items() if k == "discard_ratio"}
+try:
+    views = compute.set_views(entry, set_key, shown, sel.method, options)
+except ValueError as err:
+    st.error(f"{entry.label}: {err}")
+    st.stop()
+scale = draw.scale_of([v.map for v in views], sel.method, sel.display)
+for start in range(0, len(shown), PER_ROW):
+    for column, i, view, k in zip(st.columns(PER_ROW), shown[start:start + PER_ROW], views[start:start + PER_ROW],
+                                  range(start, start + PER_ROW)):
+        verdict = "" if not judged else (" ✓" if correct[i] else f" ✗ ({names[labels[i]]})")
+        column.image(draw.tile_png(view, scale, k, sel.display), width="stretch", output_format="PNG",
+                     caption=f"#{i}: {names[predicted[i]]} {confidence[i]:.0%}{verdict}")
+        column.button("Show", key=f"gallery_show_{i}", on_click=_show, args=(i,), width="stretch",
+                      help=f"open image #{i} on every page")
+st.html(draw.colour_bar(scale, 0, draw.short_unit(scale)) if scale.common_limits is not None else "")
+st.caption(draw.scale_caption(scale))
+exports.buttons(exports.stem(set_key, entry.name, sel.method, f"page{page}"), key="gallery",
+                png=lambda: exports.overlays_png([(f"#{i}", v) for i, v in zip(shown, views)], scale,
+                                                 alpha=sel.display.alpha, ncols=PER_ROW),
+                maps=lambda: {f"image {i}": v.map for i, v in zip(shown, views)})

@@ -2,7 +2,11 @@
 
 import streamlit as st
 
+import draw
+import figures
+
 from infsa_viz.maps import METHODS
+from infsa_viz.metrics.registry import METRICS
 
 st.title("Glossary")
 st.markdown("""
@@ -28,19 +32,16 @@ Non-negative maps use a sequential colormap (dark = low); signed maps a divergin
 white = 0, red > 0). The top colour is the 99th percentile of the values (of |value| if signed), as
 Captum clips outliers; the colour bar under every overlay gives the numbers.
 """)
-st.subheader("Figures (all: higher is better)")
-st.markdown("""
-| figure | what it measures | better |
-|---|---|---|
-| MoRF-AOC | area over the curve of the class probability as the most relevant patches are removed first | higher |
-| LeRF-AUC | area under that curve when the least relevant patches are removed first | higher |
-| AOPC | average drop of the probability over the MoRF steps | higher |
-| pointing game | the map's maximum lies in the target box (hit / miss) | hit |
-| box ROC-AUC | map values rank the target box's pixels above the others | higher (0.5 = chance) |
-| box PR-AUC | precision–recall of the same ranking | higher (chance = the box's share of pixels) |
-| probability (p) | the model's softmax probability of its predicted class | higher |
-""")
+st.subheader("Figures")
+st.caption("Every figure the evaluation computes, from the metric registry (`infsa_viz.metrics.registry`; "
+           "docs/metrics.md explains each metric in one paragraph).")
+st.markdown(draw.markdown_table(["figure", "metric", "what it measures", "better"], [
+    [f.label, metric.name, f.description or metric.rule, figures.figure(f.name).better or "—"]
+    for metric in METRICS.values() for f in metric.figures] + [
+    [figures.figure("probability").label, "—", "the model's softmax probability of its predicted class",
+     figures.figure("probability").better]]))
 st.subheader("Methods")
-st.table([{"method": name, "family": spec.family, "what it shows": spec.description,
-           "explains a class": "yes" if spec.explains_class else "no", "signed": "yes" if spec.signed else "no",
-           "reference": spec.reference} for name, spec in METHODS.items()])
+st.markdown(draw.markdown_table(["method", "family", "role", "what it shows", "explains a class", "signed",
+                                 "reference"], [
+    [name, spec.family, spec.role, spec.description, "yes" if spec.explains_class else "no",
+     "yes" if spec.signed else "no", spec.reference] for name, spec in METHODS.items()]))

@@ -1,9 +1,15 @@
-"""Methods × models: rows are map methods, columns are models, one colour scale per row."""
+"""Methods × models: rows are map methods, columns are models, one colour scale per row; a
+compact mode draws small tiles so a few methods × models fit one screen."""
 
 import streamlit as st
 
-import common
+import catalog
+import compute
+import draw
+import exports
+import inputs
 import sidebar
+import targets
 from infsa_viz.maps import METHODS, selector_options
 
 DEFAULT_METHODS = ["attention", "rollout", "visits", "saliency"]
@@ -11,27 +17,52 @@ DEFAULT_METHODS = ["attention", "rollout", "visits", "saliency"]
 sel = sidebar.selection()
 st.title("Methods × models")
 sidebar.require_inputs(sel)
-methods = st.multiselect("Methods (rows)", [m for m, s in METHODS.items() if not s.needs_truth], default=[m for m in DEFAULT_METHODS if m in METHODS],
-                         key="grid_methods", format_func=lambda m: f"{m} ({METHODS[m].family})",
-                         help="Each row shares one colour scale (its own colour bar under every tile); "
-                              "rows do not share scales, since methods have different units")
+st.session_state.setdefault("grid_methods", [m for m in DEFAULT_METHODS if m in METHODS])
+methods = st.multiselect("Methods (rows)", [m for m, s in METHODS.items() if not s.needs_truth], key="grid_methods",
+                         format_func=lambda m: f"{m} ({METHODS[m].family})",
+                         help="Each row shares one colour scale (its colour bar beside it); rows do not share "
+                              "scales, since methods have different units")
+compact = st.toggle("Compact", value=True, key="grid_compact", help="small tiles: the whole grid on one screen")
+names = {e.path: inputs.class_names(e) for e in catalog.loaded(sel.models)}
 st.caption(f"{sel.image.source}; layer and head from the sidebar where a method reads one layer; "
-           f"class-explaining methods explain {common.target_label(sel.target)}.")
-header = st.columns(len(sel.models))
-for column, entry in zip(header, sel.models):
+           f"class-explaining methods explain {targets.describe(sel.target, list(names.values()))}.")
+widths = [1.3] + [1] * len(sel.models)
+header = st.columns(widths)
+header[0].markdown("**method**")
+for column, entry in zip(header[1:], sel.models):
     column.markdown(f"**{entry.label}**")
+    if entry.path in names:
+        column.caption(draw.prediction_line(names[entry.path], compute.probabilities(entry, sel.image),
+                                            compute.label_for(entry, sel.image)))
+drawn = []
+tiles_area = st.container(key="grid_compact_tiles" if compact else "grid_tiles")
 for method in methods:
     spec = METHODS[method]
-    st.markdown(f"**{method}** — {spec.description}" + (" (signed: diverging colours, white = 0)" if spec.signed else ""))
     options = selector_options(method, layer=sel.layer, head=sel.head, strict=False)
-    results = sidebar.map_views(sel, method, options)
-    tiles, scale = common.draw(sel.display, method, results)
-    for column, (entry, result) in zip(st.columns(len(results)), results):
+    results = sidebar.each_model(sel, compute.map_view, method, options)
+    pngs, scale = draw.tiles(sel.display, method, results)
+    row = tiles_area.columns(widths, vertical_alignment="center")
+    with row[0]:
+        st.markdown(f"**{method}**" + ("" if compact else f" — {spec.description}"))
+        if scale is not None:
+            st.html(draw.colour_bar(scale, 0, "own range per map" if scale.common_limits is None else
+                                    draw.short_unit(scale)))
+    for column, (entry, result) in zip(row[1:], results):
         with column:
             if isinstance(result, str):
-                st.error(f"{entry.label}: {result}")
+                st.error(result if compact else f"{entry.label}: {result}")
                 continue
-            st.image(tiles[entry.path], caption=f"{method} · {entry.label}", width="stretch", output_format="PNG")
-            st.caption(common.prediction_line(entry, sel.image))
+            what = f"{method} · {entry.label}"  # compact: the header names the model, the row the method
+            st.image(pngs[entry.path], caption=None if compact else what, alt=what, output_format="PNG",
+                     width="stretch")
     if scale is not None:
-        st.caption(common.scale_caption(scale))
+        drawn.append((method, [(e, v) for e, v in results if e.path in pngs], scale))
+        if not compact:
+            tiles_area.caption(draw.scale_caption(scale))
+
+if drawn:
+    exports.buttons(
+        exports.stem(sel.image.base, "methods-x-models"), key="grid",
+        png=lambda: exports.grid_png([t for m, views, scale in drawn for t in exports.overlay_tiles(
+            [(f"{m} {e.name}", v) for e, v in views], scale, alpha=sel.display.alpha)], ncols=len(sel.models)),
+        maps=lambda: {f"{m} {e.label}": v.map for m, views, _ in drawn for e, v in views})

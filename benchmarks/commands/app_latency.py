@@ -1,39 +1,77 @@
-"""``python -m benchmarks app-latency``: the real app in Chromium, timed per interaction."""
+"""``python -m benchmarks app-latency``: the real app in Chromium, timed per interaction, and where
+the time goes on the server, stage by stage."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from .. import command_line
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeats", type=int, default=5, help="cached method switches timed (median reported)")
+    parser.add_argument("--cold-runs", type=int, default=3,
+                        help="fresh servers whose first render is timed (median reported; the first is the "
+                             "server of the other interactions)")
     parser.add_argument("--out", required=True, help="JSON report (e.g. metrics/app-latency.json)")
+
+
+def _rounded(value: Any) -> Any:
+    if isinstance(value, float):
+        return round(value, 3)
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
     from infsa_viz.io import write_json
 
-    from ..app_latency import CHROMIUM, GOALS, cpu_count, goals_report, measure_app
+    from ..app_latency import CHROMIUM, GOALS, cpu_count, goals_report, measure_app, measure_cold, server_stages
 
     if not Path(CHROMIUM).exists():
         raise ValueError(f"{CHROMIUM} is missing: the benchmark drives the app in Chromium")
     models = len([p for p in (Path(__file__).resolve().parents[2] / "models").glob("*/model.safetensors")])
     load_before = os.getloadavg()
     print(f"app-latency: {models} models, load {load_before[0]:.2f}", file=sys.stderr)
+    if args.cold_runs < 1 or args.repeats < 1:
+        raise ValueError(f"--cold-runs={args.cold_runs} and --repeats={args.repeats} must be at least 1")
     with tempfile.TemporaryDirectory() as tmp:
         measured = measure_app(models=models, repeats=args.repeats, log=Path(tmp) / "streamlit.log")
+        cold = [{k: measured[k] for k in ("cold_first_title_s", "cold_first_overlays_s", "cold_first_render_s")},
+                *measure_cold(models=models, runs=args.cold_runs - 1, log=Path(tmp) / "cold.log")]
+    for key in cold[0]:
+        measured[key] = statistics.median(run[key] for run in cold)
+    measured["cold_runs"] = cold
+    stages = server_stages()
+    cold_stages = sum(v for k, v in stages.items() if "switch" not in k)
+    measured["not_server_s"] = {  # the browser's and Streamlit's share: what the server stages do not explain
+        "cold_first_render_s": measured["cold_first_render_s"] - cold_stages,
+        "cached_method_switch_s": measured["cached_method_switch_s"] - stages["cached switch: maps, tiles and figures"],
+        "uncached_attention_switch_s": measured["uncached_attention_switch_s"]
+        - stages["uncached switch: maps, tiles and figures (mean of rollout, visits)"]}
     load_after = os.getloadavg()
     write_json(args.out, {
         "protocol": {
             "what": "streamlit run app, opened in Chromium (Playwright) at 1280x800; each time runs from the "
                     "user's action until the page has settled (no stale element, no running indicator, the "
-                    "method's caption and one overlay per model shown)",
+                    "method's caption, one overlay per model and the per-map figures shown); a method switch "
+                    "is timed from the choice (Enter on the filtered option), and also with the dropdown's "
+                    "opening and the typing of the name (*_typing_included_s, the first reports' protocol)",
+            "server_stages": "a fresh process runs what the first render and a switch compute, with the app's "
+                             "own functions in the app's order, one stage after the other (the app imports pandas "
+                             "and scikit-learn in a background thread from its start, app/warmup.py; the GIL lets "
+                             "that overlap only the waits); the browser's and Streamlit's share (loading "
+                             "Streamlit's page, messages, drawing) is the rest of each browser-timed figure, "
+                             "measured.not_server_s",
             "models": models, "viewport": [1280, 800], "cpus": cpu_count(),
             "loadavg_before": [round(v, 2) for v in load_before],
             "loadavg_after": [round(v, 2) for v in load_after],
@@ -41,9 +79,8 @@ def run(args: argparse.Namespace) -> int:
             "command": command_line(args),
         },
         "goals": goals_report(measured),
-        "measured": {k: (round(v, 3) if isinstance(v, float) else
-                         [round(x, 3) for x in v] if isinstance(v, list) else
-                         {kk: round(vv, 3) for kk, vv in v.items()}) for k, v in measured.items()},
+        "measured": _rounded(measured),
+        "server_stages_s": stages,
         "goal_definitions": GOALS,
     })
     return 0

@@ -80,11 +80,14 @@ def rollout(
     head_fusion: HeadFusion = "mean",
     add_residual: bool = True,
     matrix: Literal["native", "infsa"] = "native",
+    discard_ratio: float = 0.0,
 ) -> Tensor:
     """Attention rollout (Abnar & Zuidema, ACL 2020): ``R = Ã⁽ᴸ⁾ ⋯ Ã⁽¹⁾``.
 
-    Per layer: fuse heads, ``Ã = 0.5·A + 0.5·I`` (residual, when ``add_residual``), re-normalise
-    rows to sum 1 (all-zero rows stay zero), then multiply, later layers on the left.
+    Per layer: fuse heads, zero the ``discard_ratio`` share of smallest entries of the fused
+    ``(N, N)`` matrix except ``A[0, 0]`` (as vit-explain does, Gildenblat 2020), ``Ã = 0.5·A + 0.5·I``
+    (residual, when ``add_residual``), re-normalise rows to sum 1 (all-zero rows stay zero), then
+    multiply, later layers on the left.
 
     Args:
         layers: records (in layer order) or ``(B, H, N, N)`` tensors.
@@ -92,6 +95,8 @@ def rollout(
         add_residual: add the identity for the skip connection (default ``True``).
         matrix: for records: ``"native"`` (softmax ``P``, pure ``Â``, Linear-InfSA ``1·aᵀ``) or
             ``"infsa"`` (``Â`` from each layer's q, k).
+        discard_ratio: share in ``[0, 1)`` of each fused matrix's smallest entries set to 0
+            (default 0: none; ties broken by position).
 
     Returns:
         ``(B, N, N)``; row ``i`` is output token ``i``'s mix of input tokens (``R[:, 0]`` for CLS).
@@ -104,6 +109,8 @@ def rollout(
         raise ValueError(f"matrix={matrix!r} must be 'native' or 'infsa'")
     if len(layers) == 0:
         raise ValueError("layers is empty; rollout needs at least one layer")
+    if isinstance(discard_ratio, bool) or not isinstance(discard_ratio, (int, float)) or not 0 <= discard_ratio < 1:
+        raise ValueError(f"discard_ratio={discard_ratio!r} must be a number in [0, 1)")
     result: Tensor | None = None
     for layer in layers:
         A = _layer_matrix(layer, matrix)
@@ -111,6 +118,8 @@ def rollout(
             raise ValueError(f"attention has shape {tuple(A.shape)}; expected (B, H, N, N)")
         fused = fuse_heads(A, head_fusion)  # (B, N, N)
         fused = fused.double() if fused.dtype == torch.float64 else fused.float()
+        if discard_ratio > 0:
+            fused = _discard_smallest(fused, discard_ratio)
         if add_residual:
             eye = torch.eye(fused.shape[-1], dtype=fused.dtype, device=fused.device)
             fused = 0.5 * fused + 0.5 * eye
@@ -121,6 +130,19 @@ def rollout(
     return result  # type: ignore[return-value]
 
 
+def _discard_smallest(fused: Tensor, ratio: float) -> Tensor:
+    """``(B, N, N)`` with the ``int(N² · ratio)`` smallest entries of each matrix set to 0, except
+    entry ``(0, 0)`` (vit-explain's rule: the smallest are found among all entries, then (0, 0) kept)."""
+    flat = fused.flatten(1).clone()  # (B, N·N)
+    count = int(flat.shape[-1] * ratio)
+    if count:
+        order = torch.sort(flat, dim=-1, stable=True).indices[:, :count]  # (B, count), smallest first
+        drop = torch.zeros_like(flat, dtype=torch.bool).scatter_(1, order, True)
+        drop[:, 0] = False
+        flat[drop] = 0
+    return flat.reshape(fused.shape)
+
+
 @register
 class Rollout(MapMethod):
     """Attention rollout across all layers, read from the CLS row (or the mean row)."""
@@ -129,7 +151,7 @@ class Rollout(MapMethod):
     family = "attention"
     description = "attention rollout across layers (Abnar & Zuidema 2020)"
     reference = "Abnar & Zuidema, Quantifying Attention Flow in Transformers, ACL 2020"
-    defaults = {"head": "mean", "add_residual": True, "matrix": "native", "start": "auto"}
+    defaults = {"head": "mean", "add_residual": True, "matrix": "native", "start": "auto", "discard_ratio": 0.0}
     cost = "1 forward; one dense N×N product per layer"
 
     def _compute(self, model: nn.Module, images: Tensor, target: Tensor | None,
@@ -142,7 +164,7 @@ class Rollout(MapMethod):
         if head not in FUSIONS:
             raise ValueError(f"head={head!r} must be one of {list(FUSIONS)} for rollout (heads are fused per layer)")
         joint = rollout(records, head_fusion=head, add_residual=options["add_residual"],
-                        matrix=options["matrix"])  # (B, N, N)
+                        matrix=options["matrix"], discard_ratio=options["discard_ratio"])  # (B, N, N)
         tokens = joint[:, 0] if start == "cls" else joint.mean(1)
         metadata = {"variants": [r.variant for r in records], "start": start,
                     "side": "row of R = A'(L)...A'(1)"}

@@ -68,7 +68,7 @@ def resolve_discount(rho: Tensor | None, given: float | Tensor | None = None, *,
             raise ValueError(f"gamma={given!r} is invalid; expected a number")
         return Discount(given, "given")
     if rho is not None:
-        value = rho.mean() if head == "mean" or rho.ndim == 0 else rho[head]
+        value = rho.mean() if head == "mean" or rho.numel() == 1 else rho[head]
         return Discount(value, "learned rho")
     return Discount(UNLEARNED_GAMMA, f"{UNLEARNED_GAMMA} (the layer learns no rho)")
 

@@ -46,8 +46,15 @@ def _ok(at) -> None:
 
 
 def _captions(at) -> list[str]:
-    """Captions of the overlays (not of the model-input images)."""
-    return [c for image in at.image for c in image.captions if not c.endswith(": model input")]
+    """Captions of the overlays (not of the model-input images); a compact tile's alternative text."""
+    return [i.caption or i.alt for image in at.image for i in image.proto.imgs
+            if not (i.caption or i.alt).endswith(": model input")]
+
+
+def _figures(at) -> str:
+    """The side-by-side page's table of per-map figures (markdown)."""
+    (table,) = [m.value for m in at.markdown if m.value.startswith("| model | MoRF-AOC")]
+    return table
 
 
 def test_side_by_side_renders_every_model(shipped_models):
@@ -57,11 +64,26 @@ def test_side_by_side_renders_every_model(shipped_models):
     captions = _captions(at)
     assert captions == [e.label for e in shipped_models]
     assert {e.variant for e in shipped_models} <= {c.split(" · ")[0] for c in captions}
-    assert sum("MoRF-AOC" in m.value for m in at.markdown) == len(shipped_models)
-    assert {b.label for b in at.get("download_button")} >= {"Overlay grid (PNG)", "Figures (CSV)", "Figures (JSON)"}
+    rows = _figures(at).splitlines()[2:]
+    assert [r.split(" | ")[0].lstrip("| ") for r in rows] == [e.label for e in shipped_models]
+    assert any("all: higher is better" in m.value for m in at.markdown)
+    assert {b.label for b in at.get("download_button")} >= {"Overlays (PNG)", "Raw maps (NPZ)", "Figures (CSV)",
+                                                            "Figures (JSON)"}
     assert sum("predicts **digit" in m.value and "(p = 0." in m.value for m in at.markdown) == len(shipped_models)
-    assert sum("higher is better" in m.value for m in at.markdown) == len(shipped_models)
     assert at.selectbox(key="layer").disabled is False  # attention reads one layer
+    assert len(at.get("html")) >= 2  # the page's style and the shared colour bar
+
+
+def test_first_screen_shows_an_image_every_model_gets_right(shipped_models):
+    at = _app().run()
+    index = at.number_input(key="image_index").value
+    split, models = test_split(), [load_model(m.path).eval() for m in shipped_models]
+    with torch.no_grad():
+        right = np.logical_and.reduce([m(prepare(m.config, split.images[:64]).tensor).argmax(-1).numpy()
+                                       == split.labels[:64] for m in models])
+    assert index == int(np.argmax(right))
+    assert sum(":green[correct]" in m.value for m in at.markdown) == len(shipped_models)
+    assert "n/a" not in _figures(at).split("\n")[2].split(" | ")[1]  # MoRF-AOC defined: each predicts the label
 
 
 def test_side_by_side_method_and_image_change(shipped_models):
@@ -74,6 +96,11 @@ def test_side_by_side_method_and_image_change(shipped_models):
     _ok(at)
     assert any("test image #7" in c.value for c in at.caption)
     assert len(_captions(at)) == len(shipped_models)
+    at.button(key="next_image").click().run()
+    assert any("test image #8" in c.value for c in at.caption)
+    at.button(key="previous_image").click().run()
+    at.button(key="previous_image").click().run()
+    assert any("test image #6" in c.value for c in at.caption)
 
 
 def test_model_selection_and_another_model_directory(tmp_path, shipped_models):
@@ -126,6 +153,7 @@ def test_only_misclassified_browses_errors(shipped_models):
     at.checkbox(key="only_wrong").check().run()
     _ok(at)
     assert at.error or len(_captions(at)) == len(shipped_models)  # a perfect model says so in an error box
+    assert at.number_input(key="wrong_pos").label.startswith("Misclassified image (of")
 
 
 def test_misclassified_browsing_shows_the_chosen_models_errors_in_order(shipped_models):
@@ -146,16 +174,16 @@ def test_misclassified_browsing_shows_the_chosen_models_errors_in_order(shipped_
 
 def test_figures_toggle_hides_and_shows_the_per_map_figures(shipped_models):
     at = _app().run()
-    assert sum("MoRF-AOC" in m.value for m in at.markdown) == len(shipped_models)
+    assert len(_figures(at).splitlines()) == 2 + len(shipped_models)
     at.toggle(key="badges").set_value(False).run()
     _ok(at)
-    assert sum("MoRF-AOC" in m.value for m in at.markdown) == 0
+    assert not any(m.value.startswith("| model | MoRF-AOC") for m in at.markdown)
     assert len(_captions(at)) == len(shipped_models)  # the overlays stay
 
 
 def test_bad_upload_shows_an_error_not_an_exception():
     at = _app().run()
-    at.radio(key="image_source").set_value("Upload").run()
+    at.radio(key="image_set").set_value("upload").run()
     _ok(at)
     assert at.info  # asks for a file
     assert at.get("file_uploader")[0].proto.type == [".png", ".jpg", ".jpeg"]  # the browser offers PNG/JPEG only
@@ -239,8 +267,9 @@ def test_gradient_methods_explain_the_chosen_class(shipped_models):
     assert [d["target"] for d in _details(at).values()] == [3] * len(shipped_models)
     at.selectbox(key="target").set_value("label").run()
     _ok(at)
-    assert [d["target"] for d in _details(at).values()] == [int(test_split().labels[0])] * len(shipped_models)
-    at.radio(key="image_source").set_value("Upload").run()
+    index = at.number_input(key="image_index").value
+    assert [d["target"] for d in _details(at).values()] == [int(test_split().labels[index])] * len(shipped_models)
+    at.radio(key="image_set").set_value("upload").run()
     at.file_uploader(key="upload").set_value(("square.png", _rgba_png(), "image/png")).run()
     _ok(at)  # an upload has no label: the choice falls back to the prediction
     assert at.selectbox(key="target").value == "predicted"
@@ -259,25 +288,29 @@ def _rgba_png() -> bytes:
 def test_good_upload_of_any_size_renders_with_each_models_preprocessing(shipped_models):
     png = _rgba_png()
     at = _app().run()
-    at.radio(key="image_source").set_value("Upload").run()
+    at.radio(key="image_set").set_value("upload").run()
     at.file_uploader(key="upload").set_value(("square.png", png, "image/png")).run()
     _ok(at)
     assert not at.error, [e.value for e in at.error]
     assert len(_captions(at)) == len(shipped_models)
     details = _details(at)
     image = decode_image(png, name="square.png")
-    assert at.radio(key="upload_fit").value == "pad"  # letterboxed by default, not stretched
+    assert at.radio(key="upload_fit").value == "model's own"  # each model's own preprocessing by default
     for m in shipped_models:
-        np.testing.assert_allclose(details[m.label]["logits"], _logits(m.path, [image], resize="pad"), rtol=0, atol=1e-6)
+        np.testing.assert_allclose(details[m.label]["logits"], _logits(m.path, [image]), rtol=0, atol=1e-6)
     assert "label" not in at.selectbox(key="target").options  # an upload has no label to explain
-    summaries = [c.value for c in at.caption if "130×90 RGB → 48×48 gray" in c.value]
-    assert len(summaries) == len(shipped_models) and all("padded to a square" in c for c in summaries)
-    at.radio(key="upload_fit").set_value("model's own").run()
+    warnings = [w.value for w in at.warning]
+    assert sum("aspect ratio 1.44 is stretched" in w for w in warnings) == 1  # said once, for every model
+    assert len(warnings) == len(set(warnings))
+    at.radio(key="upload_fit").set_value("letterbox").run()
     _ok(at)
     details = _details(at)
     for m in shipped_models:
-        np.testing.assert_allclose(details[m.label]["logits"], _logits(m.path, [image]), rtol=0, atol=1e-6)
-    assert any("aspect ratio 1.44 is stretched" in w.value for w in at.warning)  # the honest warning
+        np.testing.assert_allclose(details[m.label]["logits"], _logits(m.path, [image], resize="pad"),
+                                   rtol=0, atol=1e-6)
+    summaries = [c.value for c in at.caption if "130×90 RGB → 48×48 gray" in c.value]
+    assert len(summaries) == len(shipped_models) and all("padded to a square" in c for c in summaries)
+    assert not any("aspect ratio" in w.value for w in at.warning)
 
 
 def test_class_picker_top_k_and_disabled_controls(shipped_models):
@@ -288,7 +321,8 @@ def test_class_picker_top_k_and_disabled_controls(shipped_models):
     at.selectbox(key="method").set_value("input_x_gradient").run()
     at.selectbox(key="target").set_value("top 2").run()
     _ok(at)
-    image = test_split().images[0:1]
+    index = at.number_input(key="image_index").value
+    image = test_split().images[index:index + 1]
     for m in shipped_models:  # the second most probable class of each model
         assert _details(at)[m.label]["target"] == int(np.argsort(-_logits(m.path, image), kind="stable")[1])
         assert _details(at)[m.label]["colour"]["signed"] and _details(at)[m.label]["colour"]["colormap"] == "rdbu"
@@ -311,6 +345,11 @@ def test_methods_by_models_grid_has_one_scale_per_row(shipped_models):
     assert not at.error, [e.value for e in at.error]
     captions = _captions(at)
     assert captions == [f"{method} · {m.label}" for method in ("attention", "visits") for m in shipped_models]
+    assert all(image.proto.imgs[0].url.endswith(".png") for image in at.image)  # drawn pixels, not JPEG
+    assert not any(image.proto.imgs[0].caption for image in at.image)  # compact: the header names the models
+    assert sum("infsa-colour-bar" in h.proto.body for h in at.get("html")) == 2  # one colour bar per row
+    at.toggle(key="grid_compact").set_value(False).run()
+    _ok(at)
     assert sum(c.value.startswith("One colour scale for all maps") for c in at.caption) == 2
 
 
@@ -319,7 +358,8 @@ def test_attention_page_reads_the_chosen_token(shipped_models):
     at.switch_page("views/attention.py").run()
     _ok(at)
     assert any("query: **CLS**" in c.value for c in at.caption)
-    at.selectbox(key="attention_model").set_value(shipped_models[-1].path).run()
+    assert len(_captions(at)) == 4 * len(shipped_models)  # every model side by side
+    at.multiselect(key="attention_models").set_value([shipped_models[-1].path]).run()
     at.number_input(key="query_token").set_value(7).run()
     _ok(at)
     assert any("patch (row 1, col 0)" in c.value for c in at.caption)  # 6 × 6 patches after the CLS token
@@ -328,7 +368,8 @@ def test_attention_page_reads_the_chosen_token(shipped_models):
     model = load_model(shipped_models[-1].path)
     from infsa_viz.capture import capture_attention
 
-    _, records = capture_attention(model, preprocess(model, test_split().images[0:1]))
+    index = at.number_input(key="image_index").value
+    _, records = capture_attention(model, preprocess(model, test_split().images[index:index + 1]))
     A = records[-1].attention_matrix()[0].double().mean(0)  # (N, N) head mean of the last layer
     gamma = 0.9 if records[-1].rho is None else float(records[-1].rho.double().mean())
     assert f"γ·Σ_j A_tj = {gamma * float(A[7].sum()):.3f}" in line
@@ -337,29 +378,38 @@ def test_attention_page_reads_the_chosen_token(shipped_models):
     torch.testing.assert_close(visits, naive)  # the reading shown is sᵀ(I − γA)⁻¹ from token 7
 
 
-def test_gallery_sorts_by_any_column(shipped_models):
+def test_gallery_filters_overlays_by_class_correctness_and_confidence(shipped_models):
     at = _app().run()
     at.switch_page("views/gallery.py").run()
     _ok(at)
-    column = f"{shipped_models[0].name}: p(label)"
-    assert at.selectbox(key="gallery_sort").value == column
-    at.toggle(key="gallery_ascending").set_value(False).run()
-    at.toggle(key="gallery_wrong").set_value(True).run()
+    assert len(_captions(at)) == 24  # one page of overlays
+    model = load_model(shipped_models[0].path).eval()
+    split = test_split()
+    with torch.no_grad():
+        p = torch.softmax(model(prepare(model.config, split.images).tensor).double(), -1).numpy()
+    at.radio(key="gallery_correct").set_value("wrong").run()
+    at.selectbox(key="gallery_class").set_value(3).run()
+    at.slider(key="gallery_confidence").set_value((0.2, 0.9)).run()
+    at.selectbox(key="gallery_order").set_value("least confident").run()
     _ok(at)
-    (table,) = at.dataframe
-    values = table.value[column].to_numpy()
-    assert (np.diff(values) <= 0).all() and len(values) > 0
-    correct = np.logical_and.reduce([table.value[f"{m.name}: correct"].to_numpy() for m in shipped_models])
-    assert not correct.any()  # only images some model gets wrong
+    shown = [int(c.split(":")[0][1:]) for c in _captions(at)]
+    expected = np.flatnonzero((p.argmax(-1) != split.labels) & (split.labels == 3) & (p.max(-1) >= 0.2)
+                              & (p.max(-1) <= 0.9))
+    expected = expected[np.argsort(p.max(-1)[expected], kind="stable")][:24]
+    assert shown == expected.tolist() and len(shown) > 0
+    at.button(key=f"gallery_show_{shown[0]}").click().run()
+    assert at.number_input(key="image_index").value == shown[0]
 
 
-def test_glossary_lists_every_method():
+def test_glossary_lists_every_method_and_figure():
     at = _app().run()
     at.switch_page("views/glossary.py").run()
     _ok(at)
     from infsa_viz.maps import METHODS
 
-    assert [r["method"] for r in at.table[0].value.to_dict("records")] == list(METHODS)
+    (methods,) = [m.value for m in at.markdown if m.value.startswith("| method |")]
+    assert [line.split(" | ")[0].lstrip("| ") for line in methods.splitlines()[2:]] == list(METHODS)
+    assert any("| MoRF-AOC |" in m.value and "higher is better" in m.value for m in at.markdown)
 
 
 def test_user_models_from_the_environment_and_a_broken_one(tmp_path, shipped_models, monkeypatch):
@@ -392,3 +442,21 @@ def test_a_transformers_vit_directory_is_a_model_like_any_other(tmp_path, shippe
     _ok(at)
     assert not at.error, [e.value for e in at.error]
     assert option in _captions(at)  # drawn through its own RGB preprocessing beside the gray digit models
+
+
+def test_rollout_head_fusion_and_discard_ratio_are_the_librarys(shipped_models):
+    at = _app().run()
+    at.selectbox(key="method").set_value("rollout").run()
+    head = at.selectbox(key="head")
+    assert head.label == "Head fusion" and list(head.options) == ["mean", "max", "min"] and not head.disabled
+    head.set_value("max").run()
+    at.select_slider(key="discard_ratio").set_value(0.5).run()
+    _ok(at)
+    index = at.number_input(key="image_index").value
+    model = load_model(shipped_models[0].path)
+    expected = attribute(model, preprocess(model, test_split().images[index:index + 1]), "rollout", head="max",
+                         discard_ratio=0.5)
+    options = _details(at)[shipped_models[0].label]["options"]
+    assert (options["head"], options["discard_ratio"]) == ("max", 0.5) and options == expected.options
+    query = {k: v[0] if isinstance(v, list) else v for k, v in at.query_params.items()}
+    assert (query["head"], query["discard"]) == ("max", "0.5")

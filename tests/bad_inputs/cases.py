@@ -448,7 +448,7 @@ def _app_upload(name: str, as_name: str | None = None) -> Callable[[Paths], Any]
         from streamlit.testing.v1 import AppTest
 
         at = AppTest.from_file(str(APP), default_timeout=120).run()
-        at.radio(key="image_source").set_value("Upload").run()
+        at.radio(key="image_set").set_value("upload").run()
         upload = (as_name or paths[name].name, paths[name].read_bytes(), "image/png")
         return at.file_uploader(key="upload").set_value(upload).run()
 

@@ -1,0 +1,272 @@
+"""What the app computes, cached: model inputs, predictions, maps, figures and spectra.
+
+Every value comes from the library: each model's own preprocessing
+(:func:`infsa_viz.preprocess.prepare`), the maps (:func:`infsa_viz.maps.attribute`), their
+per-image figures (:func:`infsa_viz.evaluation.score_images`) and the spectra
+(:func:`infsa_viz.spectral.layer_spectra`). ``st.cache_data`` keys are the model's path and
+version, the image's key (which records its resize and whether its label is used), the method,
+its options and the class explained. Pages pass the image they show; :func:`inputs.for_model`
+turns it into what each model is given.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import streamlit as st
+import torch
+
+import catalog
+import inputs
+import targets
+from catalog import ModelEntry
+from inputs import ImageChoice
+from infsa_viz.capture import capture_attention
+from infsa_viz.evaluation import EvalSettings, ImageRecord, score_images
+from infsa_viz.io import read_json
+from infsa_viz.maps import METHODS, attribute
+from infsa_viz.metrics import BoxCurve, box_curves
+from infsa_viz.preprocess import Prepared, prepare
+from infsa_viz.spectral import LayerSpectrum, layer_spectra
+
+# One image through a small ViT is a few milliseconds of work: intra-op threads only add
+# synchronisation, and on a busy machine (or with several sessions, each in its own thread) they
+# oversubscribe the cores and make every switch many times slower. OMP_NUM_THREADS overrides.
+if "OMP_NUM_THREADS" not in os.environ:
+    torch.set_num_threads(1)
+
+#: The per-image figures the app shows: MoRF/LeRF, box AUCs and the pointing game. The
+#: evaluation's further protocols (deletion/insertion, ROAD, sanity) stay in ``infsa-viz evaluate``.
+FIGURES_PROTOCOL = dict(metrics=("perturbation", "evidence", "box_auc", "pointing_game"), subsample=0,
+                        road_images=0, sanity_images=0)
+#: Images per forward pass when a whole set is classified.
+BATCH = 64
+# ---------------------------------------------------------------------------- model inputs
+@st.cache_data(show_spinner=False, max_entries=256)
+def _prepared(path: str, version: int, image_key: str, _image: ImageChoice) -> Prepared:
+    model = catalog.model_at(path, version)[0]
+    return prepare(inputs.input_config(model, _image), _image.data.images)
+
+
+def model_input_at(path: str, version: int, image: ImageChoice) -> Prepared:
+    """:func:`model_input` of a model path and version, for an image already given to it."""
+    return _prepared(path, version, image.key, image)
+
+
+def model_input(entry: ModelEntry, image: ImageChoice) -> Prepared:
+    """The image as this model sees it (its own preprocessing, or the letterbox chosen; cached)."""
+    image = inputs.for_model(image, entry)
+    return _prepared(entry.path, entry.version, image.key, image)
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def _logits(path: str, version: int, image_key: str, _image: ImageChoice) -> np.ndarray:
+    model, lock = catalog.model_at(path, version)
+    x = _prepared(path, version, image_key, _image).tensor
+    with lock, torch.no_grad():
+        return model(x)[0].numpy()
+
+
+def logits(entry: ModelEntry, image: ImageChoice) -> np.ndarray:
+    """``(classes,)``: the model's logits on the image, as it sees it (cached)."""
+    image = inputs.for_model(image, entry)
+    return _logits(entry.path, entry.version, image.key, image)
+
+
+def probabilities(entry: ModelEntry, image: ImageChoice) -> np.ndarray:
+    """``(classes,)``: the model's softmax probabilities on the image (cached)."""
+    z = logits(entry, image).astype(np.float64)
+    e = np.exp(z - z.max())
+    return e / e.sum()
+
+
+def label_for(entry: ModelEntry, image: ImageChoice) -> int | None:
+    """The image's label as a class of this model, or ``None`` (an upload, or a set the model does
+    not belong to)."""
+    return inputs.for_model(image, entry).label
+
+
+def class_index(entry: ModelEntry, image: ImageChoice, target: targets.Target) -> int:
+    """The class ``target`` names for this model and image (``ValueError``: not one of its classes)."""
+    return targets.resolve(target, probabilities(entry, image), label_for(entry, image))
+
+
+# ------------------------------------------------------------------------- whole image sets
+@st.cache_data(show_spinner=False, max_entries=256)
+def _chunk_probabilities(path: str, version: int, set_key: str, start: int) -> np.ndarray:
+    model, lock = catalog.model_at(path, version)
+    data = inputs.set_data(set_key)
+    images = data.images[start:start + BATCH]
+    with lock, torch.no_grad():
+        z = model(prepare(model.config, images).tensor).double()
+    return torch.softmax(z, -1).float().numpy()
+
+
+def set_probabilities(entry: ModelEntry, set_key: str, stop: int | None = None) -> np.ndarray:
+    """``(n, classes)`` float32: the model's probabilities on the first ``stop`` images of a set
+    (default all), computed once per batch of :data:`BATCH` images."""
+    n = len(inputs.set_data(set_key))
+    stop = n if stop is None else min(stop, n)
+    return np.concatenate([_chunk_probabilities(entry.path, entry.version, set_key, s)
+                           for s in range(0, stop, BATCH)])[:stop]
+
+
+def misclassified(entry: ModelEntry, set_key: str) -> np.ndarray:
+    """Indices of the set's images the model gets wrong, ascending (empty when the set's labels
+    are not its classes)."""
+    if not inputs.belongs(entry, set_key):
+        return np.zeros(0, np.int64)
+    return np.flatnonzero(set_probabilities(entry, set_key).argmax(-1) != inputs.set_data(set_key).labels)
+
+
+def first_all_correct(entries: list[ModelEntry], set_key: str) -> int | None:
+    """The first image of the set that every model belonging to it classifies correctly (read
+    a batch at a time); ``None`` when no model belongs to the set or no image qualifies."""
+    judged = [e for e in entries if inputs.belongs(e, set_key)]
+    if not judged:
+        return None
+    labels = inputs.set_data(set_key).labels
+    for start in range(0, len(labels), BATCH):
+        right = np.logical_and.reduce([_chunk_probabilities(e.path, e.version, set_key, start).argmax(-1)
+                                       == labels[start:start + BATCH] for e in judged])
+        if right.any():
+            return start + int(np.argmax(right))
+    return None
+
+
+# -------------------------------------------------------------------------------------- maps
+@dataclass(frozen=True, eq=False)
+class MapView:
+    """One model's map of one image and how to draw it (no figures: cheap to compute).
+
+    ``display``, ``boxes`` and ``negative_boxes`` are in the model's input pixels; ``target`` is
+    the class the map explains (class-explaining methods), ``validity`` the absorbing-chain
+    record (:meth:`~infsa_viz.maps.Validity.for_image`) for maps that rely on it."""
+
+    map: np.ndarray  # (h, w)
+    options: dict[str, Any]
+    metadata: dict[str, Any]
+    target: int | None
+    validity: dict[str, Any] | None
+    display: np.ndarray
+    boxes: np.ndarray
+    negative_boxes: np.ndarray | None
+
+
+@dataclass(frozen=True, eq=False)
+class Explained:
+    """A :class:`MapView` with every per-image figure the evaluation computes for it."""
+
+    view: MapView
+    record: ImageRecord
+    fractions: np.ndarray  # (K + 1,) x of record.morf / record.lerf
+    box_curve: BoxCurve | None
+
+
+def _view(result: Any, target: int | None, validity: dict[str, Any] | None, prepared: Prepared,
+          data: Any) -> MapView:
+    negatives = None if data.negative_boxes is None else prepared.boxes(0, data.negative_boxes[0])
+    return MapView(map=result.maps[0].numpy(), options=result.options,
+                   metadata=json.loads(json.dumps(result.metadata, default=str)), target=target, validity=validity,
+                   display=prepared.display[0], boxes=prepared.boxes(0, data.boxes[0]), negative_boxes=negatives)
+
+
+@st.cache_data(show_spinner=False, max_entries=2048)
+def _map_view(path: str, version: int, image_key: str, method: str, options_json: str, target: int | None,
+              _image: ImageChoice) -> MapView:
+    model, lock = catalog.model_at(path, version)
+    prepared = _prepared(path, version, image_key, _image)
+    with lock:
+        result = attribute(model, prepared.tensor, method, target=target, **json.loads(options_json))
+    return _view(result, None if result.target is None else int(result.target[0]),
+                 None if result.validity is None else result.validity.for_image(0), prepared, _image.data)
+
+
+@st.cache_data(show_spinner=False, max_entries=2048)
+def _explain(path: str, version: int, image_key: str, method: str, options_json: str, target: int | None,
+             _image: ImageChoice) -> Explained:
+    model, lock = catalog.model_at(path, version)
+    protocol = EvalSettings(**FIGURES_PROTOCOL, **({} if target is None else {"target": target}))
+    prepared = _prepared(path, version, image_key, _image)  # once: for the scores and for the overlay
+    with lock:
+        records, result, protocols = score_images(
+            model, _image.data, method, protocol=protocol, name=Path(path).name,
+            indices=None if _image.index is None else [_image.index], options=json.loads(options_json),
+            prepared=prepared)
+    view = _view(result, records[0].target, records[0].validity, prepared, _image.data)
+    curve = box_curves(result.maps, [view.boxes], image_size=int(prepared.tensor.shape[-1]))[0]
+    return Explained(view=view, record=records[0], fractions=protocols["steps"][0], box_curve=curve)
+
+
+def _call(compute: Any, entry: ModelEntry, image: ImageChoice, method: str, options: dict[str, Any],
+          target: targets.Target) -> Any:
+    image = inputs.for_model(image, entry)
+    cls = class_index(entry, image, target) if METHODS[method].explains_class else None
+    return compute(entry.path, entry.version, image.key, method, json.dumps(options, sort_keys=True), cls, image)
+
+
+def map_view(entry: ModelEntry, image: ImageChoice, method: str, options: dict[str, Any],
+             target: targets.Target = targets.DEFAULT) -> MapView:
+    """The map of ``method`` only (cached; see :func:`explain` for the figures)."""
+    return _call(_map_view, entry, image, method, options, target)
+
+
+def explain(entry: ModelEntry, image: ImageChoice, method: str, options: dict[str, Any],
+            target: targets.Target = targets.DEFAULT) -> Explained:
+    """The map of ``method`` and its figures (cached); ``target`` only for methods that explain a
+    class. ``ValueError`` for bad options, a class the model lacks, or a model that does not load."""
+    return _call(_explain, entry, image, method, options, target)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _set_views(path: str, version: int, set_key: str, indices: tuple[int, ...], method: str, options_json: str,
+               labelled: bool) -> list[MapView]:
+    model, lock = catalog.model_at(path, version)
+    data = inputs.set_data(set_key).subset(list(indices))
+    prepared = prepare(model.config, data.images)
+    with lock:
+        result = attribute(model, prepared.tensor, method, **json.loads(options_json))
+    none = np.zeros((0, 4), np.int64)
+    return [MapView(map=result.maps[i].numpy(), options=result.options, metadata={}, validity=None,
+                    target=None if result.target is None else int(result.target[i]), display=prepared.display[i],
+                    boxes=prepared.boxes(i, data.boxes[i]) if labelled else none, negative_boxes=None)
+            for i in range(len(indices))]
+
+
+def set_views(entry: ModelEntry, set_key: str, indices: list[int], method: str,
+              options: dict[str, Any]) -> list[MapView]:
+    """Maps of many images of a set in one batch (class-explaining methods explain the prediction);
+    the set's boxes only for a model that belongs to it."""
+    return _set_views(entry.path, entry.version, set_key, tuple(indices), method, json.dumps(options, sort_keys=True),
+                      inputs.belongs(entry, set_key))
+
+
+# --------------------------------------------------------------------------------- spectra
+@st.cache_data(show_spinner=False, max_entries=512)
+def _spectra(path: str, version: int, image_key: str, matrix: str, _image: ImageChoice) -> list[LayerSpectrum]:
+    model, lock = catalog.model_at(path, version)
+    x = _prepared(path, version, image_key, _image).tensor
+    with lock:
+        _, records = capture_attention(model, x)
+    return layer_spectra(records, matrix=matrix)
+
+
+def spectra(entry: ModelEntry, image: ImageChoice, matrix: str) -> list[LayerSpectrum]:
+    """Every layer × (head mean, heads) of the model on the image (cached)."""
+    image = inputs.for_model(image, entry)
+    return _spectra(entry.path, entry.version, image.key, matrix, image)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _metrics_report(path: str, mtime: int) -> Any:
+    return read_json(path)
+
+
+def metrics_report(path: Path) -> Any:
+    """A ``metrics/*.json`` report, re-read when the file changes (``ValueError`` if malformed)."""
+    return _metrics_report(str(path), path.stat().st_mtime_ns)

@@ -1,0 +1,226 @@
+"""How the app draws: overlays (cached PNG tiles), colour bars as page elements, and the lines
+and small tables that go with them.
+
+Drawing is the library's (:func:`infsa_viz.overlay.colour_scale`, :func:`~infsa_viz.overlay.overlay`);
+the colour bar is HTML (a CSS gradient of the scale's own colours with ticks and a unit line), so
+its text is page text at any width, not pixels baked into the image.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+import streamlit as st
+
+import figures
+from infsa_viz.maps import METHODS
+from infsa_viz.overlay import ColourScale, colour_scale, encode_png, overlay, to_rgb
+
+DISPLAY_PX = 288  # overlays are zoomed (nearest) to about this side: 48 px inputs are drawn 6x
+#: Ticks of a colour bar (both ends and the values between).
+TICKS = 5
+#: The page's styles: colour bars (text ≥ 12 px; the 2nd and 4th ticks hide in narrow columns).
+CSS = """<style>
+.infsa-cbar {container-type: inline-size; margin: 0 0 .6rem 0;}
+.infsa-cbar .ramp {height: 14px; border-radius: 2px; border: 1px solid rgba(0,0,0,.15);}
+.infsa-cbar .ticks {position: relative; height: 1.5em; font-size: 13px; line-height: 1.5;
+  font-variant-numeric: tabular-nums; white-space: nowrap;}
+.infsa-cbar .ticks span {position: absolute; top: 0; transform: translateX(-50%);}
+.infsa-cbar .ticks span::before {content: ""; position: absolute; left: 50%; top: -3px; height: 4px;
+  border-left: 1px solid currentColor;}
+.infsa-cbar .ticks span:first-child {transform: none;}
+.infsa-cbar .ticks span:first-child::before {left: 0;}
+.infsa-cbar .ticks span:last-child {transform: translateX(-100%);}
+.infsa-cbar .ticks span:last-child::before {left: auto; right: 0;}
+.infsa-cbar .unit {font-size: 12px; line-height: 1.3; opacity: .8; overflow-wrap: anywhere;}
+@container (max-width: 240px) {.infsa-cbar .ticks .minor {display: none;}}
+@container (max-width: 150px) {
+  .infsa-cbar .ticks {height: auto; display: flex; flex-wrap: wrap; justify-content: space-between; column-gap: .3rem;}
+  .infsa-cbar .ticks span, .infsa-cbar .ticks span:first-child, .infsa-cbar .ticks span:last-child {
+    position: static; transform: none;}
+  .infsa-cbar .ticks span::before {display: none;}
+}
+.st-key-grid_compact_tiles [data-testid="stImage"] img {max-width: 150px;}
+</style>"""
+
+
+@dataclass(frozen=True)
+class Display:
+    """How maps are drawn: colormap (sequential; signed maps use a diverging one), opacity,
+    scale mode, clipping percentile (``None``: the extremes) and whether boxes are drawn."""
+
+    colormap: str = "inferno"
+    alpha: float = 0.5
+    scale: str = "shared"
+    clip: float | None = 99.0
+    show_boxes: bool = True
+
+
+def page_style() -> None:
+    """Add :data:`CSS` to the page (once per run, before anything is drawn)."""
+    st.html(CSS)
+
+
+def zoom_for(display: np.ndarray) -> int:
+    """The nearest-neighbour zoom that draws an input of this side at about :data:`DISPLAY_PX`."""
+    return max(1, DISPLAY_PX // display.shape[0])
+
+
+@st.cache_data(show_spinner=False, max_entries=1024)
+def _tile_png(display: np.ndarray, token_map: np.ndarray, scale: ColourScale, index: int, alpha: float,
+              boxes: np.ndarray | None, negatives: np.ndarray | None) -> bytes:
+    return encode_png(overlay(display, token_map, scale, index, alpha=alpha, boxes=boxes, distractor_boxes=negatives,
+                              zoom=zoom_for(display)))
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def input_png(display: np.ndarray) -> bytes:
+    """PNG of a model input's pixels, zoomed (nearest) like the overlays."""
+    zoom = zoom_for(display)
+    return encode_png(to_rgb(np.repeat(np.repeat(display, zoom, 0), zoom, 1)))
+
+
+def tile_png(view: Any, scale: ColourScale, index: int, display: Display) -> bytes:
+    """PNG of one map over its model input, drawn on ``scale`` (cached by content)."""
+    boxes = view.boxes if display.show_boxes else None
+    negatives = view.negative_boxes if display.show_boxes else None
+    return _tile_png(view.display, view.map, scale, index, display.alpha, boxes, negatives)
+
+
+def tiles(display: Display, method: str, results: Sequence[tuple[Any, Any]]
+          ) -> tuple[dict[str, bytes], ColourScale | None]:
+    """PNG overlays (by model path, in order) of ``method``'s maps drawn together on one
+    :func:`~infsa_viz.overlay.colour_scale` of exactly those maps (diverging, centred at 0, for
+    a signed method); results that are error lines are left out."""
+    shown = [(entry, v) for entry, v in results if not isinstance(v, str)]
+    if not shown:
+        return {}, None
+    scale = scale_of([v.map for _, v in shown], method, display)
+    return {entry.path: tile_png(v, scale, i, display) for i, (entry, v) in enumerate(shown)}, scale
+
+
+def scale_of(maps: list[np.ndarray], method: str, display: Display) -> ColourScale:
+    """The colour scale of ``maps`` of ``method`` drawn together as ``display`` says."""
+    signed = METHODS[method].signed if method in METHODS else False
+    return colour_scale(maps, display.scale, colormap=None if signed else display.colormap, signed=signed,
+                        clip=display.clip)
+
+
+def _tick(value: float) -> str:
+    return "0" if value == 0 else f"{value:.3g}"
+
+
+def colour_bar(scale: ColourScale, index: int = 0, unit: str | None = None) -> str:
+    """HTML of map ``index``'s colour bar: the ramp from its lower to its upper limit in the
+    scale's own colours, :data:`TICKS` evenly spaced values each at its place on the ramp (a tick
+    mark above it), and the unit and clipping."""
+    lo, hi = scale.limits[index]
+    stops = np.linspace(lo, hi, 11)
+    colours = scale.colorize(index, stops * scale.divisors[index])  # (11, 3)
+    gradient = ", ".join(f"rgb({r},{g},{b}) {i * 10}%" for i, (r, g, b) in enumerate(colours.tolist()))
+    values = np.linspace(lo, hi, TICKS)
+    spans = "".join(f'<span class="{"major" if i in (0, TICKS // 2, TICKS - 1) else "minor"}" '
+                    f'style="left: {100 * i / (TICKS - 1):g}%">{_tick(v)}</span>' for i, v in enumerate(values))
+    text = html.escape(unit if unit is not None else f"{scale.unit}; {scale.clipping}")
+    return (f'<div class="infsa-cbar" data-testid="infsa-colour-bar"><div class="ramp" '
+            f'style="background: linear-gradient(to right, {gradient})"></div>'
+            f'<div class="ticks">{spans}</div><div class="unit">{text}</div></div>')
+
+
+def short_unit(scale: ColourScale) -> str:
+    """The colour bar's unit line: unit and clipping, short."""
+    unit = {"shared": "share of map mass", "raw": "map value", "per-map": "map value"}[scale.mode]
+    return unit + ("" if scale.clip is None else f", clipped at p{scale.clip:g}")
+
+
+def scale_caption(scale: ColourScale) -> str:
+    """What the colours of a set of overlays mean, in one line."""
+    kind = "diverging, white = 0, red > 0, blue < 0" if scale.signed else "sequential, dark = low"
+    if scale.common_limits is None:
+        return f"Each map stretched to its own range ({kind}; {scale.clipping}): compare shapes, not values."
+    lo, hi = scale.common_limits
+    why = {"shared": "each map divided by its mass Σ|m| first, so methods with different units compare",
+           "raw": "raw values, comparable only within one method"}[scale.mode]
+    return f"One colour scale for all maps ({scale.unit}): {lo:.4g} to {hi:.4g}, {kind}; {why}; {scale.clipping}."
+
+
+def validity_line(validity: dict[str, Any] | None) -> str | None:
+    """One markdown line on where the absorbing-chain reading of a map's graph holds (``None`` for
+    maps that do not rely on it); orange where it fails on some row."""
+    if validity is None:
+        return None
+    share = float(np.mean(validity["row_share"]))
+    percent = f"{math.floor(share * 1000) / 10:g}"  # never rounds a failing share up to 100
+    layers = validity["layers"]
+    where = f"layer {layers[0]}" if len(layers) == 1 else f"{len(layers)} layers"
+    text = (f"absorbing-chain reading holds on {percent} % of rows ({where}; "
+            f"max γ·Σ_j A_ij = {max(validity['max_row_mass']):.2f})")
+    return f":green[{text}]" if validity["holds"] else f":orange[{text}]"
+
+
+def _fmt(value: Any, spec: str) -> str:
+    return "n/a" if value is None or not math.isfinite(value) else format(value, spec)
+
+
+#: The per-map figures of the figures table, in order, with their number format.
+TABLE_FIGURES = (("morf_aoc", ".1f"), ("lerf_auc", ".1f"), ("evidence_spearman", "+.2f"), ("pointing_hit", ""),
+                 ("box_roc_auc", ".3f"), ("box_pr_auc", ".3f"))
+
+
+def figures_row(record: Any) -> dict[str, str]:
+    """One map's per-image figures as table cells (``n/a`` where undefined).
+
+    MoRF/LeRF are shown only where the model predicts the class they track (``scored``), as the
+    evaluation scores them only on correctly classified images: from a class of tiny probability,
+    removing patches can multiply it and the AOC, normalised by that probability, means nothing."""
+    predicted = int(np.argmax(record.logits)) if getattr(record, "logits", None) is not None else record.scored
+    row = {}
+    for name, spec in TABLE_FIGURES:
+        value = getattr(record, name)
+        if name in ("morf_aoc", "lerf_auc") and predicted != record.scored:
+            row[name] = "n/a (not the predicted class)"
+        elif name == "pointing_hit":
+            row[name] = "n/a" if not math.isfinite(value) else ("hit" if value else "miss")
+        else:
+            row[name] = _fmt(value, spec)
+    return row
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A markdown table (wraps at any width, unlike a data grid)."""
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+    return "\n".join([line(header), line(["---"] * len(header)), *(line(r) for r in rows)])
+
+
+def figures_table(rows: Sequence[tuple[str, Any]]) -> str:
+    """The per-map figures of several models as one small markdown table (all: higher is better)."""
+    header = ["model", *(figures.figure(name).label for name, _ in TABLE_FIGURES)]
+    body = [[label, *figures_row(record).values()] for label, record in rows]
+    return markdown_table(header, body)
+
+
+def prediction_line(names: Sequence[str], probabilities: np.ndarray, label: int | None) -> str:
+    """``predicts **digit 3** (p = 0.912)``, with the verdict against the label when the image has
+    one for this model."""
+    predicted = int(probabilities.argmax())
+    line = f"predicts **{_name(names, predicted)}** (p = {probabilities[predicted]:.3f})"
+    if label is None:
+        return line
+    if predicted == label:
+        return line + " :green[correct]"
+    return line + f" :red[wrong: the image shows {_name(names, label)}]"
+
+
+def _name(names: Sequence[str], index: int) -> str:
+    return names[index] if 0 <= index < len(names) else f"class {index}"
+
+
+def top_classes(names: Sequence[str], probabilities: np.ndarray, k: int = 3) -> str:
+    """``"person 41%, car 20%, dog 9%"``: the ``k`` most probable classes."""
+    order = np.argsort(-probabilities, kind="stable")[:k]
+    return ", ".join(f"{_name(names, int(c))} {probabilities[c]:.0%}" for c in order)

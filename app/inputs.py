@@ -1,0 +1,241 @@
+"""The images the app explains and the checks on how each model sees them.
+
+Image sets: the test split of each benchmark a selected model was trained on (its card's
+``data.name``), folders given with ``streamlit run app -- --data folder:PATH`` or
+:data:`DATA_ENV`, and uploads. A set's labels are scored only against the models that *belong*
+to it (trained on that benchmark, or naming the folder's classes): every other model sees the
+same pixels unlabelled, so no digit label is ever scored against a photo model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import streamlit as st
+
+import catalog
+from catalog import ModelEntry
+from infsa_viz.data import BENCHMARKS, LabelledImages, test_split
+from infsa_viz.data.splits import DEFAULT_BENCHMARK
+from infsa_viz.images import decode_image
+
+#: Environment variable naming image folders (``os.pathsep``-separated), like ``--data folder:PATH``.
+DATA_ENV = "INFSA_VIZ_DATA"
+FOLDER_PREFIX = "folder:"
+#: Images read from a folder (the first ones, in its sorted order).
+FOLDER_IMAGES = 500
+UPLOAD_TYPES = ["png", "jpg", "jpeg"]
+#: The classes of each benchmark's labels: all are cluttered digits.
+BENCHMARK_CLASSES: dict[str, tuple[str, ...]] = {name: tuple(f"digit {i}" for i in range(10)) for name in BENCHMARKS}
+
+
+# ------------------------------------------------------------------------------ image sets
+def data_specs(argv: list[str] | None = None, environ: dict[str, str] | None = None) -> list[str]:
+    """Image folders the user added: ``-- --data folder:PATH …`` and :data:`DATA_ENV`, as ``folder:ABSPATH``."""
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--data", nargs="*", default=[])
+    known, _ = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
+    env = (os.environ if environ is None else environ).get(DATA_ENV, "")
+    out = []
+    for spec in [*known.data, *env.split(os.pathsep)]:
+        spec = spec.strip()
+        if spec in BENCHMARKS:
+            out.append(spec)
+        elif spec:
+            path = Path(spec[len(FOLDER_PREFIX):] if spec.startswith(FOLDER_PREFIX) else spec).expanduser()
+            out.append(FOLDER_PREFIX + str(path.resolve()))
+    return list(dict.fromkeys(out))
+
+
+def image_sets(models: list[ModelEntry], specs: list[str]) -> list[str]:
+    """Keys of the image sets to offer: the benchmarks the models were trained on (the default
+    benchmark when none was), then ``specs``."""
+    trained = {catalog.trained_on(e.path, e.version) for e in models}
+    benchmarks = [b for b in BENCHMARKS if b in trained] or [DEFAULT_BENCHMARK]
+    return list(dict.fromkeys([*benchmarks, *specs]))
+
+
+def set_title(key: str) -> str:
+    """A set's name for people."""
+    return f"{key} test split" if key in BENCHMARKS else f"folder {Path(key[len(FOLDER_PREFIX):]).name}"
+
+
+@st.cache_resource(show_spinner="Reading the images…", max_entries=8)
+def _set_data(key: str) -> tuple[LabelledImages | None, tuple[str, ...], str | None]:
+    if key in BENCHMARKS:
+        return test_split(benchmark=key), BENCHMARK_CLASSES[key], None
+    from infsa_viz.data.voc import open_image_folder
+
+    try:
+        dataset = open_image_folder(Path(key[len(FOLDER_PREFIX):]))
+        return dataset.labelled(FOLDER_IMAGES), tuple(dataset.classes), None
+    except (ValueError, OSError) as err:
+        return None, (), str(err).splitlines()[0]
+
+
+def set_data(key: str) -> LabelledImages:
+    """The images of a set (read once per server); ``ValueError`` when a folder cannot be read."""
+    data, _, error = _set_data(key)
+    if data is None:
+        raise ValueError(f"{set_title(key)}: {error}")
+    return data
+
+
+def set_classes(key: str) -> tuple[str, ...]:
+    """The class names of a set's labels."""
+    return _set_data(key)[1]
+
+
+def class_names(entry: ModelEntry) -> tuple[str, ...]:
+    """A model's class names (:func:`catalog.class_names`; a model without names of its own is
+    named by the benchmark it was trained on)."""
+    return catalog.class_names(entry, BENCHMARK_CLASSES)
+
+
+def belongs(entry: ModelEntry, key: str | None) -> bool:
+    """Whether a set's labels are classes of this model: it was trained on the benchmark, or its
+    class names are the folder's."""
+    if key is None or catalog.load_error(entry) is not None:
+        return False
+    if key in BENCHMARKS:
+        return catalog.trained_on(entry.path, entry.version) == key
+    return class_names(entry) == set_classes(key)
+
+
+# ---------------------------------------------------------------------------------- images
+@dataclass(frozen=True, eq=False)
+class ImageChoice:
+    """One image to explain.
+
+    ``base`` (identity: ``SET:i`` or ``upload:<sha256>``), ``source`` (for people), ``data``
+    (one image with its label, ``-1`` if unknown, and boxes in source pixels), ``index`` in its
+    set, ``set_key``, ``name`` (what the URL records: the index or the upload's file name),
+    ``fit`` (``None``: the model's own preprocessing; ``"pad"``: letterboxed) and ``labelled``
+    (``False``: the same pixels shown to a model the labels do not speak of)."""
+
+    base: str
+    source: str
+    data: LabelledImages
+    index: int | None = None
+    set_key: str | None = None
+    name: str = ""
+    fit: str | None = None
+    labelled: bool = True
+
+    @property
+    def key(self) -> str:
+        """The cache identity: pixels, resize and whether the label is used."""
+        return f"{self.base}|{self.fit or 'model'}|{'labelled' if self.labelled else 'unlabelled'}"
+
+    @property
+    def label(self) -> int | None:
+        label = int(self.data.labels[0])
+        return None if label < 0 or not self.labelled else label
+
+    def fitted(self, fit: str | None) -> "ImageChoice":
+        """The same image resized by ``fit``."""
+        return dataclasses.replace(self, fit=fit)
+
+    def unlabelled(self) -> "ImageChoice":
+        """The same pixels without label and boxes (for a model the set's classes are not)."""
+        data = self.data
+        one = LabelledImages(images=data.images, labels=np.array([-1]), boxes=[np.zeros((0, 4), np.int64)],
+                             names=list(data.names))
+        return dataclasses.replace(self, data=one, labelled=False)
+
+
+def set_image(key: str, index: int) -> ImageChoice:
+    """Image ``index`` of set ``key``: the same pixels whichever page, model or command asks."""
+    data = set_data(key)
+    what = f"test image #{index}" if key in BENCHMARKS else f"image #{index} ({Path(data.names[index]).name})"
+    return ImageChoice(f"{key}:{index}", what, data.subset([index]), index, key, str(index))
+
+
+@st.cache_data(show_spinner="Decoding the image…", max_entries=8)
+def upload_image(data: bytes, name: str) -> ImageChoice:
+    """An uploaded file (any size, gray/RGB/RGBA); ``ValueError`` if it is not a readable image."""
+    image = decode_image(data, name=name)
+    one = LabelledImages(images=[image], labels=np.array([-1]), boxes=[np.zeros((0, 4), np.int64)], names=[name])
+    return ImageChoice(f"upload:{hashlib.sha256(data).hexdigest()}", f"upload {name!r}", one, name=name)
+
+
+def for_model(image: ImageChoice, entry: ModelEntry) -> ImageChoice:
+    """The image as it is given to ``entry``: unlabelled unless the model belongs to its set, and
+    with the model's own resize where it cannot take a letterbox (see :func:`fit_note`)."""
+    if image.labelled and image.set_key is not None and not belongs(entry, image.set_key):
+        image = image.unlabelled()
+    if image.fit is not None and fit_note(entry, image) is not None:
+        image = image.fitted(None)
+    return image
+
+
+def fit_note(entry: ModelEntry, image: ImageChoice) -> str | None:
+    """Why a letterbox does not apply to this model, in plain words (``None`` when it does)."""
+    if image.fit != "pad" or catalog.load_error(entry) is not None:
+        return None
+    how = catalog.get_model(entry)[0].config.preprocessing
+    if how.crop_fraction == 1:
+        return None
+    return (f"{entry.name} crops the centre {how.crop_fraction:.0%} of its resized input, as it was trained; "
+            "letterboxing would show it a framing it never saw, so it gets its own preprocessing")
+
+
+# ----------------------------------------------------------------------------- input checks
+def input_config(model: Any, image: ImageChoice) -> Any:
+    """The model's config, its preprocessing's resize replaced by the image's ``fit`` if any."""
+    config = model.config
+    if image.fit is None or image.fit == config.preprocessing.resize:
+        return config
+    return dataclasses.replace(config, preprocessing=dataclasses.replace(config.preprocessing, resize=image.fit))
+
+
+def input_summary(model: Any, image: ImageChoice) -> str:
+    """How the image became this model's input, in one line: source size and mode, resize policy,
+    the model's side and channels."""
+    config = input_config(model, image)
+    how = config.preprocessing
+    source = image.data.images[0]
+    h, w = source.shape[:2]
+    mode = "gray" if source.ndim == 2 else "RGB"
+    side = config.img_size
+    crop = "" if how.crop_fraction == 1 else f", centre {how.crop_fraction:.1%} kept"
+    policy = {"stretch": "stretched to a square (aspect ratio not kept)",
+              "center_crop": "shorter side resized, centre square cropped",
+              "pad": "longer side resized, padded to a square (letterbox)"}.get(how.resize, how.resize)
+    channels = "gray" if config.in_chans == 1 else "RGB"
+    own = "" if how.resize == model.config.preprocessing.resize else \
+        f" (the model's own is {model.config.preprocessing.resize}; chosen in the sidebar)"
+    return (f"{w}×{h} {mode} → {side}×{side} {channels}: {policy}{crop}{own}; then (pixel/255 − "
+            f"{[round(m, 4) for m in how.mean]}) / {[round(s, 4) for s in how.std]}")
+
+
+def input_warnings(model: Any, image: ImageChoice, x: Any) -> list[str]:
+    """Ways the image is unlike the model's training data: aspect ratio changed by a stretch,
+    colour dropped, much larger than the model's side, or normalised intensity statistics of
+    ``x`` (the model input) out of range (mean beyond ±1 or standard deviation outside [1/3, 3])."""
+    config = input_config(model, image)
+    source = image.data.images[0]
+    h, w = source.shape[:2]
+    out = []
+    if config.preprocessing.resize == "stretch" and max(h, w) > 1.1 * min(h, w):
+        out.append(f"aspect ratio {w / h:.2f} is stretched to 1 (shapes are distorted)")
+    if source.ndim == 3 and config.in_chans == 1:
+        rgb = source[..., :3].astype(np.float32)
+        if float(np.abs(rgb - rgb.mean(-1, keepdims=True)).mean()) > 8:
+            out.append("a colour image: the model sees gray only")
+    if max(h, w) > 4 * config.img_size:
+        out.append(f"{max(h, w)} px is shrunk {max(h, w) / config.img_size:.0f}× to {config.img_size} px: small "
+                   "details vanish")
+    mean, std = float(x.mean()), float(x.std())
+    if abs(mean) > 1 or not 1 / 3 <= std <= 3:
+        out.append(f"intensity statistics unlike the training data: normalised mean {mean:.2f} (training ≈ 0), "
+                   f"std {std:.2f} (training ≈ 1)")
+    return out

@@ -1,0 +1,35 @@
+"""Imports the first figures need, started in the background before anything else is imported.
+
+The per-map figures on the first screen read scikit-learn (box AUCs), which imports scipy and
+pandas: about as long to import as torch. A daemon thread imports them while the main thread
+imports torch and the library and draws the first overlays, once per server. This module imports
+nothing heavy itself, so the thread starts first.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+
+#: What the thread imports, in order (pandas first: see :func:`settled`).
+MODULES = ("pandas", "sklearn.metrics")
+_lock = threading.Lock()
+_thread: threading.Thread | None = None
+
+
+def start() -> None:
+    """Start the import thread, once per server."""
+    global _thread
+    with _lock:
+        if _thread is None:
+            _thread = threading.Thread(target=lambda: [importlib.import_module(m) for m in MODULES], daemon=True,
+                                       name="infsa-viz-warm-imports")
+            _thread.start()
+
+
+def settled() -> None:
+    """Wait for the import thread to finish. Call before plotly builds a figure: it reads
+    ``sys.modules["pandas"]`` without importing it, and would see a module the thread is still
+    importing. (An ``import`` statement waits by itself.)"""
+    if _thread is not None:
+        _thread.join()

@@ -1,0 +1,73 @@
+"""The view in the URL: every choice is written to the query, a copied link reproduces the view,
+values that do not fit the app are ignored."""
+
+from __future__ import annotations
+
+from tests.app.test_apptest import _app, _captions, _details, _ok
+
+
+def _query(at) -> dict[str, str]:
+    return {k: v[0] if isinstance(v, list) else v for k, v in at.query_params.items()}
+
+
+def test_the_url_follows_the_sidebar_and_a_copied_link_reproduces_the_view(shipped_models):
+    at = _app().run()
+    assert _query(at)["method"] == "attention" and _query(at)["image"] == str(at.number_input(key="image_index").value)
+    at.multiselect(key="models").unselect(shipped_models[0].path).run()
+    at.number_input(key="image_index").set_value(42).run()
+    at.selectbox(key="method").set_value("saliency").run()
+    at.selectbox(key="target").set_value("top 2").run()
+    at.selectbox(key="colormap").set_value("viridis").run()
+    at.slider(key="clip").set_value(97.5).run()
+    _ok(at)
+    query = _query(at)
+    assert query["models"] == ",".join(m.name for m in shipped_models[1:])
+    assert (query["image"], query["method"], query["class"], query["colormap"], query["clip"]) == \
+        ("42", "saliency", "top 2", "viridis", "97.5")
+
+    copy = _app()
+    copy.query_params = dict(query)
+    copy.run()  # a new session, as a reload or another browser
+    _ok(copy)
+    assert copy.number_input(key="image_index").value == 42
+    assert copy.selectbox(key="method").value == "saliency" and copy.selectbox(key="target").value == "top 2"
+    assert copy.selectbox(key="colormap").value == "viridis" and copy.slider(key="clip").value == 97.5
+    assert _captions(copy) == _captions(at) == [m.label for m in shipped_models[1:]]
+    assert _details(copy) == _details(at)  # the same maps, targets and colour scales
+
+
+def test_values_that_do_not_fit_are_ignored(shipped_models):
+    at = _app()
+    at.query_params = {"models": "nope", "image": "abc", "method": "nope", "class": "zzz", "layer": "99",
+                       "head": "7", "scale": "odd", "alpha": "x", "set": "elsewhere"}
+    at.run()
+    _ok(at)
+    assert at.selectbox(key="method").value == "attention" and at.selectbox(key="target").value == "predicted"
+    assert at.selectbox(key="layer").value == -1 and at.radio(key="scale").value == "shared"
+    assert len(_captions(at)) == len(shipped_models)
+
+
+def test_a_link_to_an_upload_asks_for_the_file(shipped_models):
+    at = _app()
+    at.query_params = {"set": "upload", "upload": "cat.png"}
+    at.run()
+    _ok(at)
+    assert at.radio(key="image_set").value == "upload"
+    assert any("upload it again" in e.value and "cat.png" in e.value for e in at.error)
+
+
+def test_a_model_typed_in_by_path_is_in_the_link_too(tmp_path, shipped_models, make_config):
+    from infsa_viz import VisionTransformer, save_model
+
+    save_model(VisionTransformer(make_config("pure_infsa")), tmp_path / "mine")
+    at = _app().run()
+    at.multiselect(key="models").set_value([shipped_models[0].path]).run()
+    at.text_input(key="extra_model").input(str(tmp_path / "mine")).run()
+    _ok(at)
+    query = _query(at)
+    assert query["models"] == f"{shipped_models[0].name},{(tmp_path / 'mine').resolve()}"
+    copy = _app()
+    copy.query_params = dict(query)
+    copy.run()
+    _ok(copy)
+    assert _captions(copy) == _captions(at) == [shipped_models[0].label, "pure_infsa · mine"]
