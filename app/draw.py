@@ -180,7 +180,7 @@ def figures_row(record: Any) -> dict[str, str]:
     predicted = int(np.argmax(record.logits)) if getattr(record, "logits", None) is not None else record.scored
     row = {}
     for name, spec in TABLE_FIGURES:
-        value = getattr(record, name)
+        value = getattr(record, name, math.nan)
         if name in ("morf_aoc", "lerf_auc") and predicted != record.scored:
             row[name] = "n/a (not the predicted class)"
         elif name == "pointing_hit":

@@ -38,7 +38,7 @@ def parse(text: str) -> Target:
 def resolve(target: Target, probabilities: np.ndarray, label: int | None) -> int:
     """The class index ``target`` names for one model on one image (``probabilities``: its
     ``(classes,)`` softmax; ``label``: the image's label for this model, or ``None``: then
-    ``"label"`` explains the prediction).
+    ``"label"`` explains the prediction; a rank past the model's classes is its least probable one).
 
     Raises:
         ValueError: a class (or rank) the model does not have.
@@ -46,6 +46,8 @@ def resolve(target: Target, probabilities: np.ndarray, label: int | None) -> int
     parsed = _Target.parse(target, name="class")
     if parsed.needs_label and label is None:
         parsed = _Target.predicted()
+    if parsed.kind == "rank" and parsed.value > len(probabilities):  # type: ignore[operator]
+        parsed = _Target.top(len(probabilities))  # several models: a rank past this one's classes is its last
     return int(parsed.resolve(np.asarray(probabilities)[None], None if label is None else [label], name="class")[0])
 
 

@@ -88,11 +88,12 @@ class _Record:
 
 def test_figures_table_shows_undefined_figures_as_na(app):
     row = app.draw.figures_row(_Record())
-    assert row == {"morf_aoc": "12.3", "lerf_auc": "56.8", "pointing_hit": "n/a", "box_roc_auc": "n/a",
-                   "box_pr_auc": "0.500"}
+    assert row == {"morf_aoc": "12.3", "lerf_auc": "56.8", "evidence_spearman": "n/a", "pointing_hit": "n/a",
+                   "box_roc_auc": "n/a", "box_pr_auc": "0.500"}  # a figure the record lacks is n/a
     table = app.draw.figures_table([("softmax · m", _Record())])
-    assert table.splitlines()[0] == "| model | MoRF-AOC | LeRF-AUC | pointing game | box ROC-AUC | box PR-AUC |"
-    assert table.splitlines()[2].startswith("| softmax · m | 12.3 | 56.8 | n/a |")
+    assert table.splitlines()[0] == ("| model | MoRF-AOC | LeRF-AUC | evidence rank correlation | pointing game | "
+                                     "box ROC-AUC | box PR-AUC |")
+    assert table.splitlines()[2].startswith("| softmax · m | 12.3 | 56.8 | n/a | n/a |")
 
 
 def test_figures_table_leaves_out_curves_of_a_class_the_model_does_not_predict(app):

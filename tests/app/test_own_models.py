@@ -62,8 +62,8 @@ def test_own_class_names_and_no_digit_label_scored_against_them(at, own_models, 
             expected = model(prepare(model.config, image).tensor)[0].numpy()
         np.testing.assert_allclose(details[label]["logits"], expected, rtol=0, atol=1e-5)  # its own preprocessing
     rows = {r.split(" | ")[0].lstrip("| "): r for r in _figures(at).splitlines()[2:]}
-    for label in ("softmax · photo-vit6", "softmax · fruit-deit64"):  # no boxes of a digit: box figures n/a
-        assert rows[label].split(" | ")[3:] == ["n/a", "n/a", "n/a |"]
+    for label in ("softmax · photo-vit6", "softmax · fruit-deit64"):  # no digit scene: evidence and box figures n/a
+        assert rows[label].split(" | ")[3:] == ["n/a", "n/a", "n/a", "n/a |"]
         assert "n/a" not in rows[label].split(" | ")[1]  # MoRF of its own prediction is defined
     at.selectbox(key="method").set_value("saliency").run()
     at.selectbox(key="target").set_value("label").run()
@@ -80,8 +80,9 @@ def test_a_class_only_some_models_have_is_said_in_one_line(at):
     at.selectbox(key="target").set_value(7).run()
     _ok(at)
     errors = [e.value for e in at.error]
-    assert sorted(errors) == ["softmax · fruit-deit64: class 7 does not exist in this model (3 classes)",
-                              "softmax · photo-vit6: class 7 does not exist in this model (6 classes)"]
+    assert sorted(errors) == [
+        "softmax · fruit-deit64: class=7 is not a class of the model; expected a class index in [0, 3)",
+        "softmax · photo-vit6: class=7 is not a class of the model; expected a class index in [0, 6)"]
 
 
 def test_a_letterbox_is_explained_for_the_centre_cropping_models(at, own_models):

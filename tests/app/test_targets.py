@@ -25,13 +25,13 @@ def test_resolve_against_one_models_probabilities(app):
     assert app.targets.resolve("label", p, None) == 1  # no label for this model: its prediction
     assert app.targets.resolve("top 2", p, None) == 3 and app.targets.resolve("top 9", p, None) == 2
     assert app.targets.resolve(3, p, None) == 3
-    with pytest.raises(ValueError, match="class 4 does not exist in this model"):
+    with pytest.raises(ValueError, match=r"class=4 is not a class of the model; expected a class index in \[0, 4\)"):
         app.targets.resolve(4, p, None)
 
 
 def test_describe_names_a_class_by_every_model_that_names_it(app):
     assert app.targets.describe("top 3") == "the 3rd-most-probable class"
-    assert app.targets.describe("label") == "the true label"
+    assert app.targets.describe("label") == "the ground-truth label"
     assert app.targets.describe(1, [("a", "b"), ("a", "b")]) == "b"
     assert app.targets.describe(1, [("a", "b"), ("x", "y", "z")]) == "class 1 (b / y)"
     assert app.targets.describe(2, [("a", "b"), ("x", "y", "z")]) == "z"
