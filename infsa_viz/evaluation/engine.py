@@ -30,7 +30,7 @@ from .records import ImageRecord, summarise
 from .settings import EvalProtocol, EvalSettings
 
 __all__ = ["EvalProtocol", "EvalSettings", "Evaluation", "default_methods", "evaluate", "finish_rows",
-           "needs_evidence", "reference_methods", "score_images", "score_metrics"]
+           "needs_evidence", "reference_methods", "score_images", "score_metrics", "scoring_context"]
 
 log = logging.getLogger(__name__)
 
@@ -98,34 +98,14 @@ def score_metrics(metrics: Sequence[Any], ctx: Scoring) -> tuple[dict[str, np.nd
     return figures, curves, protocols
 
 
-def score_images(
+def scoring_context(
     model: nn.Module, data: LabelledImages, method: str, *, protocol: EvalSettings = EvalSettings(),
-    name: str = "model", indices: Sequence[int] | None = None, options: dict[str, Any] | None = None,
-    prepared: Prepared | None = None, evidence: ObjectImportance | None = None,
-) -> tuple[list[ImageRecord], MapResult, dict[str, Any]]:
-    """Preprocess ``data`` for ``model``, compute ``method``'s maps and score every image.
-
-    Args:
-        model: the model (eval mode is set).
-        data: images in source pixels, labels (``-1`` where unknown, e.g. an upload: the
-            model's prediction is then scored and explained, and the record's label is ``None``)
-            and boxes.
-        method: a registered map method (reference maps such as ``"box_oracle"`` read the
-            images' ground truth).
-        protocol: the evaluation settings (:class:`EvalSettings`).
-        name: the model's name in the records.
-        indices: the images' positions in the whole data set (default ``0..n-1``).
-        options: map options (default: the method's own, with the settings' map selectors).
-        prepared: ``prepare(model, data.images)`` when the caller already has it (default: made here).
-        evidence: the images' :func:`~infsa_viz.evaluation.interventions.object_importance` for the
-            run's target class when the caller already has it (default: measured here when the data
-            holds scenes and the run reads it; :func:`evaluate` measures it once per model and chunk).
-
-    Returns:
-        ``(records, map result, protocols)``: one :class:`ImageRecord` per image, the maps, and
-        each metric's resolved protocol under its name (with ``steps``, the MoRF curves'
-        ``(fractions, removed)``, when MoRF ran).
-    """
+    indices: Sequence[int] | None = None, options: dict[str, Any] | None = None, prepared: Prepared | None = None,
+    evidence: ObjectImportance | None = None,
+) -> tuple[Scoring, MapResult, Tensor, np.ndarray]:
+    """What every metric of :func:`score_images` sees, before any metric runs: the
+    :class:`~infsa_viz.metrics.registry.Scoring` of ``method``'s maps on ``data``, the map result,
+    the clean logits ``(B, classes)`` and which images have a label (arguments as :func:`score_images`)."""
     model.eval()
     prepared = prepare(model, data.images) if prepared is None else prepared
     x = prepared.tensor
@@ -156,6 +136,40 @@ def score_images(
     settings = protocol.resolved()
     ctx = Scoring(model=model, images=x, maps=result.maps, classes=labels, positions=positions, truth=truth,
                   negatives=negatives, negative_labels=data.negative_labels, settings=settings, redraw=redraw)
+    return ctx, result, logits, known
+
+
+def score_images(
+    model: nn.Module, data: LabelledImages, method: str, *, protocol: EvalSettings = EvalSettings(),
+    name: str = "model", indices: Sequence[int] | None = None, options: dict[str, Any] | None = None,
+    prepared: Prepared | None = None, evidence: ObjectImportance | None = None,
+) -> tuple[list[ImageRecord], MapResult, dict[str, Any]]:
+    """Preprocess ``data`` for ``model``, compute ``method``'s maps and score every image.
+
+    Args:
+        model: the model (eval mode is set).
+        data: images in source pixels, labels (``-1`` where unknown, e.g. an upload: the
+            model's prediction is then scored and explained, and the record's label is ``None``)
+            and boxes.
+        method: a registered map method (reference maps such as ``"box_oracle"`` read the
+            images' ground truth).
+        protocol: the evaluation settings (:class:`EvalSettings`).
+        name: the model's name in the records.
+        indices: the images' positions in the whole data set (default ``0..n-1``).
+        options: map options (default: the method's own, with the settings' map selectors).
+        prepared: ``prepare(model, data.images)`` when the caller already has it (default: made here).
+        evidence: the images' :func:`~infsa_viz.evaluation.interventions.object_importance` for the
+            run's target class when the caller already has it (default: measured here when the data
+            holds scenes and the run reads it; :func:`evaluate` measures it once per model and chunk).
+
+    Returns:
+        ``(records, map result, protocols)``: one :class:`ImageRecord` per image, the maps, and
+        each metric's resolved protocol under its name (with ``steps``, the MoRF curves'
+        ``(fractions, removed)``, when MoRF ran).
+    """
+    ctx, result, logits, known = scoring_context(model, data, method, protocol=protocol, indices=indices,
+                                                  options=options, prepared=prepared, evidence=evidence)
+    labels, positions = ctx.classes, ctx.positions
     figures, curves, protocols = score_metrics(protocol.image_metrics(), ctx)
     if "fractions" in protocols.get("perturbation", {}):
         steps = protocols["perturbation"]

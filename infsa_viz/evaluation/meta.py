@@ -262,13 +262,12 @@ def meta_evaluate_model(model: Any, data: Any, *, protocol: Any = None, metrics:
         oracle: the reference map method (a registered ``"ceiling"``).
         seed: seed of the random map and of the harmless noise.
     """
+    import dataclasses
+
     import torch
 
-    from ..maps import GroundTruth, attribute, check_method
-    from ..metrics.registry import Scoring
-    from ..preprocess import prepare
-    from .engine import score_metrics
-    from .interventions import object_importance
+    from ..maps import check_method
+    from .engine import score_metrics, scoring_context
     from .settings import EvalSettings
 
     protocol = EvalSettings() if protocol is None else protocol
@@ -277,32 +276,17 @@ def meta_evaluate_model(model: Any, data: Any, *, protocol: Any = None, metrics:
     if data.scenes is None:
         raise ValueError("data has no scenes; the meta-evaluation needs a generated benchmark (object masks)")
     model.eval()
-    prepared = prepare(model, data.images)
-    x = prepared.tensor
-    with torch.no_grad():
-        logits = model(x).double()
-    given = np.asarray(data.labels, dtype=np.int64)
-    labels = np.where(given >= 0, given, logits.argmax(-1).numpy())
-    positions = np.arange(len(labels))
-    evidence = object_importance(model, data, target=protocol.target.resolve(logits, labels),
-                                 batch_size=protocol.batch_size)
-    truth = GroundTruth(boxes=[prepared.boxes(i, b) for i, b in enumerate(data.boxes)], objects=evidence.objects,
-                        masks=evidence.masks, importance=evidence.prob_drop)
-    negatives = None if data.negative_boxes is None else [prepared.boxes(i, b) for i, b in enumerate(data.negative_boxes)]
-    reference = attribute(model, x, oracle, truth=truth, target=torch.as_tensor(labels) if
-                          check_method(oracle).explains_class else None).maps.double().numpy()
+    ctx, result, logits, _ = scoring_context(model, data, oracle, protocol=protocol)
+    reference = result.maps.double().numpy()
     chosen = [m for m in protocol.image_metrics() if not m.redraws and (metrics is None or m.name in metrics)]
     figures = [f for m in chosen for f in m.figures if f.table and f.higher_is_better is not None]
-    eligible = (np.ones(len(labels), dtype=bool) if protocol.select == "all"
-                else logits.argmax(-1).numpy() == labels)
-    settings = protocol.resolved()
+    eligible = (np.ones(len(ctx), dtype=bool) if protocol.select == "all"
+                else logits.argmax(-1).numpy() == ctx.classes)
 
     def score(maps: np.ndarray) -> dict[str, np.ndarray]:
         tensor = torch.as_tensor(maps, dtype=torch.float32)
-        ctx = Scoring(model=model, images=x, maps=tensor, classes=labels, positions=positions, truth=truth,
-                      negatives=negatives, negative_labels=data.negative_labels, settings=settings,
-                      redraw=lambda rows, classes: tensor[rows])
-        values, _, _ = score_metrics(chosen, ctx)
+        degraded = dataclasses.replace(ctx, maps=tensor, redraw=lambda rows, classes: tensor[rows])
+        values, _, _ = score_metrics(chosen, degraded)
         return {f.name: np.where(eligible, values[f.key], np.nan) if f.images == "scored" else values[f.key]
                 for f in figures}
 
