@@ -21,6 +21,8 @@ from typing import Any, Callable
 
 from infsa_viz.evaluation.verdict import PAPER_FIGURES
 
+from scripts.doc_sections import VARIANT_NAMES
+
 ROOT = Path(__file__).resolve().parents[1]
 METRICS = ROOT / "metrics"
 MODELS = ("softmax-vit4", "pure-infsa-vit4", "linear-infsa-vit4")
@@ -28,8 +30,6 @@ MODELS = ("softmax-vit4", "pure-infsa-vit4", "linear-infsa-vit4")
 PAPER = {variant: " / ".join(f"{f[k]:.1f}" for k in ("morf_aoc", "box_roc_auc", "box_pr_auc"))
          for variant, f in PAPER_FIGURES.items()}
 
-
-VARIANT_NAMES = {"softmax": "softmax", "pure_infsa": "pure InfSA", "linear_infsa": "Linear-InfSA"}
 
 
 def _load(name: str) -> Any:
@@ -284,6 +284,17 @@ def _spread(entry: dict[str, Any] | None, fmt: str = ".1f", sign: str = "") -> s
 _CALLS = {"higher": "higher", "lower": "lower", "not shown": "n.s."}
 
 
+def _call_cell(call: dict[str, Any]) -> str:
+    """``+1.2 [−0.3, +2.8] (n.s.)``: the seed-level difference, its hierarchical-bootstrap interval and the
+    call; a summary written before the seed-level verdict (issue #28) shows mean ± sd over seeds instead."""
+    if "p_holm" not in call:
+        return f"{_spread(call['difference'], sign='+')} ({_CALLS[call['call']]})"
+    if call["difference"] is None:
+        return "–"
+    low, high = call["ci"]
+    return f"{call['difference']:+.1f} [{low:+.1f}, {high:+.1f}] ({_CALLS[call['call']]})"
+
+
 def verdict_table(figure: str) -> str:
     """``verdict.json``: each map's ``figure`` per variant (mean ± sd over seeds), InfSA − softmax and the call."""
     record = _load("verdict.json")
@@ -302,8 +313,7 @@ def verdict_table(figure: str) -> str:
             for variant in infsa:
                 call = calls.get((variant, method))
                 cells.append(_spread((entries.get((variant, method)) or {}).get(figure)))
-                cells.append("–" if call is None else
-                             f"{_spread(call['difference'], sign='+')} ({_CALLS[call['call']]})")
+                cells.append("–" if call is None else _call_cell(call))
             paper = " / ".join(f"{record['paper'][v][figure]:.1f}" for v in VARIANT_NAMES) if method == "attention" else ""
             lines.append(f"| {benchmark} | {method} | {seeds} | " + " | ".join(cells) + f" | {paper} |")
     return "\n".join(lines)

@@ -16,10 +16,15 @@ For each benchmark of :data:`infsa_viz.data.BENCHMARKS` with trained seeds in
         --out metrics/verdict-<benchmark>.json
 
 whose report holds every row with its 95 % bootstrap intervals, the paired tests (same images,
-models of one seed), ``benchmark_quality`` (per model and ``across_seeds``), ``seeds`` (mean ± sd
-over seeds) and ``verdict`` (each variant against softmax across seeds,
-:mod:`infsa_viz.evaluation.verdict`). ``metrics/verdict.json`` gathers what the README shows from
-every benchmark's report, and ``metrics/verdict.html`` plots the seed means with their spread.
+models of one seed: statements about those trained models), ``benchmark_quality`` (per model and
+``across_seeds``), ``seeds`` (mean ± sd over seeds) and ``verdict`` (each variant against softmax
+with the trained model as the unit, :mod:`infsa_viz.evaluation.verdict`: per seed, the mean
+difference on the images both models classify correctly; the seed differences' t-test,
+Holm-adjusted over figures × maps × variants, makes the call; a hierarchical-bootstrap interval).
+``metrics/verdict.json`` gathers what the README shows from every benchmark's report (for every
+variant × map × figure: the seed-level difference in points, its interval, raw and Holm p, seeds
+and matched images), ``metrics/verdict.html`` plots the seed means with their spread, and the
+``verdict-tables`` section of ``docs/verdict.md`` (:func:`verdict_tables`) is rewritten from it.
 The protocols beyond MoRF-AOC and box PR-AUC (deletion/insertion, ROAD, sanity) are off here:
 ``metrics/attention-quality.json`` runs them on the shipped models.
 """
@@ -36,6 +41,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 SEEDS_DIR = Path("models") / "seeds"
 METRICS = Path("metrics")
+DOCS = Path("docs") / "verdict.md"
 #: The maps of the verdict: the attention-type maps InfSA is about, and Chefer 2021 (the best box
 #: PR-AUC of the published evaluation) as the state-of-the-art attention-gradient baseline.
 METHODS = ("attention", "rollout", "visits", "perron", "chefer2021")
@@ -87,8 +93,39 @@ def _points(spread: dict[str, Any] | None, scale: float) -> dict[str, Any] | Non
     return out
 
 
+def _scaled(value: float | None, scale: float, digits: int = 3) -> float | None:
+    return None if value is None else round(value * scale, digits)
+
+
+def _interval(pair: list[float | None] | None, scale: float) -> list[float | None] | None:
+    return None if pair is None else [_scaled(v, scale) for v in pair]
+
+
+def seed_level(comparison: dict[str, Any], scale: float) -> dict[str, Any]:
+    """One comparison of the report's seed-level ``verdict`` in points (differences, intervals, means)."""
+    per_seed = []
+    for s in comparison["per_seed"]:
+        image = s.get("image_level") or {}
+        per_seed.append({
+            "seed": s["seed"], "n_images": s["n_images"], "difference": _scaled(s.get("difference"), scale),
+            "variant_mean": _scaled(s.get("variant_mean"), scale), "baseline_mean": _scaled(s.get("baseline_mean"), scale),
+            "variant_accuracy": _scaled(s["variant_accuracy"], 100.0), "baseline_accuracy": _scaled(s["baseline_accuracy"], 100.0),
+            "image_level": {"difference_ci": _interval(image.get("difference_ci"), scale),
+                            "p_bootstrap_holm": image.get("p_bootstrap_holm"),
+                            "p_wilcoxon_holm": image.get("p_wilcoxon_holm")} if image else None})
+    return {key: comparison[key] for key in ("figure", "method", "variant", "baseline", "seeds", "n_seeds", "t", "p",
+                                             "p_holm", "call", "reason", "accuracy_gap", "accuracy_flag")} | {
+        "difference": _scaled(comparison["difference"], scale), "ci": _interval(comparison["ci"], scale),
+        "ci_t": _interval(comparison["ci_t"], scale), "sd_seeds": _scaled(comparison["sd_seeds"], scale),
+        "matched_images": comparison["matched_images"], "per_seed": per_seed}
+
+
 def summarise(report: dict[str, Any], path: str) -> dict[str, Any]:
-    """What the README reads from one benchmark's report, figures in points (% for both)."""
+    """What the README and ``docs/verdict.md`` read from one benchmark's report, figures in points (% for both).
+
+    ``verdict`` holds the report's seed-level comparisons (:func:`infsa_viz.evaluation.variant_verdict`);
+    a report written before them (issue #28) gives none and says so in ``verdict_note``.
+    """
     from infsa_viz.evaluation import benchmark_quality, quality_across_seeds
     from infsa_viz.evaluation.verdict import split_seed
 
@@ -97,18 +134,10 @@ def summarise(report: dict[str, Any], path: str) -> dict[str, Any]:
                 "accuracy": _points(s["figures"].get("accuracy"), 100.0),
                 **{f: _points(s["figures"].get(f), scale) for f, scale in FIGURES.items()}} for s in seeds]
     verdict = report.get("verdict", {})
-    comparisons = []
-    for c in verdict.get("comparisons", []):
-        scale = FIGURES.get(c["figure"])
-        if scale is None:
-            continue
-        per_seed = [{"seed": s["seed"], "difference": None if s["difference"] is None else round(s["difference"] * scale, 3),
-                     "difference_ci": None if s["difference_ci"] is None else [round(v * scale, 3) for v in s["difference_ci"]],
-                     "p_bootstrap_holm": s["p_bootstrap_holm"], "p_wilcoxon_holm": s["p_wilcoxon_holm"],
-                     "rank_biserial": s["rank_biserial"], "n_pairs": s["n_pairs"]} for s in c["per_seed"]]
-        comparisons.append({"figure": c["figure"], "method": c["method"], "variant": c["variant"],
-                            "baseline": c["baseline"], "difference": _points(c["difference"], scale),
-                            "per_seed": per_seed, "call": c["call"], "reason": c["reason"]})
+    comparisons = [seed_level(c, FIGURES[c["figure"]]) for c in verdict.get("comparisons", [])
+                   if c["figure"] in FIGURES and "p_holm" in c]
+    note = None if comparisons or not verdict.get("comparisons") else (
+        "the report predates the seed-level verdict (issue #28); rerun python scripts/verdict.py")
     variant_of = {split_seed(r["model"])[0]: r["variant"] for r in report["results"]}
     # Recomputed from the report's rows and method-vs-method tests (the same function the report's
     # own section comes from), so a report written before adjacent pairs were counted has them too.
@@ -118,6 +147,7 @@ def summarise(report: dict[str, Any], path: str) -> dict[str, Any]:
     return {"report": path, "dataset": report["dataset"].get("name"), "n_images": report["dataset"].get("n_images"),
             "command": report["protocol"].get("command"), "models": list(dict.fromkeys(r["model"] for r in report["results"])),
             "figures": figures, "verdict": comparisons, "verdict_protocol": verdict.get("protocol"),
+            **({"verdict_note": note} if note else {}),
             "benchmark_quality": quality,
             "quality_goals": report.get("benchmark_quality", {}).get("goals")}
 
@@ -132,6 +162,51 @@ def summary(reports: dict[str, Path], command: str) -> dict[str, Any]:
                                    "seed's own 95 % bootstrap interval over images"},
             "paper": PAPER_FIGURES,
             "benchmarks": {b: summarise(read_json(p), str(p)) for b, p in reports.items()}}
+
+
+def _signed(value: float | None) -> str:
+    return "–" if value is None else f"{value:+.1f}"
+
+
+def _comparison_cell(c: dict[str, Any] | None) -> str:
+    """``+1.2 [−0.3, +2.8] · p 0.41 · n.s.`` (differences in points; p Holm-adjusted, seed level)."""
+    if c is None or c["difference"] is None:
+        return "–"
+    low, high = c["ci"]
+    call = {"higher": "**higher**", "lower": "**lower**"}.get(c["call"], "n.s.")
+    flag = f" ⚠ accuracy {c['accuracy_gap']:+.1f}" if c["accuracy_flag"] else ""
+    p = "–" if c["p_holm"] is None else f"{c['p_holm']:.2g}"
+    return f"{_signed(c['difference'])} [{_signed(low)}, {_signed(high)}] · p {p} · {call}{flag}"
+
+
+def verdict_tables(record: dict[str, Any]) -> str:
+    """The final verdict tables of ``docs/verdict.md``: per benchmark, each map and figure, every InfSA
+    variant's seed-level difference from softmax with its hierarchical-bootstrap interval, the
+    Holm-adjusted seed-level p and the call; accuracies and matched images beside."""
+    from scripts.doc_sections import VARIANT_NAMES
+
+    benches = {b: bench for b, bench in record["benchmarks"].items() if bench["verdict"]}
+    if not benches:
+        return ("*Pending*: the committed reports predate the seed-level verdict; `python scripts/verdict.py` "
+                "writes these tables once the seed models are evaluated.")
+    out = []
+    for benchmark, bench in benches.items():
+        variants = list(dict.fromkeys(c["variant"] for c in bench["verdict"]))
+        accuracy = {e["variant"]: e["accuracy"] for e in bench["figures"] if e["method"] == bench["verdict"][0]["method"]}
+        seeds = {e["variant"]: len(e["seeds"]) for e in bench["figures"]}
+        out += [f"**{benchmark}** ({bench['n_images']} test images). Test accuracy on them, mean ± sd over seeds: "
+                + "; ".join(f"{VARIANT_NAMES.get(v, v)} {accuracy[v]['mean']:.1f} ± {accuracy[v]['sd'] or 0:.1f} % "
+                            f"({seeds[v]} seeds)" for v in ("softmax", *variants) if accuracy.get(v)) + ".", "",
+                "| figure | map | " + " | ".join(f"{VARIANT_NAMES.get(v, v)} − softmax [95 % CI] · p (Holm) · call"
+                                                  for v in variants) + " | matched images per seed (min) |",
+                "|---|---|" + "---|" * len(variants) + "---:|"]
+        cells = {(c["figure"], c["method"], c["variant"]): c for c in bench["verdict"]}
+        for figure, method in dict.fromkeys((c["figure"], c["method"]) for c in bench["verdict"]):
+            mine = [cells.get((figure, method, v)) for v in variants]
+            matched = min(c["matched_images"]["min"] for c in mine if c)
+            out.append(f"| {figure} | {method} | " + " | ".join(_comparison_cell(c) for c in mine) + f" | {matched} |")
+        out.append("")
+    return "\n".join(out).rstrip("\n")
 
 
 def html(record: dict[str, Any]) -> str:
@@ -229,6 +304,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="keep each benchmark's finished chunks in DIR/<benchmark> (e.g. runs/journal), so "
                              "a rerun after more seeds finish training evaluates only the new models")
     parser.add_argument("--summary-only", action="store_true", help="evaluate nothing; summarise the reports")
+    parser.add_argument("--docs", type=Path, default=DOCS, help=f"markdown file with the verdict-tables section "
+                                                                  f"(default {DOCS})")
     parser.add_argument("--compare", type=Path, default=None, metavar="DIR",
                         help="evaluate and write nothing: compare each report with DIR/verdict-<benchmark>.json "
                              f"(rows both hold); exit 1 if a figure differs by more than {TOLERANCE} points")
@@ -264,6 +341,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     record = summary(reports, "python scripts/verdict.py " + shlex.join(sys.argv[1:] if argv is None else argv))
     write_json(args.metrics / "verdict.json", record)
+    from scripts.doc_sections import write_section
+
+    try:
+        write_section(args.docs, "verdict-tables", verdict_tables(record))
+    except (ValueError, FileNotFoundError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     try:
         write_plotly_js(args.metrics)
         atomic_write(args.metrics / "verdict.html", html(record))
