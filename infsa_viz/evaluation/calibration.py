@@ -38,7 +38,7 @@ from .seed_stats import t_test_p
 from .stats import holm
 from .verdict import ALPHA, MIN_SEEDS, call_rule
 
-__all__ = ["Scenario", "simulate", "simulate_scores", "simulated_calls"]
+__all__ = ["Scenario", "interval_coverage", "simulate", "simulate_scores", "simulated_calls"]
 
 _BASE = 60.0
 
@@ -176,4 +176,39 @@ def simulate(scenario: Scenario, *, replications: int = 1000, seed: int = 0, alp
         error = float(per_replication.std(ddof=1)) / math.sqrt(replications) if replications > 1 else math.nan
         out[name] = round(float(per_replication.mean()), 6)
         out[f"{name}_mcse"] = round(error, 6)
+    return out
+
+
+def interval_coverage(scenario: Scenario, *, replications: int = 400, seed: int = 0, n_resamples: int = 1000,
+                      confidence: float = 0.95) -> dict[str, Any]:
+    """How often the verdict's intervals of the first comparison cover its true difference.
+
+    Per replication: the matched per-image differences of each seed, then
+    :func:`~.seed_stats.hierarchical_bootstrap` (the ``ci`` of the verdict) and the t-interval
+    of the seed differences (``ci_t``).
+
+    Returns:
+        ``{"scenario", "replications", "n_resamples", "hierarchical", "hierarchical_mcse", "t", "t_mcse"}``
+        (coverage rates).
+    """
+    from .seed_stats import hierarchical_bootstrap, seed_t_test
+
+    replications = check_int("replications", replications, minimum=2)
+    rng = np.random.default_rng(check_int("seed", seed, minimum=0))
+    covered: dict[str, list[bool]] = {"hierarchical": [], "t": []}
+    for r in range(replications):
+        scores, correct = simulate_scores(scenario, 1, rng)
+        matched = correct[0, 1] & correct[0, 0]  # (S, n)
+        d = scores[0, 0, 1] - scores[0, 0, 0]  # (S, n)
+        groups = [d[s][matched[s]] for s in range(scenario.n_seeds)]
+        ci = hierarchical_bootstrap(groups, n_resamples=n_resamples, seed=r, confidence=confidence)
+        t = seed_t_test([g.mean() for g in groups], confidence=confidence)
+        covered["hierarchical"].append(ci.low <= scenario.difference <= ci.high)
+        covered["t"].append(t.low <= scenario.difference <= t.high)
+    out: dict[str, Any] = {"scenario": scenario.to_dict(), "replications": replications, "seed": seed,
+                           "n_resamples": n_resamples, "confidence": confidence}
+    for name, hits in covered.items():
+        rate = float(np.mean(hits))
+        out[name] = round(rate, 6)
+        out[f"{name}_mcse"] = round(math.sqrt(rate * (1.0 - rate) / replications), 6)
     return out
