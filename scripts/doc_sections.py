@@ -7,9 +7,13 @@ the prose around it stays as written.
 
 from __future__ import annotations
 
+import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-__all__ = ["VARIANT_NAMES", "markers", "read_section", "write_section"]
+__all__ = ["VARIANT_NAMES", "markers", "read_section", "study_to_docs", "write_section"]
 
 #: How the docs' tables name the attention variants.
 VARIANT_NAMES = {"softmax": "softmax", "pure_infsa": "pure InfSA", "linear_infsa": "Linear-InfSA"}
@@ -47,3 +51,24 @@ def write_section(path: str | Path, name: str, body: str) -> Path:
     text = path.read_text(encoding="utf-8")
     start, stop = _bounds(text, name, path)
     return atomic_write(path, text[:start] + "\n" + body.strip("\n") + "\n" + text[stop:])
+
+
+def study_to_docs(path: Path, docs: Path, tables: Callable[[dict[str, Any]], dict[str, str]],
+                  study: Callable[[], dict[str, Any]] | None) -> None:
+    """Run ``study`` (unless ``None``: tables only) and write its record to ``path`` with its wall time
+    (``protocol.seconds``), then write each of ``tables(record)``'s sections into ``docs``.
+
+    Raises:
+        ValueError, FileNotFoundError: a missing section, a missing record with ``study=None``, or
+            the study's own errors.
+    """
+    from infsa_viz.io import read_json, write_json
+
+    if study is not None:
+        start = time.perf_counter()
+        record = study()
+        record["protocol"]["seconds"] = round(time.perf_counter() - start, 1)
+        write_json(path, record)
+        print(f"wrote {path} ({record['protocol']['seconds']} s)", file=sys.stderr)
+    for section, table in tables(read_json(path)).items():
+        write_section(docs, section, table)

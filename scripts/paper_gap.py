@@ -29,6 +29,7 @@ import argparse
 import shlex
 import sys
 import time
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -356,11 +357,7 @@ def main(argv: list[str] | None = None) -> int:
         if value is not None and value < 1:
             parser.error(f"--{name.replace('_', '-')}={value} must be a positive integer")
 
-    from contextlib import nullcontext
-
-    from infsa_viz.io import read_json, write_json
-
-    from scripts.doc_sections import write_section
+    from scripts.doc_sections import study_to_docs
 
     limit: Any = nullcontext()
     if args.threads is not None:
@@ -372,19 +369,11 @@ def main(argv: list[str] | None = None) -> int:
     studies = {"sensitivity": ("protocol-sensitivity.json", sensitivity_study, sensitivity_tables),
                "cosine": ("eigen-cosine.json", cosine_study, cosine_tables)}
     try:
-        for name, (file, study, tables) in studies.items():
-            if args.only not in (None, name):
-                continue
-            path = args.metrics / file
-            if not args.tables_only:
-                start = time.perf_counter()
-                with limit:
-                    record = study(args)
-                record["protocol"]["seconds"] = round(time.perf_counter() - start, 1)
-                write_json(path, record)
-                print(f"wrote {path} ({record['protocol']['seconds']} s)", file=sys.stderr)
-            for section, table in tables(read_json(path)).items():
-                write_section(args.docs, section, table)
+        with limit:
+            for name, (file, study, tables) in studies.items():
+                if args.only in (None, name):
+                    study_to_docs(args.metrics / file, args.docs, tables,
+                                  None if args.tables_only else lambda study=study: study(args))
     except (ValueError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -112,24 +111,15 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, name) < 2:
             parser.error(f"--{name.replace('_', '-')}={getattr(args, name)} must be at least 2")
 
-    from infsa_viz.io import read_json, write_json
+    from scripts.doc_sections import study_to_docs
 
-    from scripts.doc_sections import write_section
-
-    path = args.metrics / "verdict-calibration.json"
     try:
-        if not args.tables_only:
-            start = time.perf_counter()
-            record = run(args)
-            record["protocol"]["seconds"] = round(time.perf_counter() - start, 1)
-            write_json(path, record)
-            print(f"wrote {path} ({record['protocol']['seconds']} s)", file=sys.stderr)
-        write_section(args.docs, SECTION, table(read_json(path)))
+        study_to_docs(args.metrics / "verdict-calibration.json", args.docs, lambda record: {SECTION: table(record)},
+                      None if args.tables_only else lambda: run(args))
     except (ValueError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())
