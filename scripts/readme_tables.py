@@ -4,7 +4,10 @@ r"""The tables of the README and docs/, made from the committed reports in ``met
     python scripts/readme_tables.py --check    # exit 1 if a table's file lacks it verbatim
 
 Each table lives in one file (:data:`HOMES`): the README keeps the shipped models' training
-table; the benchmark and spectral tables live in ``docs/benchmarks.md`` and ``docs/reference.md``.
+table; the benchmark and spectral tables live in ``docs/benchmarks.md`` and ``docs/reference.md``;
+the sections of ``docs/verdict.md`` are written by the maintainer scripts that make them
+(``scripts/verdict.py``, ``scripts/verdict_calibration.py``, ``scripts/paper_gap.py``) and only
+checked here.
 
 ``tests/scripts/test_readme_tables.py`` runs the check, so a README figure cannot drift from the
 file it comes from.
@@ -346,6 +349,27 @@ def benchmark_quality_table() -> str:
     return "\n".join(lines)
 
 
+def _verdict_docs(name: str) -> Callable[[], str]:
+    """A table of ``docs/verdict.md``, made by the maintainer script that writes it (from its committed report)."""
+    def make() -> str:
+        from scripts import paper_gap, verdict, verdict_calibration
+
+        if name == "verdict-calibration":
+            return verdict_calibration.table(_load("verdict-calibration.json"))
+        if name == "verdict-tables":
+            return verdict.verdict_tables(_load("verdict.json"))
+        if name.startswith("protocol-sensitivity"):
+            return paper_gap.sensitivity_tables(_load("protocol-sensitivity.json"))[name]
+        return paper_gap.cosine_tables(_load("eigen-cosine.json"))[name]
+
+    return make
+
+
+#: The sections of docs/verdict.md (scripts/doc_sections.py), each written by its maintainer script.
+VERDICT_DOCS = ("verdict-calibration", "protocol-sensitivity", "protocol-sensitivity-matches", "eigen-cosine-layers",
+                "eigen-cosine-tokens", "verdict-tables")
+
+
 TABLES: dict[str, Callable[[], str]] = {
     "training": training_table,
     "eigencheck": eigencheck_table,
@@ -362,6 +386,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "verdict: MoRF-AOC": lambda: verdict_table("morf_aoc"),
     "verdict: box PR-AUC": lambda: verdict_table("box_pr_auc"),
     "verdict: benchmark quality": benchmark_quality_table,
+    **{f"docs/verdict.md: {name}": _verdict_docs(name) for name in VERDICT_DOCS},
 }
 
 
@@ -382,6 +407,7 @@ HOMES: dict[str, str] = {
     "verdict: MoRF-AOC": "README.md",
     "verdict: box PR-AUC": "README.md",
     "verdict: benchmark quality": "README.md",
+    **{f"docs/verdict.md: {name}": "docs/verdict.md" for name in VERDICT_DOCS},
 }
 
 
