@@ -54,21 +54,26 @@ def write_section(path: str | Path, name: str, body: str) -> Path:
 
 
 def study_to_docs(path: Path, docs: Path, tables: Callable[[dict[str, Any]], dict[str, str]],
-                  study: Callable[[], dict[str, Any]] | None) -> None:
+                  study: Callable[[], dict[str, Any]] | None) -> int:
     """Run ``study`` (unless ``None``: tables only) and write its record to ``path`` with its wall time
     (``protocol.seconds``), then write each of ``tables(record)``'s sections into ``docs``.
 
-    Raises:
-        ValueError, FileNotFoundError: a missing section, a missing record with ``study=None``, or
-            the study's own errors.
+    Returns:
+        0, or 2 after one line on stderr when a section or (with ``study=None``) the record is
+        missing, or the study refuses its inputs (``ValueError``).
     """
     from infsa_viz.io import read_json, write_json
 
-    if study is not None:
-        start = time.perf_counter()
-        record = study()
-        record["protocol"]["seconds"] = round(time.perf_counter() - start, 1)
-        write_json(path, record)
-        print(f"wrote {path} ({record['protocol']['seconds']} s)", file=sys.stderr)
-    for section, table in tables(read_json(path)).items():
-        write_section(docs, section, table)
+    try:
+        if study is not None:
+            start = time.perf_counter()
+            record = study()
+            record["protocol"]["seconds"] = round(time.perf_counter() - start, 1)
+            write_json(path, record)
+            print(f"wrote {path} ({record['protocol']['seconds']} s)", file=sys.stderr)
+        for section, table in tables(read_json(path)).items():
+            write_section(docs, section, table)
+    except (ValueError, FileNotFoundError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0

@@ -377,15 +377,13 @@ def main(argv: list[str] | None = None) -> int:
         limit = threadpool_limits(limits=args.threads)
     studies = {"sensitivity": ("protocol-sensitivity.json", sensitivity_study, sensitivity_tables),
                "cosine": ("eigen-cosine.json", cosine_study, cosine_tables)}
-    try:
-        with limit:
-            for name, (file, study, tables) in studies.items():
-                if args.only in (None, name):
-                    study_to_docs(args.metrics / file, args.docs, tables,
-                                  None if args.tables_only else lambda study=study: study(args))
-    except (ValueError, FileNotFoundError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    with limit:
+        for name, (file, study, tables) in studies.items():
+            if args.only in (None, name):
+                code = study_to_docs(args.metrics / file, args.docs, tables,
+                                     None if args.tables_only else lambda study=study: study(args))
+                if code:
+                    return code
     return 0
 
 

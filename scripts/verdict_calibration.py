@@ -113,13 +113,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from scripts.doc_sections import study_to_docs
 
-    try:
-        study_to_docs(args.metrics / "verdict-calibration.json", args.docs, lambda record: {SECTION: table(record)},
-                      None if args.tables_only else lambda: run(args))
-    except (ValueError, FileNotFoundError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    return 0
+    return study_to_docs(args.metrics / "verdict-calibration.json", args.docs, lambda record: {SECTION: table(record)},
+                         None if args.tables_only else lambda: run(args))
+
 
 if __name__ == "__main__":
     sys.exit(main())
