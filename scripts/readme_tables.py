@@ -4,7 +4,10 @@ r"""The tables of the README and docs/, made from the committed reports in ``met
     python scripts/readme_tables.py --check    # exit 1 if a table's file lacks it verbatim
 
 Each table lives in one file (:data:`HOMES`): the README keeps the shipped models' training
-table; the benchmark and spectral tables live in ``docs/benchmarks.md`` and ``docs/reference.md``.
+table; the benchmark and spectral tables live in ``docs/benchmarks.md`` and ``docs/reference.md``;
+the sections of ``docs/verdict.md`` are written by the maintainer scripts that make them
+(``scripts/verdict.py``, ``scripts/verdict_calibration.py``, ``scripts/paper_gap.py``) and only
+checked here.
 
 ``tests/scripts/test_readme_tables.py`` runs the check, so a README figure cannot drift from the
 file it comes from.
@@ -21,6 +24,8 @@ from typing import Any, Callable
 
 from infsa_viz.evaluation.verdict import PAPER_FIGURES
 
+from scripts.doc_sections import VARIANT_NAMES
+
 ROOT = Path(__file__).resolve().parents[1]
 METRICS = ROOT / "metrics"
 MODELS = ("softmax-vit4", "pure-infsa-vit4", "linear-infsa-vit4")
@@ -28,8 +33,6 @@ MODELS = ("softmax-vit4", "pure-infsa-vit4", "linear-infsa-vit4")
 PAPER = {variant: " / ".join(f"{f[k]:.1f}" for k in ("morf_aoc", "box_roc_auc", "box_pr_auc"))
          for variant, f in PAPER_FIGURES.items()}
 
-
-VARIANT_NAMES = {"softmax": "softmax", "pure_infsa": "pure InfSA", "linear_infsa": "Linear-InfSA"}
 
 
 def _load(name: str) -> Any:
@@ -294,6 +297,17 @@ def _spread(entry: dict[str, Any] | None, fmt: str = ".1f", sign: str = "") -> s
 _CALLS = {"higher": "higher", "lower": "lower", "not shown": "n.s."}
 
 
+def _call_cell(call: dict[str, Any]) -> str:
+    """``+1.2 [−0.3, +2.8] (n.s.)``: the seed-level difference, its hierarchical-bootstrap interval and the
+    call; a summary written before the seed-level verdict (issue #28) shows mean ± sd over seeds instead."""
+    if "p_holm" not in call:
+        return f"{_spread(call['difference'], sign='+')} ({_CALLS[call['call']]})"
+    if call["difference"] is None:
+        return "–"
+    low, high = call["ci"]
+    return f"{call['difference']:+.1f} [{low:+.1f}, {high:+.1f}] ({_CALLS[call['call']]})"
+
+
 def verdict_table(figure: str) -> str:
     """``verdict.json``: each map's ``figure`` per variant (mean ± sd over seeds), InfSA − softmax and the call."""
     record = _load("verdict.json")
@@ -312,8 +326,7 @@ def verdict_table(figure: str) -> str:
             for variant in infsa:
                 call = calls.get((variant, method))
                 cells.append(_spread((entries.get((variant, method)) or {}).get(figure)))
-                cells.append("–" if call is None else
-                             f"{_spread(call['difference'], sign='+')} ({_CALLS[call['call']]})")
+                cells.append("–" if call is None else _call_cell(call))
             paper = " / ".join(f"{record['paper'][v][figure]:.1f}" for v in VARIANT_NAMES) if method == "attention" else ""
             lines.append(f"| {benchmark} | {method} | {seeds} | " + " | ".join(cells) + f" | {paper} |")
     return "\n".join(lines)
@@ -346,6 +359,27 @@ def benchmark_quality_table() -> str:
     return "\n".join(lines)
 
 
+def _verdict_docs(name: str) -> Callable[[], str]:
+    """A table of ``docs/verdict.md``, made by the maintainer script that writes it (from its committed report)."""
+    def make() -> str:
+        from scripts import paper_gap, verdict, verdict_calibration
+
+        if name == "verdict-calibration":
+            return verdict_calibration.table(_load("verdict-calibration.json"))
+        if name == "verdict-tables":
+            return verdict.verdict_tables(_load("verdict.json"))
+        if name.startswith("protocol-sensitivity"):
+            return paper_gap.sensitivity_tables(_load("protocol-sensitivity.json"))[name]
+        return paper_gap.cosine_tables(_load("eigen-cosine.json"))[name]
+
+    return make
+
+
+#: The sections of docs/verdict.md (scripts/doc_sections.py), each written by its maintainer script.
+VERDICT_DOCS = ("verdict-calibration", "protocol-sensitivity", "protocol-sensitivity-matches", "eigen-cosine-layers",
+                "eigen-cosine-tokens", "verdict-tables")
+
+
 TABLES: dict[str, Callable[[], str]] = {
     "training": training_table,
     "eigencheck": eigencheck_table,
@@ -362,6 +396,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "verdict: MoRF-AOC": lambda: verdict_table("morf_aoc"),
     "verdict: box PR-AUC": lambda: verdict_table("box_pr_auc"),
     "verdict: benchmark quality": benchmark_quality_table,
+    **{f"docs/verdict.md: {name}": _verdict_docs(name) for name in VERDICT_DOCS},
 }
 
 
@@ -382,6 +417,7 @@ HOMES: dict[str, str] = {
     "verdict: MoRF-AOC": "README.md",
     "verdict: box PR-AUC": "README.md",
     "verdict: benchmark quality": "README.md",
+    **{f"docs/verdict.md: {name}": "docs/verdict.md" for name in VERDICT_DOCS},
 }
 
 

@@ -16,10 +16,15 @@ For each benchmark of :data:`infsa_viz.data.BENCHMARKS` with trained seeds in
         --out metrics/verdict-<benchmark>.json
 
 whose report holds every row with its 95 % bootstrap intervals, the paired tests (same images,
-models of one seed), ``benchmark_quality`` (per model and ``across_seeds``), ``seeds`` (mean ± sd
-over seeds) and ``verdict`` (each variant against softmax across seeds,
-:mod:`infsa_viz.evaluation.verdict`). ``metrics/verdict.json`` gathers what the README shows from
-every benchmark's report, and ``metrics/verdict.html`` plots the seed means with their spread.
+models of one seed: statements about those trained models), ``benchmark_quality`` (per model and
+``across_seeds``), ``seeds`` (mean ± sd over seeds) and ``verdict`` (each variant against softmax
+with the trained model as the unit, :mod:`infsa_viz.evaluation.verdict`: per seed, the mean
+difference on the images both models classify correctly; the seed differences' t-test,
+Holm-adjusted over figures × maps × variants, makes the call; a hierarchical-bootstrap interval).
+``metrics/verdict.json`` gathers what the README shows from every benchmark's report (for every
+variant × map × figure: the seed-level difference in points, its interval, raw and Holm p, seeds
+and matched images), ``metrics/verdict.html`` plots the seed means with their spread, and the
+``verdict-tables`` section of ``docs/verdict.md`` (:func:`verdict_tables`) is rewritten from it.
 The protocols beyond MoRF-AOC and box PR-AUC (deletion/insertion, ROAD, sanity) are off here:
 ``metrics/attention-quality.json`` runs them on the shipped models.
 """
@@ -36,14 +41,18 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 SEEDS_DIR = Path("models") / "seeds"
 METRICS = Path("metrics")
+DOCS = Path("docs") / "verdict.md"
 #: The maps of the verdict: the attention-type maps InfSA is about, and Chefer 2021 (the best box
 #: PR-AUC of the published evaluation) as the state-of-the-art attention-gradient baseline.
 METHODS = ("attention", "rollout", "visits", "perron", "chefer2021")
-#: Figures of the verdict and the factor that turns each into points.
-FIGURES = {"morf_aoc": 1.0, "box_pr_auc": 100.0}
-#: Row figures that are shares in [0, 1] (× 100 for points); the others are in % already.
-SHARES = ("accuracy", "box_roc_auc", "box_pr_auc", "distractor_roc_auc", "pointing_game", "positive_fraction",
-          "box_undefined", "chain_valid_images", "chain_valid_rows")
+#: Figures of the verdict and the factor that turns each into points: faithfulness by evidence (the
+#: rank correlation x 100), MoRF-AOC (in % already) and plausibility (box PR-AUC x 100).
+FIGURES = {"evidence_spearman": 100.0, "morf_aoc": 1.0, "box_pr_auc": 100.0}
+#: MoRF-AOC's ceiling, the greedy deletion oracle, costs about 18x (48 px) to 75x (96 px) MoRF: it is
+#: scored, beside the verdict's maps, on these first images of each benchmark.
+GREEDY_IMAGES = {"cluttered-digits": 200, "cluttered-digits-hard": 50}
+#: Row entries that are shares in [0, 1] (× 100 for points) besides the registry's percent figures.
+SHARES = ("accuracy", "chain_valid_images", "chain_valid_rows")
 #: The reproduction tolerance of issue #15, in points.
 TOLERANCE = 0.5
 #: Test images per benchmark (the first N): a 144-token image of the hard benchmark costs about four
@@ -76,6 +85,34 @@ def evaluate_argv(benchmark: str, models: list[str], args: argparse.Namespace) -
     return argv + (["--threads", str(args.threads)] if args.threads else [])
 
 
+def greedy_argv(benchmark: str, models: list[str], args: argparse.Namespace) -> list[str]:
+    """The MoRF ceiling run: the verdict's maps, the random map and the greedy deletion oracle, MoRF only,
+    on :data:`GREEDY_IMAGES` images (``metrics/verdict-<benchmark>-greedy.json``)."""
+    n_images = GREEDY_IMAGES.get(benchmark, 100)
+    if args.n_images is not None:
+        n_images = min(n_images, args.n_images)
+    argv = ["evaluate", "--models", ",".join(models), "--data", benchmark, "--methods",
+            ",".join([*METHODS, "random", "greedy_deletion"]), "--metrics", "perturbation", "--n-images",
+            str(n_images), "--sanity-images", "0", "--out", str(args.metrics / f"verdict-{benchmark}-greedy.json")]
+    if args.journal is not None:
+        argv += ["--journal", str(args.journal / f"{benchmark}-greedy")]
+    return argv + (["--threads", str(args.threads)] if args.threads else [])
+
+
+def morf_ceiling(report: dict[str, Any]) -> dict[str, Any]:
+    """Per variant, mean ± sd over seeds of MoRF-AOC's headroom on the greedy run's images: the greedy
+    oracle, the best attention-type map and the random map (points), and oracle − best attention."""
+    from infsa_viz.evaluation import benchmark_quality, quality_across_seeds
+    from infsa_viz.evaluation.verdict import split_seed
+
+    across = quality_across_seeds(benchmark_quality(report["results"]))
+    variant_of = {split_seed(r["model"])[0]: r["variant"] for r in report["results"]}
+    keys = ("oracle", "random", "best_attention_value", "oracle_minus_random", "oracle_minus_best_attention")
+    return {"n_images": report["dataset"].get("n_images"), "command": report["protocol"].get("command"),
+            "per_variant": {variant_of.get(base, base): {k: q["morf_aoc"].get(k) for k in keys}
+                            for base, q in across.items()}}
+
+
 def _points(spread: dict[str, Any] | None, scale: float) -> dict[str, Any] | None:
     if spread is None:
         return None
@@ -87,8 +124,39 @@ def _points(spread: dict[str, Any] | None, scale: float) -> dict[str, Any] | Non
     return out
 
 
-def summarise(report: dict[str, Any], path: str) -> dict[str, Any]:
-    """What the README reads from one benchmark's report, figures in points (% for both)."""
+def _scaled(value: float | None, scale: float, digits: int = 3) -> float | None:
+    return None if value is None else round(value * scale, digits)
+
+
+def _interval(pair: list[float | None] | None, scale: float) -> list[float | None] | None:
+    return None if pair is None else [_scaled(v, scale) for v in pair]
+
+
+def seed_level(comparison: dict[str, Any], scale: float) -> dict[str, Any]:
+    """One comparison of the report's seed-level ``verdict`` in points (differences, intervals, means)."""
+    per_seed = []
+    for s in comparison["per_seed"]:
+        image = s.get("image_level") or {}
+        per_seed.append({
+            "seed": s["seed"], "n_images": s["n_images"], "difference": _scaled(s.get("difference"), scale),
+            "variant_mean": _scaled(s.get("variant_mean"), scale), "baseline_mean": _scaled(s.get("baseline_mean"), scale),
+            "variant_accuracy": _scaled(s["variant_accuracy"], 100.0), "baseline_accuracy": _scaled(s["baseline_accuracy"], 100.0),
+            "image_level": {"difference_ci": _interval(image.get("difference_ci"), scale),
+                            "p_bootstrap_holm": image.get("p_bootstrap_holm"),
+                            "p_wilcoxon_holm": image.get("p_wilcoxon_holm")} if image else None})
+    return {key: comparison[key] for key in ("figure", "method", "variant", "baseline", "seeds", "n_seeds", "t", "p",
+                                             "p_holm", "call", "reason", "accuracy_gap", "accuracy_flag")} | {
+        "difference": _scaled(comparison["difference"], scale), "ci": _interval(comparison["ci"], scale),
+        "ci_t": _interval(comparison["ci_t"], scale), "sd_seeds": _scaled(comparison["sd_seeds"], scale),
+        "matched_images": comparison["matched_images"], "per_seed": per_seed}
+
+
+def summarise(report: dict[str, Any], path: str, greedy: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What the README and ``docs/verdict.md`` read from one benchmark's report, figures in points (% for both).
+
+    ``verdict`` holds the report's seed-level comparisons (:func:`infsa_viz.evaluation.variant_verdict`);
+    a report written before them (issue #28) gives none and says so in ``verdict_note``.
+    """
     from infsa_viz.evaluation import benchmark_quality, quality_across_seeds
     from infsa_viz.evaluation.verdict import split_seed
 
@@ -97,18 +165,10 @@ def summarise(report: dict[str, Any], path: str) -> dict[str, Any]:
                 "accuracy": _points(s["figures"].get("accuracy"), 100.0),
                 **{f: _points(s["figures"].get(f), scale) for f, scale in FIGURES.items()}} for s in seeds]
     verdict = report.get("verdict", {})
-    comparisons = []
-    for c in verdict.get("comparisons", []):
-        scale = FIGURES.get(c["figure"])
-        if scale is None:
-            continue
-        per_seed = [{"seed": s["seed"], "difference": None if s["difference"] is None else round(s["difference"] * scale, 3),
-                     "difference_ci": None if s["difference_ci"] is None else [round(v * scale, 3) for v in s["difference_ci"]],
-                     "p_bootstrap_holm": s["p_bootstrap_holm"], "p_wilcoxon_holm": s["p_wilcoxon_holm"],
-                     "rank_biserial": s["rank_biserial"], "n_pairs": s["n_pairs"]} for s in c["per_seed"]]
-        comparisons.append({"figure": c["figure"], "method": c["method"], "variant": c["variant"],
-                            "baseline": c["baseline"], "difference": _points(c["difference"], scale),
-                            "per_seed": per_seed, "call": c["call"], "reason": c["reason"]})
+    comparisons = [seed_level(c, FIGURES[c["figure"]]) for c in verdict.get("comparisons", [])
+                   if c["figure"] in FIGURES and "p_holm" in c]
+    note = None if comparisons or not verdict.get("comparisons") else (
+        "the report predates the seed-level verdict (issue #28); rerun python scripts/verdict.py")
     variant_of = {split_seed(r["model"])[0]: r["variant"] for r in report["results"]}
     # Recomputed from the report's rows and method-vs-method tests (the same function the report's
     # own section comes from), so a report written before adjacent pairs were counted has them too.
@@ -118,7 +178,9 @@ def summarise(report: dict[str, Any], path: str) -> dict[str, Any]:
     return {"report": path, "dataset": report["dataset"].get("name"), "n_images": report["dataset"].get("n_images"),
             "command": report["protocol"].get("command"), "models": list(dict.fromkeys(r["model"] for r in report["results"])),
             "figures": figures, "verdict": comparisons, "verdict_protocol": verdict.get("protocol"),
+            **({"verdict_note": note} if note else {}),
             "benchmark_quality": quality,
+            "morf_ceiling": None if greedy is None else morf_ceiling(greedy),
             "quality_goals": report.get("benchmark_quality", {}).get("goals")}
 
 
@@ -126,12 +188,65 @@ def summary(reports: dict[str, Path], command: str) -> dict[str, Any]:
     from infsa_viz.evaluation.verdict import PAPER_FIGURES
     from infsa_viz.io import read_json
 
+    def greedy(path: Path) -> dict[str, Any] | None:
+        twin = path.with_name(path.stem + "-greedy.json")
+        return read_json(twin) if twin.is_file() else None
+
     return {"protocol": {"command": command, "methods": list(METHODS), "figures": list(FIGURES),
-                         "unit": "points: MoRF-AOC in %, box PR-AUC x 100, accuracy in %",
+                         "unit": "points: evidence rank correlation x 100, MoRF-AOC in %, box PR-AUC x 100, "
+                                 "accuracy in %",
                          "spread": "mean, sample sd (ddof 1), min and max over training seeds; per_seed_ci: each "
                                    "seed's own 95 % bootstrap interval over images"},
             "paper": PAPER_FIGURES,
-            "benchmarks": {b: summarise(read_json(p), str(p)) for b, p in reports.items()}}
+            "benchmarks": {b: summarise(read_json(p), str(p), greedy(p)) for b, p in reports.items()}}
+
+
+def _signed(value: float | None) -> str:
+    return "–" if value is None else f"{value:+.1f}"
+
+
+def _comparison_cell(c: dict[str, Any] | None) -> str:
+    """``+1.2 [−0.3, +2.8] · p 0.41 · n.s.`` (differences in points; p Holm-adjusted, seed level)."""
+    if c is None or c["difference"] is None:
+        return "–"
+    low, high = c["ci"]
+    call = {"higher": "**higher**", "lower": "**lower**"}.get(c["call"], "n.s.")
+    flag = f" ⚠ accuracy {c['accuracy_gap']:+.1f}" if c["accuracy_flag"] else ""
+    p = "–" if c["p_holm"] is None else f"{c['p_holm']:.2g}"
+    return f"{_signed(c['difference'])} [{_signed(low)}, {_signed(high)}] · p {p} · {call}{flag}"
+
+
+def verdict_tables(record: dict[str, Any]) -> str:
+    """The final verdict tables of ``docs/verdict.md``: per benchmark, each map and figure, every InfSA
+    variant's seed-level difference from softmax with its hierarchical-bootstrap interval, the
+    Holm-adjusted seed-level p and the call; accuracies and matched images beside."""
+    from scripts.doc_sections import VARIANT_NAMES
+
+    # a summary written before the seed-level verdict (issue #28) holds other comparisons: none to show
+    benches = {b: {**bench, "verdict": [c for c in bench["verdict"] if "p_holm" in c]}
+               for b, bench in record["benchmarks"].items()}
+    benches = {b: bench for b, bench in benches.items() if bench["verdict"]}
+    if not benches:
+        return ("*Pending*: the committed reports predate the seed-level verdict; `python scripts/verdict.py` "
+                "writes these tables once the seed models are evaluated.")
+    out = []
+    for benchmark, bench in benches.items():
+        variants = list(dict.fromkeys(c["variant"] for c in bench["verdict"]))
+        accuracy = {e["variant"]: e["accuracy"] for e in bench["figures"] if e["method"] == bench["verdict"][0]["method"]}
+        seeds = {e["variant"]: len(e["seeds"]) for e in bench["figures"]}
+        out += [f"**{benchmark}** ({bench['n_images']} test images). Test accuracy on them, mean ± sd over seeds: "
+                + "; ".join(f"{VARIANT_NAMES.get(v, v)} {accuracy[v]['mean']:.1f} ± {accuracy[v]['sd'] or 0:.1f} % "
+                            f"({seeds[v]} seeds)" for v in ("softmax", *variants) if accuracy.get(v)) + ".", "",
+                "| figure | map | " + " | ".join(f"{VARIANT_NAMES.get(v, v)} − softmax [95 % CI] · p (Holm) · call"
+                                                  for v in variants) + " | matched images per seed (min) |",
+                "|---|---|" + "---|" * len(variants) + "---:|"]
+        cells = {(c["figure"], c["method"], c["variant"]): c for c in bench["verdict"]}
+        for figure, method in dict.fromkeys((c["figure"], c["method"]) for c in bench["verdict"]):
+            mine = [cells.get((figure, method, v)) for v in variants]
+            matched = min(c["matched_images"]["min"] for c in mine if c)
+            out.append(f"| {figure} | {method} | " + " | ".join(_comparison_cell(c) for c in mine) + f" | {matched} |")
+        out.append("")
+    return "\n".join(out).rstrip("\n")
 
 
 def html(record: dict[str, Any]) -> str:
@@ -144,8 +259,9 @@ def html(record: dict[str, Any]) -> str:
     from infsa_viz.attention import VARIANTS
 
     benchmarks = list(record["benchmarks"])
-    titles = [f"{b}: {'MoRF-AOC %' if f == 'morf_aoc' else 'box PR-AUC %'} (mean ± sd over seeds)"
-              for b in benchmarks for f in FIGURES]
+    labels = {"evidence_spearman": "evidence rank correlation x 100", "morf_aoc": "MoRF-AOC %",
+              "box_pr_auc": "box PR-AUC %"}
+    titles = [f"{b}: {labels.get(f, f)} (mean ± sd over seeds)" for b in benchmarks for f in FIGURES]
     fig = make_subplots(rows=max(1, len(benchmarks)), cols=len(FIGURES), subplot_titles=titles)
     shown = set()
     for row, benchmark in enumerate(benchmarks, start=1):
@@ -174,8 +290,10 @@ def largest_difference(report: dict[str, Any], other: dict[str, Any]) -> tuple[f
 
     Returns:
         ``(difference, "model · method · figure", figures compared)``; MoRF/LeRF/AOPC-type
-        figures are in % already, shares (accuracy, box AUCs, pointing game) count × 100.
+        figures are in % already, shares (accuracy, the registry's percent figures) count × 100.
     """
+    from infsa_viz.metrics.registry import FIGURES as REGISTERED
+
     rows = {(r["model"], r["method"]): r for r in other["results"]}
     worst, where, compared = 0.0, None, 0
     for row in report["results"]:
@@ -186,7 +304,7 @@ def largest_difference(report: dict[str, Any], other: dict[str, Any]) -> tuple[f
                 continue
             if not (math.isfinite(value) and math.isfinite(theirs)):
                 continue
-            scale = 100.0 if key in SHARES else 1.0
+            scale = 100.0 if key in SHARES or (key in REGISTERED and REGISTERED[key].percent) else 1.0
             compared += 1
             if abs(value - theirs) * scale > worst:
                 worst, where = abs(value - theirs) * scale, f"{row['model']} · {row['method']} · {key}"
@@ -229,6 +347,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="keep each benchmark's finished chunks in DIR/<benchmark> (e.g. runs/journal), so "
                              "a rerun after more seeds finish training evaluates only the new models")
     parser.add_argument("--summary-only", action="store_true", help="evaluate nothing; summarise the reports")
+    parser.add_argument("--docs", type=Path, default=DOCS, help=f"markdown file with the verdict-tables section "
+                                                                  f"(default {DOCS})")
     parser.add_argument("--compare", type=Path, default=None, metavar="DIR",
                         help="evaluate and write nothing: compare each report with DIR/verdict-<benchmark>.json "
                              f"(rows both hold); exit 1 if a figure differs by more than {TOLERANCE} points")
@@ -252,11 +372,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"# {benchmark}: no seed models in {args.seeds_dir / benchmark}", file=sys.stderr)
             continue
         if not args.summary_only:
-            command = evaluate_argv(benchmark, models, args)
-            print("infsa-viz " + shlex.join(command), file=sys.stderr)
-            code = cli(command)
-            if code:
-                return code
+            for command in (evaluate_argv(benchmark, models, args), greedy_argv(benchmark, models, args)):
+                print("infsa-viz " + shlex.join(command), file=sys.stderr)
+                code = cli(command)
+                if code:
+                    return code
         if out.is_file():
             reports[benchmark] = out
     if not reports:
@@ -264,6 +384,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     record = summary(reports, "python scripts/verdict.py " + shlex.join(sys.argv[1:] if argv is None else argv))
     write_json(args.metrics / "verdict.json", record)
+    from scripts.doc_sections import write_section
+
+    try:
+        write_section(args.docs, "verdict-tables", verdict_tables(record))
+    except (ValueError, FileNotFoundError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     try:
         write_plotly_js(args.metrics)
         atomic_write(args.metrics / "verdict.html", html(record))

@@ -13,7 +13,9 @@
 * :func:`seed_summary`: mean ± spread across training seeds (models named ``<name>-seed<k>``)
   beside each run's own interval over images.
 
-:func:`compare` also adds the call across seeds of :mod:`.verdict`.
+:func:`compare` also adds the call across seeds of :mod:`.verdict`. The model-vs-model tests here
+are about the given trained models (images as the only source of variance); a call about the
+variants is :mod:`.verdict`'s, from the seed-level test.
 """
 
 from __future__ import annotations
@@ -29,13 +31,11 @@ from ..maps import METHODS
 from ..metrics.registry import FIGURES
 from .records import ImageRecord, per_image_figures
 from .stats import compare_paired, holm, significant
-from .verdict import ALPHA, quality_across_seeds, split_seed, spread, variant_verdict
+from .verdict import ALPHA, PAIRED_FIGURES, quality_across_seeds, split_seed, spread, variant_verdict
 
 __all__ = ["PAIRED_FIGURES", "QUALITY_GOALS", "adjacent_methods", "benchmark_quality", "compare", "paired_tests",
            "seed_summary", "split_seed"]
 
-#: Figures compared pairwise (each test is a paired bootstrap plus a Wilcoxon test).
-PAIRED_FIGURES = ("morf_aoc", "box_pr_auc")
 #: Figures of :func:`benchmark_quality`.
 QUALITY_FIGURES = ("morf_aoc", "box_pr_auc")
 
@@ -115,7 +115,8 @@ def paired_tests(records: Sequence[ImageRecord], *, select: str, figures: Sequen
     methods = list(dict.fromkeys(m for _, m in groups))
     within: list[dict[str, Any]] = []
     across: list[dict[str, Any]] = []
-    figures = [f for f in figures if all(f in v for v in values.values())]  # measured in every row
+    figures = [f for f in figures if all(f in v for v in values.values())  # measured in every row, and defined
+               and any(np.isfinite(list(v[f].values())).any() for v in values.values())]
     for figure in figures:
         for model in models:
             present = [m for m in methods if (model, m) in values]
@@ -145,6 +146,8 @@ def paired_tests(records: Sequence[ImageRecord], *, select: str, figures: Sequen
                             "mean(a - b) / sd(a - b)",
             "correction": "Holm (1979) within each family: method_vs_method per (figure, model), "
                           "model_vs_model per (figure, method)",
+            "scope": "statements about the given trained models: images are the only source of variance; a "
+                     "call about a variant is the verdict's, from its seed-level test",
             "confidence": 0.95, "n_resamples": n_resamples, "seed": seed,
         },
         "method_vs_method": within,
@@ -295,9 +298,10 @@ def seed_summary(rows: Sequence[dict[str, Any]], *, figures: Sequence[str] = ("a
 def compare(records: Sequence[ImageRecord], rows: Sequence[dict[str, Any]], *, select: str,
             seed: int = 0) -> dict[str, Any]:
     """The sections an evaluation report adds to its rows: ``paired_tests``, ``benchmark_quality``
-    (with ``across_seeds``), ``seeds`` and ``verdict`` (:mod:`.verdict`)."""
+    (with ``across_seeds``), ``seeds`` and ``verdict`` (:mod:`.verdict`: each variant against
+    softmax with the trained model as the unit, on the images both models classify correctly)."""
     tests = paired_tests(records, select=select, seed=seed)
     quality = benchmark_quality(rows, tests["method_vs_method"])
     quality["across_seeds"] = quality_across_seeds(quality)
     return {"paired_tests": tests, "benchmark_quality": quality, "seeds": seed_summary(rows),
-            "verdict": variant_verdict(rows, tests["model_vs_model"])}
+            "verdict": variant_verdict(records, seed=seed)}

@@ -287,24 +287,28 @@ def holm(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
 
     The ``k``-th smallest of ``m`` p-values becomes ``max_{j ≤ k} min(1, (m − j + 1) p_(j))``;
     reject where the adjusted value is at most α. ``nan`` entries (tests not run) stay ``nan``
-    and do not count in ``m``.
+    and do not count in ``m``. An ``(..., m)`` array holds one family per row (the last axis),
+    adjusted independently (simulations adjust many families at once).
 
     Raises:
-        ValueError: values outside [0, 1] or not 1-D.
+        ValueError: values outside [0, 1] or a 0-d input.
     """
     p = np.asarray(p_values, dtype=np.float64)
-    if p.ndim != 1:
-        raise ValueError(f"p_values has shape {p.shape}; expected a 1-D array")
+    if p.ndim == 0:
+        raise ValueError(f"p_values has shape {p.shape}; expected a 1-D array (or one family per row)")
     finite = np.isfinite(p)
     if ((p[finite] < 0) | (p[finite] > 1)).any():
         raise ValueError(f"p_values={p.tolist()} is invalid; expected values in [0, 1] (or nan)")
-    out = np.full_like(p, np.nan)
-    index = np.flatnonzero(finite)
-    order = index[np.argsort(p[index], kind="stable")]
-    m = order.size
-    scaled = np.minimum(1.0, (m - np.arange(m)) * p[order])
-    out[order] = np.maximum.accumulate(scaled)
-    return out
+    rows = np.where(finite, p, np.inf).reshape(-1, p.shape[-1])  # untested last in the order
+    order = np.argsort(rows, axis=1, kind="stable")
+    ranked = np.take_along_axis(rows, order, axis=1)
+    m = finite.reshape(rows.shape).sum(axis=1, keepdims=True)  # (F, 1) tests per family
+    ranked = np.where(np.isinf(ranked), 0.0, ranked)  # untested: ranked last, overwritten with nan below
+    scaled = np.minimum(1.0, (m - np.arange(rows.shape[1])) * ranked)
+    adjusted = np.maximum.accumulate(scaled, axis=1)
+    out = np.empty_like(rows)
+    np.put_along_axis(out, order, adjusted, axis=1)
+    return np.where(finite, out.reshape(p.shape), np.nan)
 
 
 @dataclass(frozen=True)

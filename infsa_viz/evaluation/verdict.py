@@ -1,17 +1,27 @@
-"""Is one variant's map better than the baseline's? A call across training seeds, backed by paired tests.
+"""Is one variant's map better than the baseline's? A call about variants, with the trained model as the unit.
 
 An evaluation of models named ``<name>-seed<k>`` (several variants trained with the same seeds,
 e.g. by ``scripts/train_seeds.py``) pairs each InfSA model with the softmax model **of the same
-seed** on the same images (:func:`~infsa_viz.evaluation.comparisons.paired_tests`). For every
-figure, map method and variant, :func:`variant_verdict` collects those per-seed tests and makes
-the call the README may repeat:
+seed**. For every figure, explanation map and variant, :func:`variant_verdict`:
 
-* ``"higher"`` / ``"lower"``: in every seed (at least ``min_seeds``) the variant's mean differs
-  from the baseline's in the same direction, and both paired tests of that seed (paired
-  bootstrap of the mean, Wilcoxon signed-rank of the typical image), Holm-corrected, have
-  ``p < alpha``;
-* ``"not shown"`` otherwise, with the reason (too few seeds, seeds disagree in direction, or the
-  seed whose tests do not reach ``alpha``).
+1. matches the images: only those **both** models of the seed classify correctly (and where the
+   figure is defined for both), so a weaker classifier is not judged on other images; the
+   count is reported per seed, beside each model's accuracy, and a comparison whose accuracies
+   differ by more than :data:`ACCURACY_GAP` points is flagged;
+2. takes one difference per seed: the mean over those images of ``variant − baseline``;
+3. tests the seed differences (:func:`~infsa_viz.evaluation.seed_stats.seed_t_test`,
+   ``S − 1`` degrees of freedom) and gives their hierarchical-bootstrap interval (seeds, then
+   images within each seed; :func:`~infsa_viz.evaluation.seed_stats.hierarchical_bootstrap`) and
+   t-interval;
+4. adjusts the seed-level p-values by Holm across the whole family of comparisons (figures ×
+   maps × variants) and calls ``"higher"`` / ``"lower"`` (:func:`call_rule`) only where the
+   Holm-adjusted p is below ``alpha`` with at least ``min_seeds`` seeds; ``"not shown"``
+   otherwise, with the reason.
+
+Each seed also keeps its image-level paired tests (paired bootstrap and Wilcoxon signed-rank on
+the matched images, Holm within the seed): statements about **those two trained models**, never
+the basis of a call. The calibration of this rule by simulation is
+``scripts/verdict_calibration.py`` (:mod:`.calibration`).
 
 :func:`quality_across_seeds` gives :func:`~infsa_viz.evaluation.comparisons.benchmark_quality`'s
 headroom figures as mean ± sd across the seeds of each model.
@@ -26,9 +36,14 @@ from typing import Any
 
 import numpy as np
 
-from ..attention import DEFAULT_VARIANT
+from ..attention import DEFAULT_VARIANT, VARIANTS
+from ..metrics.registry import FIGURES
+from .records import ImageRecord, per_image_figures
+from .seed_stats import hierarchical_bootstrap, seed_t_test
+from .stats import compare_paired, holm, significant
 
-__all__ = ["ALPHA", "MIN_SEEDS", "PAPER_FIGURES", "quality_across_seeds", "split_seed", "variant_verdict"]
+__all__ = ["ACCURACY_GAP", "ALPHA", "MIN_SEEDS", "PAIRED_FIGURES", "PAPER_FIGURES", "call_rule", "quality_across_seeds",
+           "split_seed", "spread", "variant_verdict", "verdict_methods"]
 
 #: The paper's figures (Roffo & Palmer, arXiv 2603.00175; ImageNet-scale models, protocol not
 #: published, so never like for like with ours), in %, per variant.
@@ -37,11 +52,17 @@ PAPER_FIGURES: dict[str, dict[str, float]] = {
     "pure_infsa": {"morf_aoc": 71.7, "box_roc_auc": 77.3, "box_pr_auc": 72.4},
     "linear_infsa": {"morf_aoc": 76.0, "box_roc_auc": 75.9, "box_pr_auc": 76.1},
 }
-#: Significance level of each (Holm-corrected) paired test behind a call.
+#: Figures compared across models and called (higher is better for all): faithfulness by evidence
+#: (the rank correlation with the objects' importance), MoRF-AOC, and plausibility (box PR-AUC).
+PAIRED_FIGURES = ("evidence_spearman", "morf_aoc", "box_pr_auc")
+#: Family-wise significance level of the calls (Holm-adjusted seed-level p-values).
 ALPHA = 0.05
 #: Seeds a call needs (issue #15: at least 3 training seeds per variant).
 MIN_SEEDS = 3
-_QUALITY_KEYS = ("oracle_minus_random", "oracle_minus_best_attention", "method_spread")
+#: Accuracy difference (points) above which a comparison is flagged.
+ACCURACY_GAP = 5.0
+_QUALITY_KEYS = ("oracle", "random", "best_attention_value", "oracle_minus_random", "oracle_minus_best_attention",
+                 "method_spread")
 _SEED = re.compile(r"^(?P<base>.+)-seed(?P<seed>\d+)$")
 
 
@@ -61,89 +82,218 @@ def spread(values: Sequence[float | None], digits: int = 4) -> dict[str, Any]:
             "min": round(float(finite.min()), digits), "max": round(float(finite.max()), digits)}
 
 
-def _oriented(test: dict[str, Any], flip: bool) -> dict[str, Any]:
-    """One seed's test as ``variant − baseline`` (the stored test is ``a − b``)."""
-    sign = -1.0 if flip else 1.0
-    low, high = test.get("difference_ci") or (None, None)
-    ci = None if low is None or high is None else sorted([sign * low, sign * high])
-    effect = (test.get("effect_size") or {}).get("rank_biserial")
-    mean = test.get("mean_difference")
-    return {"difference": None if mean is None else sign * mean, "difference_ci": ci,
-            "variant_mean": test.get("mean_b" if flip else "mean_a"),
-            "baseline_mean": test.get("mean_a" if flip else "mean_b"),
-            "p_bootstrap_holm": test.get("p_bootstrap_holm"), "p_wilcoxon_holm": test.get("p_wilcoxon_holm"),
-            "rank_biserial": None if effect is None else sign * effect, "n_pairs": test.get("n_pairs")}
+def verdict_methods(methods: Sequence[str]) -> list[str]:
+    """The explanation maps among ``methods``: neither a reference map (the oracles, a benchmark's
+    ceilings) nor the random map (its floor), told apart by their role; those are not candidates."""
+    from ..maps import METHODS
+
+    return [m for m in methods if m in METHODS and METHODS[m].role == "explanation"]
 
 
-def _call(per_seed: list[dict[str, Any]], alpha: float, min_seeds: int) -> tuple[str, str]:
-    if len(per_seed) < min_seeds:
-        return "not shown", f"{len(per_seed)} seed(s); a call needs {min_seeds}"
-    signs = {None if s["difference"] is None else np.sign(s["difference"]) for s in per_seed}
-    if signs not in ({1.0}, {-1.0}):
-        return "not shown", "the seeds disagree in direction (or a difference is zero or undefined)"
-    for s in per_seed:
-        ps = [s["p_bootstrap_holm"], s["p_wilcoxon_holm"]]
-        if any(p is None or not p < alpha for p in ps):
-            return "not shown", (f"seed {s['seed']}: Holm-corrected p = {ps[0]} (bootstrap), {ps[1]} (Wilcoxon); "
-                                 f"both must be < {alpha}")
-    direction = "higher" if signs == {1.0} else "lower"
-    return direction, f"every seed {direction}, both paired tests p < {alpha} (Holm) in each"
+def call_rule(difference: Any, p_holm: Any, n_seeds: Any, *, alpha: float = ALPHA,
+              min_seeds: int = MIN_SEEDS) -> np.ndarray:
+    """The call of each comparison: ``"higher"``/``"lower"`` where ``n_seeds >= min_seeds`` and the
+    Holm-adjusted seed-level ``p_holm < alpha`` (by the sign of ``difference``), else ``"not shown"``.
+
+    Vectorised (the calibration applies it to many simulated families at once); ``nan``
+    p-values never call.
+    """
+    d = np.asarray(difference, dtype=np.float64)
+    p = np.asarray(p_holm, dtype=np.float64)
+    called = (np.asarray(n_seeds) >= min_seeds) & (np.nan_to_num(p, nan=1.0) < alpha)
+    return np.where(called & (d > 0), "higher", np.where(called & (d < 0), "lower", "not shown"))
 
 
-def variant_verdict(rows: Sequence[dict[str, Any]], model_vs_model: Sequence[dict[str, Any]], *,
-                    baseline: str = DEFAULT_VARIANT, alpha: float = ALPHA,
-                    min_seeds: int = MIN_SEEDS) -> dict[str, Any]:
-    """Each variant against ``baseline``, per figure and method, across the seeds both were trained with.
+def _r(value: float, digits: int = 6) -> float | None:
+    return None if value is None or not math.isfinite(value) else round(float(value), digits)
+
+
+def _tables(records: Sequence[ImageRecord], figures: Sequence[str]) -> dict[tuple[str, str], dict[str, Any]]:
+    """Per (model, method): image indices, the correct flags and each figure's per-image values."""
+    groups: dict[tuple[str, str], list[ImageRecord]] = {}
+    for record in records:
+        groups.setdefault((record.model, record.method), []).append(record)
+    out = {}
+    for key, group in groups.items():
+        group = sorted(group, key=lambda r: r.index)
+        values = per_image_figures(group, select="all")
+        out[key] = {"index": np.array([r.index for r in group]), "correct": np.array([r.correct is True for r in group]),
+                    "variant": group[0].variant,
+                    **{f: values.get(f, np.full(len(group), np.nan)) for f in figures}}  # not measured: nan
+    return out
+
+
+def _pairs(tables: dict[tuple[str, str], dict[str, Any]], baseline: str) -> dict[str, dict[int, tuple[str, str]]]:
+    """``{variant: {seed: (variant model, baseline model)}}`` over seeds both variants were trained with."""
+    by_seed: dict[tuple[str, int], str] = {}
+    for (model, method), table in tables.items():
+        variant, (_, seed) = table["variant"], split_seed(model)
+        if seed is None:
+            continue
+        known = by_seed.setdefault((variant, seed), model)
+        if known != model:
+            raise ValueError(f"models {known!r} and {model!r} are both {variant} seed {seed}; expected one model "
+                             "per variant and seed in a verdict")
+    out: dict[str, dict[int, tuple[str, str]]] = {}
+    for (variant, seed), model in sorted(by_seed.items(), key=lambda kv: (_order(kv[0][0]), kv[0][1])):
+        if variant != baseline and (baseline, seed) in by_seed:
+            out.setdefault(variant, {})[seed] = (model, by_seed[baseline, seed])
+    return out
+
+
+def _order(variant: str) -> int:
+    return VARIANTS.index(variant) if variant in VARIANTS else len(VARIANTS)
+
+
+def _accuracy(tables: dict[tuple[str, str], dict[str, Any]], model: str) -> float | None:
+    table = next((t for (m, _), t in tables.items() if m == model), None)
+    return None if table is None or not table["correct"].size else float(table["correct"].mean())
+
+
+def _seed_entry(v: dict[str, Any], b: dict[str, Any], figure: str) -> tuple[np.ndarray, np.ndarray]:
+    """The two models' values on the matched images: both correct, figure defined for both."""
+    shared, iv, ib = np.intersect1d(v["index"], b["index"], return_indices=True)
+    x, y = v[figure][iv], b[figure][ib]
+    keep = v["correct"][iv] & b["correct"][ib] & np.isfinite(x) & np.isfinite(y)
+    return x[keep], y[keep]
+
+
+def _comparison(figure: str, method: str, variant: str, seeds: dict[int, tuple[str, str]],
+                tables: dict[tuple[str, str], dict[str, Any]], options: dict[str, Any]) -> dict[str, Any]:
+    per_seed, groups = [], []
+    for seed, (vm, bm) in seeds.items():
+        if (vm, method) not in tables or (bm, method) not in tables:
+            continue
+        x, y = _seed_entry(tables[vm, method], tables[bm, method], figure)
+        entry: dict[str, Any] = {"seed": seed, "variant_model": vm, "baseline_model": bm, "n_images": int(x.size),
+                                 "variant_accuracy": _r(_accuracy(tables, vm)),
+                                 "baseline_accuracy": _r(_accuracy(tables, bm))}
+        if x.size:
+            groups.append(x - y)
+            entry.update(variant_mean=_r(x.mean()), baseline_mean=_r(y.mean()), difference=_r((x - y).mean()))
+            if options["image_level"]:
+                test = compare_paired(x, y, n_resamples=options["n_resamples"], seed=options["seed"])
+                entry["image_level"] = {k: v for k, v in test.to_dict().items() if k not in ("mean_a", "mean_b")}
+        per_seed.append(entry)
+    out: dict[str, Any] = {"figure": figure, "method": method, "variant": variant, "baseline": options["baseline"],
+                           "seeds": [s["seed"] for s in per_seed if s["n_images"]], "n_seeds": len(groups),
+                           "per_seed": per_seed}
+    accuracies = [(s["variant_accuracy"], s["baseline_accuracy"]) for s in per_seed]
+    gaps = [100.0 * (a - b) for a, b in accuracies if a is not None and b is not None]
+    out["accuracy_gap"] = _r(float(np.mean(gaps)), 3) if gaps else None
+    out["accuracy_flag"] = bool(gaps) and abs(float(np.mean(gaps))) > options["accuracy_gap"]
+    out["matched_images"] = {"per_seed": [s["n_images"] for s in per_seed],
+                             "min": min((s["n_images"] for s in per_seed), default=0)}
+    if not groups:
+        out.update(difference=None, ci=None, ci_t=None, sd_seeds=None, t=None, p=None)
+        return out
+    test = seed_t_test([g.mean() for g in groups])
+    ci = hierarchical_bootstrap(groups, n_resamples=options["n_resamples"], seed=options["seed"])
+    out.update(difference=_r(test.mean), ci=[_r(ci.low), _r(ci.high)],
+               ci_t=None if test.n < 2 else [_r(test.low), _r(test.high)], sd_seeds=_r(test.sd), t=_r(test.t, 4),
+               p=significant(test.p_value))
+    return out
+
+
+def _reason(c: dict[str, Any], alpha: float, min_seeds: int) -> str:
+    if c["n_seeds"] < min_seeds:
+        why = f"{c['n_seeds']} seed(s) with matched images; a call needs {min_seeds}"
+    elif c["call"] == "not shown":
+        why = f"seed-level t-test p = {c['p']:.3g}, Holm-adjusted {c['p_holm']:.3g} >= {alpha}"
+    else:
+        why = (f"mean of {c['n_seeds']} seed differences {c['call']} than 0: t-test p = {c['p']:.3g}, "
+               f"Holm-adjusted {c['p_holm']:.3g} < {alpha}")
+    if c["accuracy_flag"]:
+        why += (f"; accuracies differ by {c['accuracy_gap']:+.1f} points (> {ACCURACY_GAP:g}): "
+                "compared on the images both models classify correctly")
+    return why
+
+
+def _holm_image_level(comparisons: list[dict[str, Any]]) -> None:
+    """Holm within each seed across figures × maps × variants, for both image-level tests."""
+    by_seed: dict[int, list[dict[str, Any]]] = {}
+    for c in comparisons:
+        for s in c["per_seed"]:
+            if "image_level" in s:
+                by_seed.setdefault(s["seed"], []).append(s["image_level"])
+    for tests in by_seed.values():
+        for key in ("p_bootstrap", "p_wilcoxon"):
+            raw = np.array([math.nan if t[key] is None else t[key] for t in tests], dtype=np.float64)
+            for t, adjusted in zip(tests, holm(raw), strict=True):
+                t[f"{key}_holm"] = significant(adjusted)
+
+
+def variant_verdict(records: Sequence[ImageRecord], *, figures: Sequence[str] = PAIRED_FIGURES,
+                    methods: Sequence[str] | None = None, baseline: str = DEFAULT_VARIANT, alpha: float = ALPHA,
+                    min_seeds: int = MIN_SEEDS, accuracy_gap: float = ACCURACY_GAP, n_resamples: int = 2000,
+                    seed: int = 0, image_level: bool = True) -> dict[str, Any]:
+    """Each variant against ``baseline`` per figure and map, across the seeds both were trained with.
 
     Args:
-        rows: the evaluation rows (``model``, ``variant``); models named ``<name>-seed<k>``.
-        model_vs_model: ``paired_tests(...)["model_vs_model"]`` of the same evaluation (differences
-            ``a − b`` with Holm-corrected p-values).
+        records: the evaluation's per-image records; models named ``<name>-seed<k>`` (one model per
+            variant and seed), others are ignored.
+        figures: per-image table figures of the metric registry
+            (:data:`~infsa_viz.metrics.registry.FIGURES`).
+            Default MoRF-AOC and box PR-AUC.
+        methods: maps to compare (default every explanation map of the records,
+            :func:`verdict_methods`).
         baseline: the variant the others are compared with (default softmax).
-        alpha: significance level of each Holm-corrected test.
-        min_seeds: seeds needed before a direction is called.
+        alpha: family-wise level of the calls (Holm over all comparisons).
+        min_seeds: seeds a call needs.
+        accuracy_gap: accuracy difference in points above which a comparison is flagged.
+        n_resamples, seed: of the hierarchical bootstrap and the image-level paired bootstrap.
+        image_level: also run each seed's image-level paired tests (default ``True``).
 
     Returns:
-        ``{"protocol", "comparisons"}``; each comparison holds ``figure``, ``method``, ``variant``,
-        ``baseline``, ``seeds``, ``per_seed`` (difference ``variant − baseline`` with its paired
-        interval, both means, Holm p-values, rank-biserial effect, pairs), ``difference``
-        (mean ± sd across seeds), ``call`` and ``reason``.
+        ``{"protocol", "comparisons"}``; each comparison holds ``figure``, ``method``,
+        ``variant``, ``baseline``, ``seeds``, ``n_seeds``, ``difference`` (mean of the seed
+        differences, ``variant − baseline`` in the figure's units), ``ci`` (hierarchical
+        bootstrap, 95 %), ``ci_t``, ``sd_seeds``, ``t``, ``p`` and ``p_holm`` (seed level),
+        ``call``, ``reason``, ``accuracy_gap`` (points, mean over seeds), ``accuracy_flag``,
+        ``matched_images`` and ``per_seed`` (models, accuracies, matched images, both means,
+        the difference and its ``image_level`` tests).
+
+    Raises:
+        ValueError: a bad ``alpha`` or figure, or two models of one variant and seed.
     """
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha={alpha!r} must lie strictly between 0 and 1")
-    variant_of = {r["model"]: r.get("variant") for r in rows}
-    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
-    for test in model_vs_model:
-        (_, seed_a), (_, seed_b) = split_seed(test["a"]), split_seed(test["b"])
-        va, vb = variant_of.get(test["a"]), variant_of.get(test["b"])
-        if seed_a is None or seed_a != seed_b or (va == baseline) == (vb == baseline):
-            continue
-        flip = va == baseline
-        variant = vb if flip else va
-        entry = {"seed": seed_a, "variant_model": test["b"] if flip else test["a"],
-                 "baseline_model": test["a"] if flip else test["b"], **_oriented(test, flip)}
-        groups.setdefault((test["figure"], test["method"], variant), []).append(entry)
-    comparisons = []
-    for (figure, method, variant), per_seed in groups.items():
-        per_seed.sort(key=lambda s: s["seed"])
-        call, reason = _call(per_seed, alpha, min_seeds)
-        comparisons.append({"figure": figure, "method": method, "variant": variant, "baseline": baseline,
-                            "seeds": [s["seed"] for s in per_seed], "per_seed": per_seed,
-                            "difference": spread([s["difference"] for s in per_seed], 6),
-                            "call": call, "reason": reason})
-    return {
-        "protocol": {
-            "baseline": baseline, "alpha": alpha, "min_seeds": min_seeds,
-            "pairs": "each variant's model against the baseline's model of the same training seed, on the images "
-                     "both count (paired_tests: model_vs_model)",
-            "difference": "variant - baseline (positive: the variant's map scores higher; higher is better for "
-                          "MoRF-AOC and box PR-AUC)",
-            "rule": f"'higher'/'lower' only when at least {min_seeds} seeds agree in direction and, in every seed, "
-                    f"the paired bootstrap and the Wilcoxon signed-rank test (Holm-corrected) give p < {alpha}; "
-                    "otherwise 'not shown'",
-        },
-        "comparisons": comparisons,
-    }
+    known = [name for name, f in FIGURES.items() if f.table]
+    for figure in figures:
+        if figure not in known:
+            raise ValueError(f"figures contains {figure!r}; expected table figures of the metric registry {known}")
+    figures = [f for f in figures if any(FIGURES[f].key in r.figures for r in records)]  # measured ones only
+    tables = _tables(records, figures)
+    present = list(dict.fromkeys(method for _, method in tables))
+    chosen = verdict_methods(present) if methods is None else [m for m in methods if m in present]
+    options = {"baseline": baseline, "n_resamples": n_resamples, "seed": seed, "image_level": image_level,
+               "accuracy_gap": accuracy_gap}
+    comparisons = [_comparison(figure, method, variant, seeds, tables, options)
+                   for variant, seeds in _pairs(tables, baseline).items() for method in chosen for figure in figures]
+    raw = np.array([math.nan if c["p"] is None else c["p"] for c in comparisons], dtype=np.float64)
+    adjusted = holm(raw) if comparisons else raw
+    calls = call_rule([c["difference"] or 0.0 for c in comparisons], adjusted,
+                      [c["n_seeds"] for c in comparisons], alpha=alpha, min_seeds=min_seeds)
+    for c, p_holm, call in zip(comparisons, adjusted, calls, strict=True):
+        c.update(p_holm=significant(float(p_holm)), call=str(call))
+        c["reason"] = _reason(c, alpha, min_seeds)
+    _holm_image_level(comparisons)
+    return {"protocol": {
+        "unit": "the trained model: one difference per training seed, variant - baseline on the same images",
+        "baseline": baseline, "alpha": alpha, "min_seeds": min_seeds, "figures": list(figures), "methods": chosen,
+        "images": "per seed, the images both models classify correctly and where the figure is defined for both "
+                  "(matched_images); accuracies beside, flagged when they differ by more than "
+                  f"{accuracy_gap:g} points",
+        "difference": "mean over seeds of each seed's mean difference (positive: the variant's map scores higher)",
+        "interval": f"ci: hierarchical percentile bootstrap (resample seeds, then images within each seed), 95 %, "
+                    f"{n_resamples} resamples, seed {seed}; ci_t: t-interval of the seed differences",
+        "test": "one-sample t-test of the seed differences (df = seeds - 1), two-sided",
+        "correction": "Holm (1979) across every comparison of this verdict (figures x maps x variants)",
+        "rule": f"'higher'/'lower' only when at least {min_seeds} seeds and the Holm-adjusted seed-level p < "
+                f"{alpha}; otherwise 'not shown'",
+        "image_level": "per seed: paired bootstrap and Wilcoxon signed-rank on the matched images, Holm within the "
+                       "seed; statements about those two trained models, not about the variants",
+    }, "comparisons": comparisons}
 
 
 def quality_across_seeds(quality: dict[str, Any]) -> dict[str, Any]:

@@ -110,7 +110,7 @@ def evaluation_html(record: dict[str, Any]) -> str:
                                      **group), 2, 1)
     for variant in sorted({r["variant"] for r in record["results"]}):
         rows = [r for r in record["results"] if r["variant"] == variant]
-        fig.add_trace(go.Bar(x=[r["method"] for r in rows], y=[r["box_pr_auc"] for r in rows], name=variant), 2, 2)
+        fig.add_trace(go.Bar(x=[r["method"] for r in rows], y=[r.get("box_pr_auc") for r in rows], name=variant), 2, 2)
     fig.update_xaxes(title_text="fraction of patches removed", row=1)
     fig.update_xaxes(title_text="recall", row=2, col=1)
     fig.update_layout(height=900, title="infsa-viz evaluate: " + str(record.get("dataset", {}).get("name", "")))

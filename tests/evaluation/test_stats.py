@@ -131,6 +131,15 @@ def test_holm_matches_a_naive_step_down():
     assert (np.delete(out, 4) >= finite).all()
 
 
+def test_holm_adjusts_each_row_as_its_own_family():
+    p = np.random.default_rng(5).random((20, 6))
+    p[3, 2] = np.nan
+    rows = holm(p)
+    for row, raw in zip(rows, p, strict=True):
+        np.testing.assert_allclose(row, holm(raw), equal_nan=True)
+    assert np.isnan(rows[3, 2])
+
+
 def test_seeded_and_deterministic():
     x = np.random.default_rng(2).normal(size=30)
     assert bootstrap_ci(x, seed=4) == bootstrap_ci(x, seed=4)
@@ -149,6 +158,7 @@ def test_seeded_and_deterministic():
     (lambda: compare_paired([np.nan], [1.0]), "share no image"),
     (lambda: wilcoxon_signed_rank([1.0, np.inf], [1.0, 2.0]), "a holds"),
     (lambda: holm([0.5, 1.5]), "p_values"),
+    (lambda: holm(0.5), "p_values"),
 ])
 def test_bad_inputs_name_the_parameter(call, name):
     with pytest.raises(ValueError, match=name):
