@@ -116,7 +116,7 @@ def document() -> str:
     return "\n\n".join([
         "# Metrics",
         "Every figure the evaluation computes is declared once in the metric registry "
-        "(`infsa_viz/metrics/registry.py`; the built-ins in `infsa_viz/metrics/catalog.py`). This page is "
+        "(`infsa_viz/metrics/registry.py`; the built-ins in `infsa_viz/metrics/catalog/`, one module per group). This page is "
         "generated from it by `python scripts/metric_docs.py`; a test fails when it is out of date. "
         "Faithfulness (does the map point at what the model used?) is measured by the evidence metrics "
         "against in-distribution interventions and by MoRF/LeRF, deletion/insertion and ROAD; plausibility "

@@ -101,7 +101,7 @@ def test_road_row_mean_is_over_the_curve_selection_only():
 @pytest.mark.parametrize("target", ["predicted", "label", "top 2"])
 def test_sanity_checks_explain_the_class_the_run_asks_for(model, monkeypatch, target):
     """The sanity check explains the run's target class (it used to explain the label always)."""
-    from infsa_viz.metrics import catalog
+    from infsa_viz.metrics.catalog import checks as catalog
     from infsa_viz.targets import Target
 
     seen = []
