@@ -29,6 +29,7 @@ def _setting_type(setting):
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ..evaluation import EvalSettings, default_methods, reference_methods
+    from ..metrics.protocol import SCORES, SELECTIONS
     from ..metrics.registry import METRICS, SETTINGS, default_metrics
 
     d = EvalSettings()
@@ -42,9 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"comma-separated metrics (default: {', '.join(default_metrics())}; all: "
                              f"{', '.join(METRICS)})")
     add_data_options(parser, n_images=1000)
-    parser.add_argument("--score", default=d.score, choices=("target", "predicted"),
+    parser.add_argument("--score", default=d.score, choices=SCORES,
                         help="the class whose probability the curves track (default: the label)")
-    parser.add_argument("--select", default=d.select, choices=("correct", "all"),
+    parser.add_argument("--select", default=d.select, choices=SELECTIONS,
                         help="images in MoRF/LeRF scores (default: correctly classified)")
     add_target_option(parser, default="label", help="class explained by class-explaining maps (default: label, "
                                                     "the ground truth)")

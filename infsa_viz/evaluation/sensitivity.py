@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from .._checks import check_choice
+from ..targets import TARGET_WORDS
 
 __all__ = ["AREAS", "CURVES", "DELETIONS", "IMAGES", "OURS", "STEPS", "TARGETS", "ProtocolChoice", "RawCurves",
            "curve_scores", "one_at_a_time", "protocol_choices", "protocol_mean"]
@@ -41,7 +42,7 @@ DELETIONS = ("zero", "mean", "blur")
 STEPS = ("patch_fraction", "patches", "pixels")
 CURVES = ("ratio", "probability")
 AREAS = ("aoc", "one_minus_auc", "aopc")
-TARGETS = ("label", "predicted")
+TARGETS = TARGET_WORDS  # the class tracked: the label (ours) or the prediction
 IMAGES = ("correct", "all")
 #: Steps of the ``patch_fraction`` and ``pixels`` schedules (ours: ``EvalProtocol.steps``).
 FRACTION_STEPS = 20
