@@ -29,16 +29,6 @@ N_IMAGES = {"cluttered-digits": 100, "cluttered-digits-hard": 50}
 ROAD_IMAGES = {"cluttered-digits": 20, "cluttered-digits-hard": 10}
 
 
-def _ints(text: str) -> list[int]:
-    try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} must be comma-separated integers") from None
-    if not values or any(v < 0 for v in values):
-        raise argparse.ArgumentTypeError(f"{text!r} must name at least one non-negative integer")
-    return values
-
-
 def models_of(benchmark: str, seeds: list[int], seeds_dir: Path) -> list[Path]:
     from infsa_viz.attention import VARIANTS
 
@@ -70,17 +60,20 @@ def summarise(parts: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from infsa_viz.commands.lists import comma_ints
     from infsa_viz.data import BENCHMARKS
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--benchmarks", default=",".join(BENCHMARKS), help="comma-separated benchmarks")
-    parser.add_argument("--seeds", type=_ints, default=[1, 2, 3], help="training seeds (default 1,2,3)")
+    parser.add_argument("--seeds", type=comma_ints, default=(1, 2, 3), help="training seeds (default 1,2,3)")
     parser.add_argument("--seeds-dir", type=Path, default=SEEDS_DIR)
     parser.add_argument("--parts", type=Path, default=Path("runs") / "meta", help="per-model results (resumable)")
     parser.add_argument("--out", type=Path, default=Path("metrics") / "meta-evaluation.json")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     parser.add_argument("--summary-only", action="store_true", help="compute nothing; gather the parts")
     args = parser.parse_args(argv)
+    if not args.seeds or min(args.seeds) < 0:
+        parser.error(f"--seeds={args.seeds} must name at least one non-negative integer")
     benchmarks = [b for b in args.benchmarks.split(",") if b]
     unknown = sorted(set(benchmarks) - set(BENCHMARKS))
     if unknown:
@@ -114,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
             parts.setdefault(benchmark, {})[model_dir.name] = read_json(part)
     command = "python scripts/meta_evaluation.py " + shlex.join(argv if argv is not None else sys.argv[1:])
     write_json(args.out, {
-        "protocol": {"command": command, "n_images": N_IMAGES, "road_images": ROAD_IMAGES, "seeds": args.seeds,
+        "protocol": {"command": command, "n_images": N_IMAGES, "road_images": ROAD_IMAGES, "seeds": list(args.seeds),
                      "rule": "a figure is trustworthy for a model when it is monotone (Spearman of its mean quality "
                              "against the blend weight alpha <= -0.9) and stable (>= 0.9 of image-level orders of two "
                              "maps kept under harmless noise); see infsa_viz.evaluation.meta"},
