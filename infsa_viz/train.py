@@ -4,6 +4,11 @@ The variants differ only in ``ViTConfig.attention``. Training is epoch-resumable
 epoch the model, the AdamW state and the progress are written atomically to ``checkpoint/`` in
 the output directory (safetensors + JSON, no pickle), and ``resume=True`` continues from there
 with the same result as an uninterrupted run (data and shuffling are functions of (seed, epoch)).
+
+This module holds the loop, :func:`train`. The recipe is :class:`TrainConfig`
+(:mod:`infsa_viz.train_recipe`), the data sources :mod:`infsa_viz.train_data`, the checkpoint
+:mod:`infsa_viz.train_checkpoint`, and scoring, cards and the accuracy report
+:mod:`infsa_viz.train_report`; every name of :data:`__all__` is importable from here.
 """
 
 from __future__ import annotations
@@ -13,20 +18,23 @@ import logging
 import math
 import platform
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import nn
 
-from ._checks import check_memory
 from .distributed import Dist
-from .io import atomic_write, read_json, write_json
-from .preprocess import Preprocessing, preprocess
+from .io import write_json
 from .progress import progress
-from .vit import WEIGHTS_FILE, ViTConfig, VisionTransformer, count_parameters, save_model
+from .train_checkpoint import CHECKPOINT_DIR, load_checkpoint, save_checkpoint
+
+# The recipe, the data sources and the scoring, re-exported: infsa_viz.train.X keeps working.
+from .train_data import TrainData, cluttered_digits_data, folder_data
+from .train_recipe import TrainConfig
+from .train_report import CARD_FILE, accuracy, load_card, predict, training_report
+from .vit import WEIGHTS_FILE, VisionTransformer, count_parameters, save_model
 from .weights import file_sha256
 
 __all__ = [
@@ -44,201 +52,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-CARD_FILE = "card.json"
-CHECKPOINT_DIR = "checkpoint"
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    """The matched recipe. Only ``model.attention`` differs between the shipped models.
-
-    Args:
-        model: the architecture (attention variant included).
-        epochs: passes, each over ``images_per_epoch`` freshly generated images.
-        images_per_epoch: training images per epoch.
-        batch_size: images per optimiser step.
-        lr: peak AdamW learning rate (linear warm-up over ``warmup_epochs``, then cosine to 0).
-        weight_decay: AdamW decay on weight matrices (not on biases, norms, embeddings, ρ).
-        warmup_epochs: warm-up length in epochs (may be fractional).
-        seed: seeds the initial weights and the shuffling (and the data stream unless
-            ``data_seed`` is set).
-        test_size: images in the held-out test split.
-        label_smoothing: cross-entropy label smoothing.
-        data_seed: seeds the stream of training images; ``None`` (default) uses ``seed``. Training
-            seeds of one variant with a fixed ``data_seed`` differ in initial weights and data
-            order only (``scripts/train_seeds.py`` does that).
-    """
-
-    model: ViTConfig = field(default_factory=ViTConfig)
-    epochs: int = 20
-    images_per_epoch: int = 20_000
-    batch_size: int = 128
-    lr: float = 2e-3
-    weight_decay: float = 0.05
-    warmup_epochs: float = 1.0
-    seed: int = 0
-    test_size: int = 2_000
-    label_smoothing: float = 0.0
-    data_seed: int | None = None
-
-    def __post_init__(self) -> None:
-        for name in ("epochs", "images_per_epoch", "batch_size", "test_size"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name}={value!r} must be a positive integer")
-        model = self.model
-        for name in ("images_per_epoch", "test_size"):  # held at once: uint8 pixels + float32 model input
-            check_memory(name, getattr(self, name), bytes_each=5 * model.img_size**2 * model.in_chans,
-                         what=f"{model.img_size}x{model.img_size}x{model.in_chans} images as uint8 and float32")
-        if not self.lr > 0:
-            raise ValueError(f"lr={self.lr!r} must be positive")
-        for name in ("seed", "data_seed"):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-                raise ValueError(f"{name}={value!r} must be a non-negative integer")
-
-    @property
-    def stream_seed(self) -> int:
-        """The seed of the training-image stream: ``data_seed``, or ``seed`` when that is ``None``."""
-        return self.seed if self.data_seed is None else self.data_seed
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "TrainConfig":
-        data = dict(data)
-        return cls(model=ViTConfig.from_dict(data.pop("model")), **data)
-
-
-@dataclass
-class TrainData:
-    """A data source for :func:`train`, already in the model's input format.
-
-    Attributes:
-        epoch: ``epoch(index, n, seed) -> (images (n, C, S, S), labels (n,))``, the training
-            images of one epoch (a pure function of its arguments).
-        test: ``(images, labels)`` of the held-out split.
-        description: JSON-able description stored in the card (name, settings, hash).
-        in_chans, img_size, num_classes: what the model must accept.
-        preprocessing: how the images were made model input; stored in the model's config so
-            every entry point feeds the trained model the same way.
-    """
-
-    epoch: Callable[[int, int, int], tuple[Tensor, Tensor]]
-    test: tuple[Tensor, Tensor]
-    description: dict[str, Any]
-    in_chans: int
-    img_size: int
-    num_classes: int
-    preprocessing: Preprocessing
-
-
-def cluttered_digits_data(test_size: int, *, benchmark: str = "cluttered-digits",
-                          model_input: ViTConfig | None = None) -> TrainData:
-    """A cluttered-digits benchmark (:data:`~infsa_viz.data.BENCHMARKS`): fresh images every
-    epoch, the benchmark's fixed test split.
-
-    Args:
-        test_size: images in the held-out split.
-        benchmark: a key of :data:`~infsa_viz.data.BENCHMARKS`.
-        model_input: the config of a model to fine-tune: images become its input (size,
-            channels, preprocessing) through :func:`~infsa_viz.preprocess.prepare`. Default: the
-            benchmark's own gray input with its normalisation.
-    """
-    from .data import check_benchmark, cluttered_epoch, test_split
-
-    spec = check_benchmark(benchmark)
-    config = spec.config
-    if model_input is None:
-        model_input = ViTConfig(img_size=config.canvas_size, in_chans=1, preprocessing=spec.preprocessing)
-
-    def epoch(index: int, n: int, seed: int) -> tuple[Tensor, Tensor]:
-        sample = cluttered_epoch(index, n=n, seed=seed, config=config)
-        return preprocess(model_input, sample.images), torch.as_tensor(sample.labels, dtype=torch.int64)
-
-    test = test_split(test_size, benchmark=benchmark)
-    return TrainData(
-        epoch=epoch,
-        test=(preprocess(model_input, test.images), torch.as_tensor(test.labels, dtype=torch.int64)),
-        description={
-            "name": benchmark,
-            "settings": config.to_dict(),
-            "settings_hash": config.settings_hash(),
-            "train": "fresh images each epoch from MNIST train digits; image i of epoch e depends only on "
-                     "(seed, e, i)",
-            "test": f"test_split({test_size}): the first {test_size} images of the test split, seed "
-                    f"{test.description['seed']}",
-        },
-        in_chans=model_input.in_chans,
-        img_size=model_input.img_size,
-        num_classes=10,
-        preprocessing=model_input.preprocessing,
-    )
-
-
-def folder_data(root: Path, *, image_size: int, channels: int = 3, model_input: ViTConfig | None = None) -> TrainData:
-    """An ImageNet-style folder ``root`` with ``train/`` and ``test/`` class sub-folders.
-
-    Images are resized to ``image_size`` (stretched, ``resample="auto"``) and normalised by the
-    per-channel mean and standard deviation of ``pixel / 255`` measured on the resized training
-    images; that preprocessing is stored with the model. With ``model_input`` (the config of a
-    model to fine-tune) the images become that model's input instead, its own preprocessing
-    unchanged (``image_size`` and ``channels`` are then the model's).
-    """
-    from .data import FolderDataset
-
-    splits = {}
-    for split in ("train", "test"):
-        if not (root / split).is_dir():
-            raise ValueError(f"--data folder:{root} must contain a {split}/ folder of class sub-folders")
-        splits[split] = FolderDataset(root / split).labelled()  # decode each image once
-    if model_input is None:
-        raw = ViTConfig(img_size=image_size, in_chans=channels, preprocessing=Preprocessing())
-        pixels = preprocess(raw, splits["train"].images)  # (n, C, S, S) = pixel / 255
-        mean = pixels.mean(dim=(0, 2, 3)).double()
-        std = pixels.std(dim=(0, 2, 3)).double().clamp_min(1e-3)  # a constant channel is not divided by 0
-        preprocessing = Preprocessing(mean=tuple(round(float(m), 6) for m in mean),
-                                      std=tuple(round(float(s), 6) for s in std))
-        model_input = raw.replace(preprocessing=preprocessing)
-    image_size, channels, preprocessing = model_input.img_size, model_input.in_chans, model_input.preprocessing
-    train_images = preprocess(model_input, splits["train"].images)
-    train_labels = torch.as_tensor(splits["train"].labels, dtype=torch.int64)
-    test_images = preprocess(model_input, splits["test"].images)
-    classes = list(splits["train"].description["classes"])
-
-    def epoch(index: int, n: int, seed: int) -> tuple[Tensor, Tensor]:
-        return train_images, train_labels
-
-    return TrainData(
-        epoch=epoch,
-        test=(test_images, torch.as_tensor(splits["test"].labels, dtype=torch.int64)),
-        description={"name": "folder", "root": str(root), "classes": classes, "image_size": image_size,
-                     "train_images": len(train_labels), "test_images": len(test_images),
-                     "preprocessing": preprocessing.to_dict()},
-        in_chans=channels,
-        img_size=image_size,
-        num_classes=max(len(classes), int(train_labels.max()) + 1),
-        preprocessing=preprocessing,
-    )
-
-
-@torch.no_grad()
-def predict(model: nn.Module, images: Tensor, *, batch_size: int = 256, desc: str | None = None) -> Tensor:
-    """Class probabilities ``(B, classes)`` in evaluation mode, batched."""
-    was_training = model.training
-    model.eval()
-    out = []
-    for start in progress(range(0, len(images), batch_size), desc=desc, unit="batch"):
-        out.append(torch.softmax(model(images[start : start + batch_size]).float(), dim=-1))
-    model.train(was_training)
-    return torch.cat(out)
-
-
-def accuracy(model: nn.Module, images: Tensor, labels: Tensor, *, batch_size: int = 256) -> float:
-    """Top-1 accuracy in [0, 1] as a Python float."""
-    return float((predict(model, images, batch_size=batch_size).argmax(-1) == labels).float().mean())
-
 
 def _param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
     decay, no_decay = [], []
@@ -252,43 +65,6 @@ def _lr_at(step: int, total: int, warmup: int, peak: float) -> float:
         return peak * (step + 1) / warmup
     progress_ = (step - warmup) / max(1, total - warmup)
     return 0.5 * peak * (1.0 + math.cos(math.pi * min(1.0, progress_)))
-
-
-def _save_checkpoint(out: Path, model: VisionTransformer, opt: torch.optim.Optimizer, state: dict[str, Any]) -> None:
-    from safetensors.torch import save
-
-    names = {id(p): n for n, p in model.named_parameters()}
-    tensors: dict[str, Tensor] = {f"model.{k}": v.detach().contiguous() for k, v in model.state_dict().items()}
-    steps: dict[str, float] = {}
-    for group in opt.param_groups:
-        for p in group["params"]:
-            s = opt.state.get(p)
-            if s:
-                name = names[id(p)]
-                tensors[f"exp_avg.{name}"] = s["exp_avg"].contiguous()
-                tensors[f"exp_avg_sq.{name}"] = s["exp_avg_sq"].contiguous()
-                steps[name] = float(s["step"])
-    ckpt = out / CHECKPOINT_DIR
-    ckpt.mkdir(parents=True, exist_ok=True)
-    atomic_write(ckpt / "state.safetensors", save(tensors))
-    write_json(ckpt / "progress.json", {**state, "adam_steps": steps})
-
-
-def _load_checkpoint(out: Path, model: VisionTransformer, opt: torch.optim.Optimizer) -> dict[str, Any]:
-    from safetensors.torch import load_file
-
-    ckpt = out / CHECKPOINT_DIR
-    state = read_json(ckpt / "progress.json")
-    tensors = load_file(str(ckpt / "state.safetensors"))
-    model.load_state_dict({k[len("model."):]: v for k, v in tensors.items() if k.startswith("model.")})
-    params = dict(model.named_parameters())
-    for name, step in state.pop("adam_steps").items():
-        opt.state[params[name]] = {
-            "step": torch.tensor(step),
-            "exp_avg": tensors[f"exp_avg.{name}"],
-            "exp_avg_sq": tensors[f"exp_avg_sq.{name}"],
-        }
-    return state
 
 
 def train(
@@ -361,7 +137,7 @@ def train(
     rho_init = model.rho_values()
     state: dict[str, Any] = {"epoch": 0, "history": [], "seconds": 0.0, "cpu_seconds": 0.0, "rho_init": rho_init}
     if resume:
-        state = _load_checkpoint(out, model, opt)
+        state = load_checkpoint(out, model, opt)
         if TrainConfig.from_dict(state["config"]) != config:
             raise ValueError(f"--resume: the checkpoint in {out} was made with a different recipe")
         log.info("resuming %s after epoch %d", out, state["epoch"])
@@ -411,7 +187,7 @@ def train(
         state["epoch"] = epoch + 1
         log.info("epoch %d: loss %.4f, test accuracy %.4f", epoch + 1, loss_sum / seen, test_acc)
         if dist.is_main:
-            _save_checkpoint(out, model, opt, state)
+            save_checkpoint(out, model, opt, state)
         dist.barrier()
 
     model.set_fused_attention(True)
@@ -449,56 +225,3 @@ def train(
         leftover.unlink()
     (out / CHECKPOINT_DIR).rmdir()
     return card
-
-
-def load_card(directory: str | Path) -> dict[str, Any]:
-    """The ``card.json`` of a trained model directory (``ValueError`` if missing)."""
-    return read_json(Path(directory) / CARD_FILE)
-
-
-def training_report(model_dirs: list[str | Path], *, batch_size: int = 256) -> dict[str, Any]:
-    """Re-evaluate trained models on their test split and collect their cards' figures.
-
-    Each model is loaded from disk and scored on the cluttered-digits test split it was trained
-    for (the card's ``test_size``), so the report checks the card rather than copying it.
-    """
-    from .data import BENCHMARKS
-    from .vit import load_model
-
-    rows = []
-    test_cache: dict[tuple[str, int], tuple[Tensor, Tensor]] = {}
-    for directory in model_dirs:
-        model = load_model(directory)  # first: names a missing or damaged model before its card
-        card = load_card(directory)
-        benchmark = card.get("data", {}).get("name")
-        if benchmark not in BENCHMARKS:
-            raise ValueError(f"{directory}: training report supports cluttered-digits benchmarks only "
-                             f"({list(BENCHMARKS)}), not {benchmark!r}")
-        size = int(card["test_size"])
-        if (benchmark, size) not in test_cache:
-            test_cache[benchmark, size] = cluttered_digits_data(size, benchmark=benchmark).test
-        images, labels = test_cache[benchmark, size]
-        rows.append({
-            "model": str(directory),
-            "variant": card["variant"],
-            "parameters": card["parameters"],
-            "epochs": card["epochs"],
-            "train_seconds": card["train_seconds"],
-            "train_cpu_seconds": card.get("train_cpu_seconds"),
-            "threads": card["threads"],
-            "test_size": size,
-            "test_accuracy": round(accuracy(model, images, labels, batch_size=batch_size), 5),
-            "card_test_accuracy": card["test_accuracy"],
-            "rho_init": card["rho_init"],
-            "rho_final": model.rho_values(),
-            "command": card.get("command"),
-        })
-    first = load_card(model_dirs[0]) if model_dirs else {}
-    return {
-        "protocol": {
-            "metric": "top-1 accuracy on the cluttered-digits test split (largest digit's class)",
-            "test_split": first.get("data", {}).get("test"),
-            "data_settings_hash": first.get("data", {}).get("settings_hash"),
-        },
-        "results": rows,
-    }
