@@ -40,7 +40,7 @@ from .throughput_plan import FAILED, case_spec, failure_key, plan_cases, predict
 from .throughput_protocol import protocol
 
 # What to measure, re-exported: benchmarks.throughput.X keeps working.
-from .throughput_settings import (
+from .throughput_settings import (  # noqa: F401  (re-exported)
     DTYPES,
     GB,
     SECTIONS,

@@ -34,7 +34,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .attention_functional import (  # the formulas; re-exported, so infsa_viz.attention.X keeps working
+from .attention_functional import (  # noqa: F401  (the formulas; re-exported, so infsa_viz.attention.X keeps working)
     accumulation_dtype,
     check_qk,
     half_gradient,

@@ -20,7 +20,7 @@ from torch import Tensor, nn
 from .attention import build_attention
 
 # The config and the saved-model files, re-exported: infsa_viz.vit.X keeps working.
-from .vit_config import ACTIVATIONS, MAX_WIDTH, POOLS, ViTConfig, num_tokens
+from .vit_config import ACTIVATIONS, MAX_WIDTH, POOLS, ViTConfig, num_tokens  # noqa: F401  (re-exported)
 from .vit_files import CONFIG_FILE, WEIGHTS_FILE, save_model
 
 __all__ = [

@@ -24,7 +24,7 @@ import torch
 from torch import Tensor
 
 # The interface and the tiled operators, re-exported: infsa_viz.spectral.operators.X keeps working.
-from .operator_base import DENSE_BUDGET, SpectralOperator, compute_dtype, convergence
+from .operator_base import DENSE_BUDGET, SpectralOperator, compute_dtype, convergence  # noqa: F401  (re-exported)
 from .tiled_operators import InfSAOperator, SoftmaxOperator
 
 __all__ = [
