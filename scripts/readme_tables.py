@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 from infsa_viz.evaluation.verdict import PAPER_FIGURES
 
+from scripts import verdict_text
 from scripts.doc_sections import VARIANT_NAMES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -286,88 +287,15 @@ def goals_table() -> str:
     return "\n".join(lines)
 
 
-def _spread(entry: dict[str, Any] | None, fmt: str = ".1f", sign: str = "") -> str:
-    """``mean ± sd`` over seeds (``–`` when undefined)."""
-    if not entry or entry.get("mean") is None:
-        return "–"
-    sd = entry.get("sd")
-    return f"{entry['mean']:{sign}{fmt}}" + ("" if sd is None else f" ± {sd:{fmt}}")
-
-
-_CALLS = {"higher": "higher", "lower": "lower", "not shown": "n.s."}
-
-
-def _call_cell(call: dict[str, Any]) -> str:
-    """``+1.2 [−0.3, +2.8] (n.s.)``: the seed-level difference, its hierarchical-bootstrap interval and the
-    call; a summary written before the seed-level verdict (issue #28) shows mean ± sd over seeds instead."""
-    if "p_holm" not in call:
-        return f"{_spread(call['difference'], sign='+')} ({_CALLS[call['call']]})"
-    if call["difference"] is None:
-        return "–"
-    low, high = call["ci"]
-    return f"{call['difference']:+.1f} [{low:+.1f}, {high:+.1f}] ({_CALLS[call['call']]})"
-
-
-def verdict_table(figure: str) -> str:
-    """``verdict.json``: each map's ``figure`` per variant (mean ± sd over seeds), InfSA − softmax and the call."""
-    record = _load("verdict.json")
-    infsa = [v for v in VARIANT_NAMES if v != "softmax"]
-    header = ("| benchmark | map | seeds | softmax | " + " | ".join(
-        f"{VARIANT_NAMES[v]} | {VARIANT_NAMES[v]} − softmax (call)" for v in infsa) + " | paper softmax / pure / linear |")
-    lines = [header, "|---|---|---:|---:|" + "---:|---|" * len(infsa) + "---|"]
-    for benchmark, bench in record["benchmarks"].items():
-        entries = {(e["variant"], e["method"]): e for e in bench["figures"]}
-        calls = {(c["variant"], c["method"]): c for c in bench["verdict"] if c["figure"] == figure}
-        for method in [*record["protocol"]["methods"], "random", "box_oracle"]:  # + the floor and the ceiling
-            if ("softmax", method) not in entries:
-                continue
-            seeds = len(entries["softmax", method]["seeds"])
-            cells = [_spread(entries["softmax", method][figure])]
-            for variant in infsa:
-                call = calls.get((variant, method))
-                cells.append(_spread((entries.get((variant, method)) or {}).get(figure)))
-                cells.append("–" if call is None else _call_cell(call))
-            paper = " / ".join(f"{record['paper'][v][figure]:.1f}" for v in VARIANT_NAMES) if method == "attention" else ""
-            lines.append(f"| {benchmark} | {method} | {seeds} | " + " | ".join(cells) + f" | {paper} |")
-    return "\n".join(lines)
-
-
-def _adjacent(quality: dict[str, Any]) -> str:
-    """Per seed, neighbours in the ranking of maps that both paired tests separate: ``3/5, 4/5, 2/5``."""
-    pairs = zip(quality.get("adjacent_separated") or [], quality.get("adjacent_pairs") or [], strict=True)
-    cells = [f"{k}/{n}" for k, n in pairs if k is not None and n is not None]
-    return ", ".join(cells) or "–"
-
-
-def benchmark_quality_table() -> str:
-    """``verdict.json``: test accuracy and the headroom figures per benchmark and variant, mean ± sd over seeds."""
-    record = _load("verdict.json")
-    keys = ("oracle_minus_random", "oracle_minus_best_attention", "method_spread")
-    header = ("| benchmark | variant | seeds | accuracy % | MoRF: oracle − random | oracle − best attention | spread | "
-              "adjacent maps told apart | PR-AUC: oracle − random | oracle − best attention | spread | "
-              "adjacent maps told apart |")
-    lines = [header, "|---|---|---:|" + "---:|" * 9]
-    for benchmark, bench in record["benchmarks"].items():
-        accuracy = {e["variant"]: e["accuracy"] for e in bench["figures"] if e["method"] == "attention"}
-        for variant, quality in bench["benchmark_quality"].items():
-            cells = [_spread(accuracy.get(variant))]
-            for figure in ("morf_aoc", "box_pr_auc"):
-                cells += [_spread(quality[figure][key]) for key in keys]
-                cells.append(_adjacent(quality[figure]))
-            lines.append(f"| {benchmark} | {VARIANT_NAMES.get(variant, variant)} | {len(quality['seeds'])} | "
-                         + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
 def _verdict_docs(name: str) -> Callable[[], str]:
     """A table of ``docs/verdict.md``, made by the maintainer script that writes it (from its committed report)."""
     def make() -> str:
-        from scripts import paper_gap, verdict, verdict_calibration
+        from scripts import paper_gap, verdict_calibration, verdict_text
 
         if name == "verdict-calibration":
             return verdict_calibration.table(_load("verdict-calibration.json"))
         if name == "verdict-tables":
-            return verdict.verdict_tables(_load("verdict.json"))
+            return verdict_text.verdict_tables(_load("verdict.json"))
         if name.startswith("protocol-sensitivity"):
             return paper_gap.sensitivity_tables(_load("protocol-sensitivity.json"))[name]
         return paper_gap.cosine_tables(_load("eigen-cosine.json"))[name]
@@ -393,9 +321,10 @@ TABLES: dict[str, Callable[[], str]] = {
     "performance: naive side by side": naive_table,
     "performance: spectral maps": spectral_table,
     "performance: goals": goals_table,
-    "verdict: MoRF-AOC": lambda: verdict_table("morf_aoc"),
-    "verdict: box PR-AUC": lambda: verdict_table("box_pr_auc"),
-    "verdict: benchmark quality": benchmark_quality_table,
+    "verdict: seed level": lambda: verdict_text.readme_table(_load("verdict.json")),
+    "verdict: called": lambda: verdict_text.called_sentences(_load("verdict.json")),
+    "verdict: MoRF ceiling": lambda: verdict_text.morf_ceiling_table(_load("verdict.json")),
+    "verdict: benchmark quality": lambda: verdict_text.quality_table(_load("verdict.json")),
     **{f"docs/verdict.md: {name}": _verdict_docs(name) for name in VERDICT_DOCS},
 }
 
@@ -414,9 +343,10 @@ HOMES: dict[str, str] = {
     "performance: naive side by side": "docs/benchmarks.md",
     "performance: spectral maps": "docs/benchmarks.md",
     "performance: goals": "docs/benchmarks.md",
-    "verdict: MoRF-AOC": "README.md",
-    "verdict: box PR-AUC": "README.md",
-    "verdict: benchmark quality": "README.md",
+    "verdict: seed level": "README.md",
+    "verdict: called": "README.md",
+    "verdict: MoRF ceiling": "docs/verdict.md",
+    "verdict: benchmark quality": "docs/verdict.md",
     **{f"docs/verdict.md: {name}": "docs/verdict.md" for name in VERDICT_DOCS},
 }
 

@@ -24,7 +24,8 @@ Holm-adjusted over figures × maps × variants, makes the call; a hierarchical-b
 ``metrics/verdict.json`` gathers what the README shows from every benchmark's report (for every
 variant × map × figure: the seed-level difference in points, its interval, raw and Holm p, seeds
 and matched images), ``metrics/verdict.html`` plots the seed means with their spread, and the
-``verdict-tables`` section of ``docs/verdict.md`` (:func:`verdict_tables`) is rewritten from it.
+``verdict-tables`` section of ``docs/verdict.md`` (:func:`scripts.verdict_text.verdict_tables`) is
+rewritten from it.
 The protocols beyond MoRF-AOC and box PR-AUC (deletion/insertion, ROAD, sanity) are off here:
 ``metrics/attention-quality.json`` runs them on the shipped models.
 """
@@ -201,54 +202,6 @@ def summary(reports: dict[str, Path], command: str) -> dict[str, Any]:
             "benchmarks": {b: summarise(read_json(p), str(p), greedy(p)) for b, p in reports.items()}}
 
 
-def _signed(value: float | None) -> str:
-    return "–" if value is None else f"{value:+.1f}"
-
-
-def _comparison_cell(c: dict[str, Any] | None) -> str:
-    """``+1.2 [−0.3, +2.8] · p 0.41 · n.s.`` (differences in points; p Holm-adjusted, seed level)."""
-    if c is None or c["difference"] is None:
-        return "–"
-    low, high = c["ci"]
-    call = {"higher": "**higher**", "lower": "**lower**"}.get(c["call"], "n.s.")
-    flag = f" ⚠ accuracy {c['accuracy_gap']:+.1f}" if c["accuracy_flag"] else ""
-    p = "–" if c["p_holm"] is None else f"{c['p_holm']:.2g}"
-    return f"{_signed(c['difference'])} [{_signed(low)}, {_signed(high)}] · p {p} · {call}{flag}"
-
-
-def verdict_tables(record: dict[str, Any]) -> str:
-    """The final verdict tables of ``docs/verdict.md``: per benchmark, each map and figure, every InfSA
-    variant's seed-level difference from softmax with its hierarchical-bootstrap interval, the
-    Holm-adjusted seed-level p and the call; accuracies and matched images beside."""
-    from scripts.doc_sections import VARIANT_NAMES
-
-    # a summary written before the seed-level verdict (issue #28) holds other comparisons: none to show
-    benches = {b: {**bench, "verdict": [c for c in bench["verdict"] if "p_holm" in c]}
-               for b, bench in record["benchmarks"].items()}
-    benches = {b: bench for b, bench in benches.items() if bench["verdict"]}
-    if not benches:
-        return ("*Pending*: the committed reports predate the seed-level verdict; `python scripts/verdict.py` "
-                "writes these tables once the seed models are evaluated.")
-    out = []
-    for benchmark, bench in benches.items():
-        variants = list(dict.fromkeys(c["variant"] for c in bench["verdict"]))
-        accuracy = {e["variant"]: e["accuracy"] for e in bench["figures"] if e["method"] == bench["verdict"][0]["method"]}
-        seeds = {e["variant"]: len(e["seeds"]) for e in bench["figures"]}
-        out += [f"**{benchmark}** ({bench['n_images']} test images). Test accuracy on them, mean ± sd over seeds: "
-                + "; ".join(f"{VARIANT_NAMES.get(v, v)} {accuracy[v]['mean']:.1f} ± {accuracy[v]['sd'] or 0:.1f} % "
-                            f"({seeds[v]} seeds)" for v in ("softmax", *variants) if accuracy.get(v)) + ".", "",
-                "| figure | map | " + " | ".join(f"{VARIANT_NAMES.get(v, v)} − softmax [95 % CI] · p (Holm) · call"
-                                                  for v in variants) + " | matched images per seed (min) |",
-                "|---|---|" + "---|" * len(variants) + "---:|"]
-        cells = {(c["figure"], c["method"], c["variant"]): c for c in bench["verdict"]}
-        for figure, method in dict.fromkeys((c["figure"], c["method"]) for c in bench["verdict"]):
-            mine = [cells.get((figure, method, v)) for v in variants]
-            matched = min(c["matched_images"]["min"] for c in mine if c)
-            out.append(f"| {figure} | {method} | " + " | ".join(_comparison_cell(c) for c in mine) + f" | {matched} |")
-        out.append("")
-    return "\n".join(out).rstrip("\n")
-
-
 def html(record: dict[str, Any]) -> str:
     """Seed means with ± sd error bars, per benchmark and figure, one bar colour per variant (the same in
     every panel)."""
@@ -384,10 +337,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     record = summary(reports, "python scripts/verdict.py " + shlex.join(sys.argv[1:] if argv is None else argv))
     write_json(args.metrics / "verdict.json", record)
+    from scripts import verdict_text
     from scripts.doc_sections import write_section
 
     try:
-        write_section(args.docs, "verdict-tables", verdict_tables(record))
+        write_section(args.docs, "verdict-tables", verdict_text.verdict_tables(record))
     except (ValueError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -12,7 +12,7 @@ from infsa_viz.attention import VARIANTS
 from infsa_viz.evaluation import compare
 from infsa_viz.io import write_json
 from infsa_viz.vit import VisionTransformer, ViTConfig, save_model
-from scripts import verdict
+from scripts import verdict, verdict_text
 from scripts.doc_sections import markers, read_section
 from tests.evaluation.helpers import image_record
 
@@ -158,7 +158,7 @@ def test_summary_of_a_synthetic_report_holds_the_seed_level_verdict(tmp_path):
     linear = found["morf_aoc", "attention", "linear_infsa"]
     assert linear["call"] == "not shown" and not linear["accuracy_flag"]
     table = read_section(docs, "verdict-tables")
-    assert table == verdict.verdict_tables(json.loads((metrics / "verdict.json").read_text()))
+    assert table == verdict_text.verdict_tables(json.loads((metrics / "verdict.json").read_text()))
     assert "**higher** ⚠ accuracy -10.0" in table and "| morf_aoc | attention |" in table
     assert docs.read_text().endswith("after\n")  # the prose around the section stays
 
@@ -168,4 +168,4 @@ def test_a_report_before_the_seed_level_verdict_is_summarised_without_calls():
     old["verdict"] = {"protocol": {}, "comparisons": [{"figure": "morf_aoc", "method": "attention", "per_seed": []}]}
     summary = verdict.summarise(old, "old.json")
     assert summary["verdict"] == [] and "predates" in summary["verdict_note"]
-    assert "Pending" in verdict.verdict_tables({"benchmarks": {"cluttered-digits": summary}})
+    assert "Pending" in verdict_text.verdict_tables({"benchmarks": {"cluttered-digits": summary}})
