@@ -35,6 +35,9 @@ from typing import Any
 
 import numpy as np
 
+if __package__ in (None, ""):  # run as a file (python scripts/x.py): make "scripts" importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 ROOT = Path(__file__).resolve().parents[1]
 SEEDS_DIR = Path("models") / "seeds"
 METRICS = Path("metrics")

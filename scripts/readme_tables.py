@@ -24,6 +24,8 @@ from typing import Any, Callable
 
 from infsa_viz.evaluation.verdict import PAPER_FIGURES
 
+if __package__ in (None, ""):  # run as a file (python scripts/x.py): make "scripts" importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from scripts import verdict_text
 from scripts.doc_sections import VARIANT_NAMES
 
