@@ -162,9 +162,11 @@ def summarise(report: dict[str, Any], path: str, greedy: dict[str, Any] | None =
     a report written before them (issue #28) gives none and says so in ``verdict_note``.
     """
     from infsa_viz.evaluation import benchmark_quality, quality_across_seeds
+    from infsa_viz.evaluation.comparisons import seed_summary
     from infsa_viz.evaluation.verdict import split_seed
 
-    seeds = report.get("seeds", [])
+    # recomputed from the rows, so a report whose seeds section predates a figure of FIGURES has it too
+    seeds = seed_summary(report["results"], figures=("accuracy", *FIGURES))
     figures = [{"variant": s["variant"], "method": s["method"], "seeds": s["seeds"],
                 "accuracy": _points(s["figures"].get("accuracy"), 100.0),
                 **{f: _points(s["figures"].get(f), scale) for f, scale in FIGURES.items()}} for s in seeds]

@@ -263,9 +263,12 @@ def benchmark_quality(rows: Sequence[dict[str, Any]],
     }
 
 
-def seed_summary(rows: Sequence[dict[str, Any]], *, figures: Sequence[str] = ("accuracy", "morf_aoc",
-                                                                              "box_pr_auc", "pointing_game")
-                 ) -> list[dict[str, Any]]:
+#: The figures :func:`seed_summary` spreads over seeds by default: accuracy, the verdict's figures
+#: (:data:`PAIRED_FIGURES`) and the pointing game.
+SEED_FIGURES = ("accuracy", *PAIRED_FIGURES, "pointing_game")
+
+
+def seed_summary(rows: Sequence[dict[str, Any]], *, figures: Sequence[str] = SEED_FIGURES) -> list[dict[str, Any]]:
     """Mean ± spread across training seeds, for models named ``<name>-seed<k>`` (two seeds or more).
 
     Each entry is one ``(name, method)``: per figure the mean over seeds, the sample standard
