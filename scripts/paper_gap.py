@@ -38,10 +38,8 @@ import numpy as np
 if __package__ in (None, ""):  # run as a file (python scripts/x.py): make "scripts" importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-ROOT = Path(__file__).resolve().parents[1]
-SEEDS_DIR = Path("models") / "seeds"
-METRICS = Path("metrics")
-DOCS = Path("docs") / "verdict.md"
+from scripts.verdict import DOCS, METRICS, SEEDS_DIR  # noqa: E402  (the verdict's folders and page)
+
 BENCHMARK = "cluttered-digits"
 SEEDS = (0, 1, 2)
 MAPS = ("random", "attention", "box_oracle")
