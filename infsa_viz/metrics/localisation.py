@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ._checks import as_image_size, check_boxes, check_choice, check_float, check_maps, warn_undefined
+from .auc import average_precision, roc_auc
 from .protocol import (
     LEVELS,
     POINTING_REFERENCE_SIZE,
@@ -96,8 +97,9 @@ def box_auc(
     image's target boxes, 0 elsewhere (distractors included), score the map upsampled to the
     image size (``cv2.resize``, ``INTER_LINEAR`` by default; pixel maps are used as they are).
     At ``level="patch"`` every map cell is a sample, positive when at least
-    ``patch_positive_fraction`` of its pixels are inside the union. Scores are
-    ``sklearn.metrics.roc_auc_score`` and ``average_precision_score`` per image, then averaged.
+    ``patch_positive_fraction`` of its pixels are inside the union. Scores are ROC-AUC and
+    average precision per image (:mod:`infsa_viz.metrics.auc`, scikit-learn's definitions), then
+    averaged.
 
     Args:
         maps: ``(B, h, w)`` token maps or ``(B, H, W)`` pixel maps.
@@ -118,9 +120,6 @@ def box_auc(
     Raises:
         ValueError: On a bad shape, box or option.
     """
-    from sklearn import config_context
-    from sklearn.metrics import average_precision_score, roc_auc_score
-
     (height, width), values, targets = _inputs(maps, boxes, image_size)
     B = values.shape[0]
     negatives = None if negatives_boxes is None else check_boxes(negatives_boxes, batch=B, name="negatives_boxes")
@@ -138,21 +137,18 @@ def box_auc(
     pr = np.full(B, np.nan)
     neg_roc = None if negatives is None else np.full(B, np.nan)
     positive_fraction = np.empty(B)
-    # Inputs are validated above (finite scores, binary labels with both classes), so sklearn's
-    # per-call re-validation, a third of its time on small images, is skipped.
-    with config_context(assume_finite=True, skip_parameter_validation=True):
-        for i in range(B):
-            labels = _labels(targets[i], (height, width), grid, level, fraction)  # (n,) bool
-            score = scores[i].ravel()
-            positive_fraction[i] = labels.mean()
-            if 0 < labels.sum() < labels.size:
-                roc[i] = roc_auc_score(labels, score)
-                pr[i] = average_precision_score(labels, score)
-            if negatives is not None and labels.any():
-                others = _labels(negatives[i], (height, width), grid, level, fraction) & ~labels
-                if others.any():
-                    keep = labels | others
-                    neg_roc[i] = roc_auc_score(labels[keep], score[keep])  # type: ignore[index]
+    for i in range(B):
+        labels = _labels(targets[i], (height, width), grid, level, fraction)  # (n,) bool
+        score = scores[i].ravel()
+        positive_fraction[i] = labels.mean()
+        if 0 < labels.sum() < labels.size:
+            roc[i] = roc_auc(labels, score)
+            pr[i] = average_precision(labels, score)
+        if negatives is not None and labels.any():
+            others = _labels(negatives[i], (height, width), grid, level, fraction) & ~labels
+            if others.any():
+                keep = labels | others
+                neg_roc[i] = roc_auc(labels[keep], score[keep])  # type: ignore[index]
     n_undefined = int(np.isnan(roc).sum())
     if n_undefined:
         warn_undefined(

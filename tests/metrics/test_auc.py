@@ -1,0 +1,34 @@
+"""infsa_viz.metrics.auc against scikit-learn's own functions, with and without tied scores."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.metrics import average_precision_score, roc_auc_score
+
+from infsa_viz.metrics.auc import average_precision, roc_auc
+
+
+@pytest.mark.parametrize("levels", [None, 2, 5, 40])  # None: continuous scores; k: k distinct values (ties)
+@pytest.mark.parametrize("seed", range(5))
+def test_matches_sklearn(levels, seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 3000))
+    labels = rng.random(n) < rng.uniform(0.05, 0.9)
+    labels[:2] = [True, False]  # both classes present
+    scores = rng.normal(size=n) + labels * rng.uniform(0, 2)
+    if levels is not None:
+        scores = np.round(scores * levels / 4) / levels
+    assert roc_auc(labels, scores) == pytest.approx(roc_auc_score(labels, scores), abs=1e-12)
+    assert average_precision(labels, scores) == pytest.approx(average_precision_score(labels, scores), abs=1e-12)
+
+
+def test_analytic_cases():
+    labels = np.array([True, True, False, False])
+    assert roc_auc(labels, np.array([4.0, 3, 2, 1])) == 1.0
+    assert roc_auc(labels, np.array([1.0, 2, 3, 4])) == 0.0
+    assert roc_auc(labels, np.ones(4)) == 0.5  # every pair tied
+    assert average_precision(labels, np.array([4.0, 3, 2, 1])) == 1.0
+    assert average_precision(labels, np.ones(4)) == 0.5  # one threshold: precision = prevalence
+    # ranks 1 and 3 hold the positives: P = 1 at R = 1/2, P = 2/3 at R = 1
+    assert average_precision(labels, np.array([4.0, 2, 3, 1])) == pytest.approx(0.5 + 0.5 * 2 / 3)
