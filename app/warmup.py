@@ -1,9 +1,10 @@
 """Imports the first figures need, started in the background before anything else is imported.
 
-The per-map figures on the first screen read scikit-learn (box AUCs), which imports scipy and
-pandas: about as long to import as torch. A daemon thread imports them while the main thread
-imports torch and the library and draws the first overlays, once per server. This module imports
-nothing heavy itself, so the thread starts first.
+The charts (Curves & reports, Spectral) read pandas through plotly: about half as long to import
+as torch. The first screen does not need it (its box AUCs and curves are
+:mod:`infsa_viz.metrics.auc`, NumPy only, no scikit-learn), so a daemon thread imports it while the
+main thread imports torch and the library and draws the first overlays, once per server. This
+module imports nothing heavy itself, so the thread starts first.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import importlib
 import threading
 
 #: What the thread imports, in order (pandas first: see :func:`settled`).
-MODULES = ("pandas", "sklearn.metrics")
+MODULES = ("pandas",)
 _lock = threading.Lock()
 _thread: threading.Thread | None = None
 

@@ -249,9 +249,6 @@ def _stages() -> dict[str, float]:
 
     maps("attention")
     lap("attention maps and tiles")
-    import sklearn.metrics  # noqa: F401  # the box AUCs read it
-
-    lap("import scikit-learn (box AUCs)")
     for e in found:
         compute.explain(e, image, "attention", {})
     lap("per-map figures")

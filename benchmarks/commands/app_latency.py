@@ -67,8 +67,8 @@ def run(args: argparse.Namespace) -> int:
                     "is timed from the choice (Enter on the filtered option), and also with the dropdown's "
                     "opening and the typing of the name (*_typing_included_s, the first reports' protocol)",
             "server_stages": "a fresh process runs what the first render and a switch compute, with the app's "
-                             "own functions in the app's order, one stage after the other (the app imports pandas "
-                             "and scikit-learn in a background thread from its start, app/warmup.py; the GIL lets "
+                             "own functions in the app's order, one stage after the other (the app imports pandas, "
+                             "for its charts, in a background thread from its start, app/warmup.py; the GIL lets "
                              "that overlap only the waits); the browser's and Streamlit's share (loading "
                              "Streamlit's page, messages, drawing) is the rest of each browser-timed figure, "
                              "measured.not_server_s",

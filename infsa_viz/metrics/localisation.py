@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ._checks import as_image_size, check_boxes, check_choice, check_float, check_maps, warn_undefined
-from .auc import average_precision, roc_auc
+from .auc import average_precision, precision_recall_curve, roc_auc, roc_curve
 from .protocol import (
     LEVELS,
     POINTING_REFERENCE_SIZE,
@@ -259,8 +259,8 @@ class BoxCurve:
     """ROC and precision-recall curves of one map as a detector of its target-box pixels.
 
     Attributes:
-        fpr, tpr: ``sklearn.metrics.roc_curve`` of the pixel scores.
-        precision, recall: ``sklearn.metrics.precision_recall_curve``.
+        fpr, tpr: the ROC curve of the pixel scores (``sklearn.metrics.roc_curve``'s definition, :mod:`.auc`).
+        precision, recall: its precision-recall curve (``sklearn.metrics.precision_recall_curve``'s).
         positive_fraction: share of positive pixels (the precision of a constant map).
     """
 
@@ -280,8 +280,6 @@ def box_curves(maps: Any, boxes: Any, *, image_size: int | tuple[int, int],
                upsample: Upsample = "bilinear") -> list[BoxCurve | None]:
     """Per image, the ROC and PR curves behind :func:`box_auc` (pixel level; same labels and
     scores); ``None`` where the target union covers no pixel or every pixel."""
-    from sklearn.metrics import precision_recall_curve, roc_curve
-
     (height, width), values, targets = _inputs(maps, boxes, image_size)
     check_choice("upsample", upsample, UPSAMPLES)
     scores, _ = _scores_at_level(values, (height, width), "pixel", upsample)
@@ -291,8 +289,8 @@ def box_curves(maps: Any, boxes: Any, *, image_size: int | tuple[int, int],
         if not 0 < labels.sum() < labels.size:
             out.append(None)
             continue
-        fpr, tpr, _ = roc_curve(labels, score.ravel())
-        precision, recall, _ = precision_recall_curve(labels, score.ravel())
+        fpr, tpr = roc_curve(labels, score.ravel())
+        precision, recall = precision_recall_curve(labels, score.ravel())
         out.append(BoxCurve(fpr=fpr, tpr=tpr, precision=precision, recall=recall,
                             positive_fraction=float(labels.mean())))
     return out

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from sklearn.metrics import average_precision_score, roc_auc_score
+import sklearn.metrics as sk
 
-from infsa_viz.metrics.auc import average_precision, roc_auc
+from infsa_viz.metrics import auc
 
 
 @pytest.mark.parametrize("levels", [None, 2, 5, 40])  # None: continuous scores; k: k distinct values (ties)
@@ -19,16 +19,25 @@ def test_matches_sklearn(levels, seed):
     scores = rng.normal(size=n) + labels * rng.uniform(0, 2)
     if levels is not None:
         scores = np.round(scores * levels / 4) / levels
-    assert roc_auc(labels, scores) == pytest.approx(roc_auc_score(labels, scores), abs=1e-12)
-    assert average_precision(labels, scores) == pytest.approx(average_precision_score(labels, scores), abs=1e-12)
+    assert auc.roc_auc(labels, scores) == pytest.approx(sk.roc_auc_score(labels, scores), abs=1e-12)
+    assert auc.average_precision(labels, scores) == pytest.approx(sk.average_precision_score(labels, scores),
+                                                                  abs=1e-12)
+    fpr, tpr, _ = sk.roc_curve(labels, scores)
+    np.testing.assert_allclose(np.stack(auc.roc_curve(labels, scores)), np.stack([fpr, tpr]), atol=1e-12)
+    precision, recall, _ = sk.precision_recall_curve(labels, scores)
+    np.testing.assert_allclose(np.stack(auc.precision_recall_curve(labels, scores)), np.stack([precision, recall]),
+                               atol=1e-12)
 
 
 def test_analytic_cases():
     labels = np.array([True, True, False, False])
-    assert roc_auc(labels, np.array([4.0, 3, 2, 1])) == 1.0
-    assert roc_auc(labels, np.array([1.0, 2, 3, 4])) == 0.0
-    assert roc_auc(labels, np.ones(4)) == 0.5  # every pair tied
-    assert average_precision(labels, np.array([4.0, 3, 2, 1])) == 1.0
-    assert average_precision(labels, np.ones(4)) == 0.5  # one threshold: precision = prevalence
+    assert auc.roc_auc(labels, np.array([4.0, 3, 2, 1])) == 1.0
+    assert auc.roc_auc(labels, np.array([1.0, 2, 3, 4])) == 0.0
+    assert auc.roc_auc(labels, np.ones(4)) == 0.5  # every pair tied
+    assert auc.average_precision(labels, np.array([4.0, 3, 2, 1])) == 1.0
+    assert auc.average_precision(labels, np.ones(4)) == 0.5  # one threshold: precision = prevalence
     # ranks 1 and 3 hold the positives: P = 1 at R = 1/2, P = 2/3 at R = 1
-    assert average_precision(labels, np.array([4.0, 2, 3, 1])) == pytest.approx(0.5 + 0.5 * 2 / 3)
+    assert auc.average_precision(labels, np.array([4.0, 2, 3, 1])) == pytest.approx(0.5 + 0.5 * 2 / 3)
+    fpr, tpr = auc.roc_curve(labels, np.array([4.0, 3, 2, 1]))  # perfect: up the left edge, then across
+    assert fpr.tolist() == [0, 0, 0, 1] and tpr.tolist() == [0, 0.5, 1, 1]
+    assert np.trapezoid(tpr, fpr) == 1.0
