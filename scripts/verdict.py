@@ -52,7 +52,7 @@ METHODS = ("attention", "rollout", "visits", "perron", "chefer2021")
 #: Figures of the verdict and the factor that turns each into points: faithfulness by evidence (the
 #: rank correlation x 100), MoRF-AOC (in % already) and plausibility (box PR-AUC x 100).
 FIGURES = {"evidence_spearman": 100.0, "morf_aoc": 1.0, "box_pr_auc": 100.0}
-#: MoRF-AOC's ceiling, the greedy deletion oracle, costs about 18x (48 px) to 75x (96 px) MoRF: it is
+#: MoRF-AOC's ceiling, the greedy deletion oracle, costs about 10x (48 px) to 38x (96 px) MoRF: it is
 #: scored, beside the verdict's maps, on these first images of each benchmark.
 GREEDY_IMAGES = {"cluttered-digits": 200, "cluttered-digits-hard": 50}
 #: Row entries that are shares in [0, 1] (× 100 for points) besides the registry's percent figures.
