@@ -55,8 +55,10 @@ def average_precision(labels: np.ndarray, scores: np.ndarray) -> float:
 def roc_curve(labels: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(fpr, tpr)`` from (0, 0) to (1, 1), points on a straight segment dropped (both classes present)."""
     false_pos, true_pos = _counts(labels, scores)
-    keep = np.flatnonzero(np.r_[True, np.logical_or(np.diff(false_pos, 2), np.diff(true_pos, 2)), True])
-    false_pos, true_pos = np.r_[0.0, false_pos[keep]], np.r_[0.0, true_pos[keep]]
+    if false_pos.size > 2:  # as scikit-learn: only a curve of three thresholds or more has middle points
+        keep = np.flatnonzero(np.r_[True, np.logical_or(np.diff(false_pos, 2), np.diff(true_pos, 2)), True])
+        false_pos, true_pos = false_pos[keep], true_pos[keep]
+    false_pos, true_pos = np.r_[0.0, false_pos], np.r_[0.0, true_pos]
     return false_pos / false_pos[-1], true_pos / true_pos[-1]
 
 

@@ -29,6 +29,17 @@ def test_matches_sklearn(levels, seed):
                                atol=1e-12)
 
 
+@pytest.mark.parametrize("scores", [[1.0, 1, 1, 1], [2.0, 1, 1, 1], [1.0, 2, 2, 1]])  # one or two thresholds
+def test_few_thresholds_match_sklearn(scores):
+    labels, scores = np.array([True, False, True, False]), np.array(scores)
+    fpr, tpr, _ = sk.roc_curve(labels, scores)
+    np.testing.assert_allclose(np.stack(auc.roc_curve(labels, scores)), np.stack([fpr, tpr]))
+    precision, recall, _ = sk.precision_recall_curve(labels, scores)
+    np.testing.assert_allclose(np.stack(auc.precision_recall_curve(labels, scores)), np.stack([precision, recall]))
+    assert auc.roc_auc(labels, scores) == pytest.approx(sk.roc_auc_score(labels, scores))
+    assert auc.average_precision(labels, scores) == pytest.approx(sk.average_precision_score(labels, scores))
+
+
 def test_analytic_cases():
     labels = np.array([True, True, False, False])
     assert auc.roc_auc(labels, np.array([4.0, 3, 2, 1])) == 1.0
