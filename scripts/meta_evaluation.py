@@ -106,11 +106,13 @@ def main(argv: list[str] | None = None) -> int:
                 write_json(part, {"model": str(model_dir), **found.to_dict()})
             parts.setdefault(benchmark, {})[model_dir.name] = read_json(part)
     given = list(argv if argv is not None else sys.argv[1:])
+    script = "python scripts/meta_evaluation.py"
     # the parts are computed by the command without --summary-only (which only gathers them)
-    command = "python scripts/meta_evaluation.py " + shlex.join([a for a in given if a != "--summary-only"])
+    computing = shlex.join([a for a in given if a != "--summary-only"])
     write_json(args.out, {
-        "protocol": {"command": command.rstrip(), "gathered_by": "python scripts/meta_evaluation.py " + shlex.join(given),
-                     "parts": "one JSON per model in --parts (resumable), each computed by the command", "n_images": N_IMAGES, "road_images": ROAD_IMAGES, "seeds": list(args.seeds),
+        "protocol": {"command": f"{script} {computing}".rstrip(), "gathered_by": f"{script} {shlex.join(given)}".rstrip(),
+                     "parts": "one JSON per model in --parts (resumable), each computed by the command",
+                     "n_images": N_IMAGES, "road_images": ROAD_IMAGES, "seeds": list(args.seeds),
                      "rule": "a figure is trustworthy for a model when it is monotone (Spearman of its mean quality "
                              "against the blend weight alpha <= -0.9) and stable (>= 0.9 of image-level orders of two "
                              "maps kept under harmless noise); see infsa_viz.evaluation.meta"},

@@ -39,10 +39,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # run as a file (python scripts/x.py): make "scripts" importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 ROOT = Path(__file__).resolve().parents[1]
+if __package__ in (None, ""):  # run as a file (python scripts/x.py): make "scripts" importable
+    sys.path.insert(0, str(ROOT))
 SEEDS_DIR = Path("models") / "seeds"
 METRICS = Path("metrics")
 DOCS = Path("docs") / "verdict.md"

@@ -27,44 +27,35 @@ def _counts(labels: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndar
     return ends + 1.0 - true_pos, true_pos
 
 
+def _precision_recall(labels: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Precision and recall at every distinct threshold, highest threshold first."""
+    false_pos, true_pos = _counts(labels, scores)
+    return true_pos / (true_pos + false_pos), true_pos / true_pos[-1]
+
+
 def roc_auc(labels: np.ndarray, scores: np.ndarray) -> float:
-    """Area under the ROC curve of ``scores`` for the boolean ``labels`` (both classes present)."""
-    labels = np.asarray(labels, dtype=bool).ravel()
-    scores = np.asarray(scores, dtype=np.float64).ravel()
-    order = np.argsort(scores, kind="mergesort")
-    ranked = scores[order]
-    starts = np.r_[True, ranked[1:] != ranked[:-1]]  # first element of each group of equal scores
-    first = np.flatnonzero(starts)
-    last = np.r_[first[1:], ranked.size] - 1
-    group = np.cumsum(starts) - 1
-    ranks = np.empty(ranked.size)
-    ranks[order] = (first + last)[group] / 2.0 + 1.0  # 1-based mean rank of each tie group
-    n_pos = int(labels.sum())
-    n_neg = labels.size - n_pos
-    return float((ranks[labels].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
+    """Area under the ROC curve of ``scores`` for the boolean ``labels`` (both classes present): the
+    trapezoids between thresholds, so tied scores count one half (the Mann-Whitney statistic)."""
+    false_pos, true_pos = (np.r_[0.0, c] for c in _counts(labels, scores))
+    return float(np.sum(np.diff(false_pos) * (true_pos[1:] + true_pos[:-1])) / (2.0 * false_pos[-1] * true_pos[-1]))
 
 
 def average_precision(labels: np.ndarray, scores: np.ndarray) -> float:
     """Average precision of ``scores`` for the boolean ``labels`` (at least one positive)."""
-    false_pos, true_pos = _counts(labels, scores)
-    precision = true_pos / (true_pos + false_pos)
-    recall = true_pos / true_pos[-1]
+    precision, recall = _precision_recall(labels, scores)
     return float(np.sum(np.diff(np.r_[0.0, recall]) * precision))
 
 
 def roc_curve(labels: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(fpr, tpr)`` from (0, 0) to (1, 1), points on a straight segment dropped (both classes present)."""
     false_pos, true_pos = _counts(labels, scores)
-    if false_pos.size > 2:  # as scikit-learn: only a curve of three thresholds or more has middle points
+    if false_pos.size > 2:  # as scikit-learn: a middle point is one between two others, on the integer counts
         keep = np.flatnonzero(np.r_[True, np.logical_or(np.diff(false_pos, 2), np.diff(true_pos, 2)), True])
         false_pos, true_pos = false_pos[keep], true_pos[keep]
-    false_pos, true_pos = np.r_[0.0, false_pos], np.r_[0.0, true_pos]
-    return false_pos / false_pos[-1], true_pos / true_pos[-1]
+    return np.r_[0.0, false_pos] / false_pos[-1], np.r_[0.0, true_pos] / true_pos[-1]
 
 
 def precision_recall_curve(labels: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(precision, recall)``, recall falling, with the final point (1, 0) (at least one positive)."""
-    false_pos, true_pos = _counts(labels, scores)
-    precision = true_pos / (true_pos + false_pos)
-    recall = true_pos / true_pos[-1]
+    precision, recall = _precision_recall(labels, scores)
     return np.r_[precision[::-1], 1.0], np.r_[recall[::-1], 0.0]
