@@ -118,10 +118,23 @@ class Scene:
                 np.maximum(region, patch, out=region)
         return canvas
 
+    def intervene(self, objects: Collection[int | str]) -> np.ndarray:
+        """The image with every object in ``objects`` changed by its in-distribution intervention
+        (a digit removed, the background swapped for its alternative crop), the others kept.
+
+        Args:
+            objects: objects by index or name (empty: the published image).
+
+        Returns:
+            ``(S, S) uint8``, a new array.
+        """
+        changed = {self._index(obj) for obj in objects}
+        background = len(self.digits)
+        return self.render(remove=changed - {background}, swap_background=background in changed)
+
     def interventions(self) -> np.ndarray:
-        """``(D + 1, S, S) uint8``: image ``k < D`` without digit ``k``; image ``D`` with the background swapped."""
-        return np.stack([self.render(remove=(k,)) for k in range(len(self.digits))]
-                        + [self.render(swap_background=True)])
+        """``(D + 1, S, S) uint8``: image ``k`` with object ``k`` alone changed (:meth:`intervene`)."""
+        return np.stack([self.intervene((k,)) for k in range(self.num_objects)])
 
     def layers(self) -> np.ndarray:
         """``(D + 1, S, S) uint8``: each digit alone on a black canvas, then the background."""
