@@ -298,6 +298,8 @@ def _verdict_docs(name: str) -> Callable[[], str]:
             return verdict_calibration.table(_load("verdict-calibration.json"))
         if name == "verdict-tables":
             return verdict_text.verdict_tables(_load("verdict.json"))
+        if name == "verdict-image-sets":
+            return verdict_text.image_set_table(_load("verdict.json"))
         if name.startswith("protocol-sensitivity"):
             return paper_gap.sensitivity_tables(_load("protocol-sensitivity.json"))[name]
         return paper_gap.cosine_tables(_load("eigen-cosine.json"))[name]
@@ -307,7 +309,7 @@ def _verdict_docs(name: str) -> Callable[[], str]:
 
 #: The sections of docs/verdict.md (scripts/doc_sections.py), each written by its maintainer script.
 VERDICT_DOCS = ("verdict-calibration", "protocol-sensitivity", "protocol-sensitivity-matches", "eigen-cosine-layers",
-                "eigen-cosine-tokens", "verdict-tables")
+                "eigen-cosine-tokens", "verdict-tables", "verdict-image-sets")
 
 
 TABLES: dict[str, Callable[[], str]] = {
