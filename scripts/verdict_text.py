@@ -6,6 +6,7 @@ r"""The verdict in words and tables, from ``metrics/verdict.json`` (``python scr
   detectable difference;
 * :func:`called_sentences`: one plain sentence per called difference (any map, either way), with
   the same test on the other image sets;
+* :func:`detection_sentence`: how large a difference the comparisons can see (range, median);
 * :func:`morf_ceiling_table`: MoRF-AOC's headroom under its ceiling, the greedy deletion oracle;
 * :func:`quality_table`: benchmark quality (headroom and spread of the maps), per variant;
 * :func:`verdict_tables`: every comparison with every interval, for ``docs/verdict.md``;
@@ -20,7 +21,7 @@ from typing import Any
 
 from scripts.doc_sections import VARIANT_NAMES
 
-__all__ = ["FIGURE_NAMES", "SET_NAMES", "called_sentences", "image_set_table", "morf_ceiling_table", "quality_table",
+__all__ = ["FIGURE_NAMES", "SET_NAMES", "called_sentences", "detection_sentence", "image_set_table", "morf_ceiling_table", "quality_table",
            "readme_table", "verdict_tables"]
 
 #: How a verdict figure is named in the README (unit: points).
@@ -186,6 +187,26 @@ def _on_other_sets(c: dict[str, Any]) -> str:
             parts.append(f"{label} {entry['difference']:+.1f} (Holm p {entry['p_holm']:.2g}, "
                          f"{_CALLS[entry['call']]})")
     return "; ".join(parts)
+
+
+def detection_sentence(record: dict[str, Any]) -> str:
+    """Per benchmark: the range and median of the detectable differences of every comparison, and the SDs
+    of the seed differences they come from."""
+    import statistics
+
+    out = []
+    for benchmark, bench in _benches(record).items():
+        rows = [c for c in bench["verdict"] if c.get("detectable_difference") is not None]
+        if not rows:
+            continue
+        detect = sorted(c["detectable_difference"] for c in rows)
+        sds = sorted(c["sd_seeds"] for c in rows if c.get("sd_seeds") is not None)
+        seeds = sorted({c["n_seeds"] for c in rows})
+        out.append(f"On `{benchmark}` ({'/'.join(map(str, seeds))} seeds, family of {_family(bench)}) the detectable "
+                   f"differences run from {detect[0]:.1f} to {detect[-1]:.1f} points (median "
+                   f"{statistics.median(detect):.1f}), from seed-to-seed SDs of the paired differences of "
+                   f"{sds[0]:.1f}–{sds[-1]:.1f} points.")
+    return " ".join(out)
 
 
 def called_sentences(record: dict[str, Any]) -> str:
