@@ -68,8 +68,12 @@ def _shares(gaps: list[float]) -> dict[str, Any]:
             "large": sum(g >= LARGE_GAP for g in gaps), "max_gap": max(gaps, default=None)}
 
 
+def _share(count: int, total: int) -> str:
+    return f"{100 * count / total:.1f} %" if total else "–"
+
+
 def _pct(count: int, total: int) -> str:
-    return f"{count} of {total} ({100 * count / total:.1f} %)" if total else "–"
+    return f"{count} of {total} ({_share(count, total)})" if total else "–"
 
 
 def forking_tables(record: dict[str, Any]) -> dict[str, str]:
@@ -92,11 +96,11 @@ def forking_tables(record: dict[str, Any]) -> dict[str, str]:
     same, cross = paths["same_seed"], paths["any_pair"]
     lines += ["", f"Over every (seed, protocol) choice of a one-model-per-variant study: same-seed pairs "
               f"({len(seeds)} seeds × {total} protocols): Linear-InfSA above softmax in "
-              f"{_pct(same['linear_above'], same['choices'])}, and of those by ≥ {LARGE_GAP:g} points in "
-              f"{same['large']} ({_pct(same['large'], same['choices'])} of all), the paper's full ordering in "
+              f"{_pct(same['linear_above'], same['choices'])}, {same['large']} of them by ≥ {LARGE_GAP:g} points "
+              f"({_share(same['large'], same['choices'])} of all choices), the paper's full ordering in "
               f"{_pct(same['ordering'], same['choices'])}; any Linear-InfSA seed against any softmax seed "
-              f"({len(seeds) ** 2} pairs × {total}): above in {_pct(cross['linear_above'], cross['choices'])}, by "
-              f"≥ {LARGE_GAP:g} points in {cross['large']} ({_pct(cross['large'], cross['choices'])} of all; largest "
+              f"({len(seeds) ** 2} pairs × {total}): above in {_pct(cross['linear_above'], cross['choices'])}, "
+              f"{cross['large']} by ≥ {LARGE_GAP:g} points ({_share(cross['large'], cross['choices'])}; largest "
               f"{cross['max_gap']:+.1f}; the paper: +33.4). On the seed means no protocol gives the paper's ordering "
               "(table above)."]
     grid = ["<details><summary>Every protocol × seed pair: Linear-InfSA − softmax, raw attention, MoRF-AOC points "
