@@ -114,6 +114,8 @@ SET_NAMES = {"matched": "matched (both correct)", "own_correct": "each model's o
 def _set_cell(entry: dict[str, Any] | None) -> str:
     if not entry or not entry.get("stored"):
         return "not stored"
+    if entry.get("difference") is None:
+        return "–"
     return f"{_signed(entry['difference'])} · p {entry['p_holm']:.2g} · {_call(entry)}"
 
 
@@ -126,7 +128,7 @@ def image_set_table(record: dict[str, Any]) -> str:
         names = _groups(bench)
         for c in bench["verdict"]:
             sets = c.get("image_sets", {})
-            stored = {sets[n]["call"] for n in SET_NAMES if sets.get(n, {}).get("stored")}
+            stored = {sets[n]["call"] for n in SET_NAMES if sets.get(n, {}).get("call")}
             lines.append(f"| {benchmark}{names[c.get('group')]} | {c['method']} | {c['figure']} | "
                          f"{VARIANT_NAMES.get(c['variant'], c['variant'])} | "
                          + " | ".join(_set_cell(sets.get(n)) for n in SET_NAMES)
@@ -181,8 +183,8 @@ def _on_other_sets(c: dict[str, Any]) -> str:
     parts = []
     for name, label in (("own_correct", "each model's own correct images"), ("all", "all images")):
         entry = c.get("image_sets", {}).get(name)
-        if not entry or not entry.get("stored"):
-            parts.append(f"{label}: not stored")
+        if not entry or entry.get("difference") is None:
+            parts.append(f"{label}: " + ("no images" if entry and entry.get("stored") else "not stored"))
         else:
             parts.append(f"{label} {entry['difference']:+.1f} (Holm p {entry['p_holm']:.2g}, "
                          f"{_CALLS[entry['call']]})")

@@ -72,9 +72,10 @@ def image_set_calls(comparisons: Sequence[dict[str, Any]], *, alpha: float, min_
     """Add ``image_sets`` to each comparison: per set, the seed-level test, Holm and the call.
 
     Each comparison's ``per_seed`` entries hold ``image_sets`` (:func:`seed_set_means`; a set a
-    report did not store is absent). Per set: the mean and SD of the seed differences, the
-    t-test's p, Holm across **the whole family** (every comparison) and the verdict's call rule.
-    A comparison whose seeds lack the set gets no p-value, and enters Holm as ``p = 1``: the
+    report did not store is absent: ``stored`` false). Per set, over the seeds with images in it:
+    the mean and SD of the seed differences, the t-test's p, Holm across **the whole family**
+    (every comparison) and the verdict's call rule. A comparison without a test in a set (not
+    stored, or no seed with images) enters Holm as ``p = 1``: the
     adjusted p of the others is then an upper bound on what the complete family would give (Holm's
     adjusted p-values never decrease when any p-value grows).
     """
@@ -82,17 +83,18 @@ def image_set_calls(comparisons: Sequence[dict[str, Any]], *, alpha: float, min_
 
     names = list(dict.fromkeys(name for c in comparisons for s in c["per_seed"] for name in s.get("image_sets", {})))
     for name in names:
-        tests = []
+        tests, stored = [], []
         for c in comparisons:
-            seeds = [s["image_sets"][name]["difference"] for s in c["per_seed"] if name in s.get("image_sets", {})]
-            complete = len(seeds) == len(c["per_seed"]) and all(d is not None for d in seeds)
-            tests.append(seed_t_test(seeds) if complete and seeds else None)
+            entries = [s["image_sets"][name] for s in c["per_seed"] if name in s.get("image_sets", {})]
+            seeds = [e["difference"] for e in entries if e.get("difference") is not None]  # seeds with images
+            stored.append(bool(entries))
+            tests.append(seed_t_test(seeds) if seeds else None)
         raw = np.array([1.0 if t is None or math.isnan(t.p_value) else t.p_value for t in tests])
         adjusted = holm(raw) if raw.size else raw
         calls = call_rule([0.0 if t is None else t.mean for t in tests], adjusted,
                           [0 if t is None else t.n for t in tests], alpha=alpha, min_seeds=min_seeds)
-        for c, test, p_holm, call in zip(comparisons, tests, adjusted, calls, strict=True):
-            entry: dict[str, Any] = {"stored": test is not None}
+        for c, test, known, p_holm, call in zip(comparisons, tests, stored, adjusted, calls, strict=True):
+            entry: dict[str, Any] = {"stored": known}
             if test is not None:
                 entry.update(difference=_r(test.mean), sd_seeds=_r(test.sd), p=significant(test.p_value),
                              p_holm=significant(float(p_holm)), call=str(call))
