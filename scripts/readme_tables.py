@@ -298,7 +298,9 @@ def _verdict_docs(name: str) -> Callable[[], str]:
             return verdict_calibration.table(_load("verdict-calibration.json"))
         if name == "verdict-tables":
             return verdict_text.verdict_tables(_load("verdict.json"))
-        if name.startswith("protocol-sensitivity"):
+        if name == "verdict-image-sets":
+            return verdict_text.image_set_table(_load("verdict.json"))
+        if name.startswith(("protocol-sensitivity", "forking-paths")):
             return paper_gap.sensitivity_tables(_load("protocol-sensitivity.json"))[name]
         return paper_gap.cosine_tables(_load("eigen-cosine.json"))[name]
 
@@ -306,8 +308,8 @@ def _verdict_docs(name: str) -> Callable[[], str]:
 
 
 #: The sections of docs/verdict.md (scripts/doc_sections.py), each written by its maintainer script.
-VERDICT_DOCS = ("verdict-calibration", "protocol-sensitivity", "protocol-sensitivity-matches", "eigen-cosine-layers",
-                "eigen-cosine-tokens", "verdict-tables")
+VERDICT_DOCS = ("verdict-calibration", "protocol-sensitivity", "protocol-sensitivity-matches", "forking-paths",
+                "forking-paths-grid", "eigen-cosine-layers", "eigen-cosine-tokens", "verdict-tables", "verdict-image-sets")
 
 
 TABLES: dict[str, Callable[[], str]] = {
@@ -325,6 +327,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "performance: goals": goals_table,
     "verdict: seed level": lambda: verdict_text.readme_table(_load("verdict.json")),
     "verdict: called": lambda: verdict_text.called_sentences(_load("verdict.json")),
+    "verdict: detectable": lambda: verdict_text.detection_sentence(_load("verdict.json")),
     "verdict: MoRF ceiling": lambda: verdict_text.morf_ceiling_table(_load("verdict.json")),
     "verdict: benchmark quality": lambda: verdict_text.quality_table(_load("verdict.json")),
     **{f"docs/verdict.md: {name}": _verdict_docs(name) for name in VERDICT_DOCS},
@@ -347,6 +350,7 @@ HOMES: dict[str, str] = {
     "performance: goals": "docs/benchmarks.md",
     "verdict: seed level": "README.md",
     "verdict: called": "README.md",
+    "verdict: detectable": "README.md",
     "verdict: MoRF ceiling": "docs/verdict.md",
     "verdict: benchmark quality": "docs/verdict.md",
     **{f"docs/verdict.md: {name}": "docs/verdict.md" for name in VERDICT_DOCS},
