@@ -73,7 +73,7 @@ def evaluate_argv(benchmark: str, models: list[str], args: argparse.Namespace) -
             "--sanity-images", "0", "--out", str(args.metrics / f"verdict-{benchmark}.json")]
     if args.journal is not None:
         argv += ["--journal", str(args.journal / benchmark)]
-    return argv + (["--threads", str(args.threads)] if args.threads else [])
+    return argv + list(entry.options) + (["--threads", str(args.threads)] if args.threads else [])
 
 
 def greedy_argv(benchmark: str, models: list[str], args: argparse.Namespace) -> list[str]:
@@ -86,7 +86,7 @@ def greedy_argv(benchmark: str, models: list[str], args: argparse.Namespace) -> 
             str(n_images), "--sanity-images", "0", "--out", str(args.metrics / f"verdict-{benchmark}-greedy.json")]
     if args.journal is not None:
         argv += ["--journal", str(args.journal / f"{benchmark}-greedy")]
-    return argv + (["--threads", str(args.threads)] if args.threads else [])
+    return argv + list(entry.options) + (["--threads", str(args.threads)] if args.threads else [])
 
 
 def morf_ceiling(report: dict[str, Any]) -> dict[str, Any]:

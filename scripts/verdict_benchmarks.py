@@ -9,9 +9,9 @@ same test images, and Holm runs over the comparisons of all its groups. A settin
 other test data is a benchmark of its own (another entry). For example::
 
     VerdictBenchmark("cued-digits", data="cued-digits", seeds="cued-digits", n_images=1000,
-                     greedy_images=200, groups=("agree-0.5", "agree-0.9"))
+                     greedy_images=100, groups=("p10", "p100"), options=("--target", "predicted"))
 
-reads ``models/seeds/cued-digits/agree-0.5/<variant>-seed<k>`` and ``.../agree-0.9/...``.
+reads ``models/seeds/cued-digits/p10/<variant>-seed<k>`` and ``.../p100/...``.
 :data:`RETIRED` names the benchmarks that left the verdict, with the reason; their reports stay
 in ``metrics/`` as historical files.
 """
@@ -37,6 +37,8 @@ class VerdictBenchmark:
             about 10x to 38x a MoRF curve).
         groups: subfolders of ``seeds``, one group of models each (e.g. training settings); empty:
             the folder itself is the one group.
+        options: further ``infsa-viz evaluate`` options of its protocol (e.g. which class the maps
+            explain and which images the call reads).
     """
 
     name: str
@@ -45,6 +47,7 @@ class VerdictBenchmark:
     n_images: int
     greedy_images: int
     groups: tuple[str, ...] = ()
+    options: tuple[str, ...] = ()
 
     def folders(self, root: Path) -> list[Path]:
         """The group folders under ``root`` (the seeds root)."""
@@ -54,6 +57,12 @@ class VerdictBenchmark:
 VERDICT_BENCHMARKS: dict[str, VerdictBenchmark] = {b.name: b for b in (
     VerdictBenchmark("cluttered-digits", data="cluttered-digits", seeds="cluttered-digits", n_images=1000,
                      greedy_images=200),
+    # The controlled-reliance benchmark: models trained with a useless cue (p10) and a shortcut cue (p100),
+    # one shared test split; the maps explain each model's own prediction and the call reads every image
+    # (a conflicting image decided by the cue is the informative one, and "wrong" by the label).
+    VerdictBenchmark("cued-digits", data="cued-digits", seeds="cued-digits", n_images=1000, greedy_images=100,
+                     groups=("p10", "p100"),
+                     options=("--target", "predicted", "--score", "predicted", "--select", "all")),
 )}
 
 #: Benchmarks that left the verdict, and why (``docs/verdict.md`` says the same).

@@ -302,9 +302,10 @@ def compare(records: Sequence[ImageRecord], rows: Sequence[dict[str, Any]], *, s
             seed: int = 0) -> dict[str, Any]:
     """The sections an evaluation report adds to its rows: ``paired_tests``, ``benchmark_quality``
     (with ``across_seeds``), ``seeds`` and ``verdict`` (:mod:`.verdict`: each variant against
-    softmax with the trained model as the unit, on the images both models classify correctly)."""
+    softmax with the trained model as the unit, on the images both models classify correctly; with
+    ``select="all"`` on every image)."""
     tests = paired_tests(records, select=select, seed=seed)
     quality = benchmark_quality(rows, tests["method_vs_method"])
     quality["across_seeds"] = quality_across_seeds(quality)
     return {"paired_tests": tests, "benchmark_quality": quality, "seeds": seed_summary(rows),
-            "verdict": variant_verdict(records, seed=seed)}
+            "verdict": variant_verdict(records, seed=seed, images="all" if select == "all" else "matched")}

@@ -171,12 +171,16 @@ def _accuracy(tables: dict[tuple[str, str], dict[str, Any]], model: str) -> floa
     return None if table is None or not table["correct"].size else float(table["correct"].mean())
 
 
-def _seed_entry(v: dict[str, Any], b: dict[str, Any], figure: str) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
-    """The two models' values on the matched images (both correct, figure defined for both), and
-    both means under every image set (:func:`~.image_sets.seed_set_means`)."""
+def _seed_entry(v: dict[str, Any], b: dict[str, Any], figure: str,
+                images: str) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """The two models' values on the verdict's images (``"matched"``: both correct, figure defined for
+    both; ``"all"``: defined for both), and both means under every image set
+    (:func:`~.image_sets.seed_set_means`)."""
     shared, iv, ib = np.intersect1d(v["index"], b["index"], return_indices=True)
     x, y = v[figure][iv], b[figure][ib]
-    keep = v["correct"][iv] & b["correct"][ib] & np.isfinite(x) & np.isfinite(y)
+    keep = np.isfinite(x) & np.isfinite(y)
+    if images == "matched":
+        keep &= v["correct"][iv] & b["correct"][ib]
     return x[keep], y[keep], seed_set_means(x, y, v["correct"][iv], b["correct"][ib])
 
 
@@ -187,7 +191,7 @@ def _comparison(figure: str, method: str, pair: tuple[str, str], seeds: dict[int
     for seed, (vm, bm) in seeds.items():
         if (vm, method) not in tables or (bm, method) not in tables:
             continue
-        x, y, sets = _seed_entry(tables[vm, method], tables[bm, method], figure)
+        x, y, sets = _seed_entry(tables[vm, method], tables[bm, method], figure, options["images"])
         entry: dict[str, Any] = {"seed": seed, "variant_model": vm, "baseline_model": bm, "n_images": int(x.size),
                                  "variant_accuracy": _r(_accuracy(tables, vm)),
                                  "baseline_accuracy": _r(_accuracy(tables, bm)), "image_sets": sets}
@@ -218,7 +222,7 @@ def _comparison(figure: str, method: str, pair: tuple[str, str], seeds: dict[int
     return out
 
 
-def _reason(c: dict[str, Any], alpha: float, min_seeds: int) -> str:
+def _reason(c: dict[str, Any], alpha: float, min_seeds: int, images: str = "matched") -> str:
     if c["n_seeds"] < min_seeds:
         why = f"{c['n_seeds']} seed(s) with matched images; a call needs {min_seeds}"
     elif c["call"] == "not shown":
@@ -227,8 +231,8 @@ def _reason(c: dict[str, Any], alpha: float, min_seeds: int) -> str:
         why = (f"mean of {c['n_seeds']} seed differences {c['call']} than 0: t-test p = {c['p']:.3g}, "
                f"Holm-adjusted {c['p_holm']:.3g} < {alpha}")
     if c["accuracy_flag"]:
-        why += (f"; accuracies differ by {c['accuracy_gap']:+.1f} points (> {ACCURACY_GAP:g}): "
-                "compared on the images both models classify correctly")
+        why += (f"; accuracies differ by {c['accuracy_gap']:+.1f} points (> {ACCURACY_GAP:g}): compared on "
+                + ("the images both models classify correctly" if images == "matched" else "every image"))
     return why
 
 
@@ -270,7 +274,7 @@ def _holm_image_level(comparisons: list[dict[str, Any]]) -> None:
 def variant_verdict(records: Sequence[ImageRecord], *, figures: Sequence[str] = PAIRED_FIGURES,
                     methods: Sequence[str] | None = None, baseline: str = DEFAULT_VARIANT, alpha: float = ALPHA,
                     min_seeds: int = MIN_SEEDS, accuracy_gap: float = ACCURACY_GAP, n_resamples: int = 2000,
-                    seed: int = 0, image_level: bool = True) -> dict[str, Any]:
+                    seed: int = 0, image_level: bool = True, images: str = "matched") -> dict[str, Any]:
     """Each variant against ``baseline`` per figure and map, across the seeds both were trained with.
 
     Args:
@@ -287,6 +291,10 @@ def variant_verdict(records: Sequence[ImageRecord], *, figures: Sequence[str] = 
         accuracy_gap: accuracy difference in points above which a comparison is flagged.
         n_resamples, seed: of the hierarchical bootstrap and the image-level paired bootstrap.
         image_level: also run each seed's image-level paired tests (default ``True``).
+        images: the image set the call reads: ``"matched"`` (default: the images both models
+            classify correctly) or ``"all"`` (every image where the figure is defined for both:
+            for a benchmark whose explained class is the prediction and whose informative images
+            are those a model gets "wrong", such as a cue-conflicting image decided by the cue).
 
     Returns:
         ``{"protocol", "comparisons"}``; each comparison holds ``group`` (:func:`model_group`),
@@ -304,6 +312,8 @@ def variant_verdict(records: Sequence[ImageRecord], *, figures: Sequence[str] = 
     """
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha={alpha!r} must lie strictly between 0 and 1")
+    if images not in ("matched", "all"):
+        raise ValueError(f"images={images!r} is invalid; expected 'matched' or 'all'")
     known = [name for name, f in FIGURES.items() if f.table]
     for figure in figures:
         if figure not in known:
@@ -313,7 +323,7 @@ def variant_verdict(records: Sequence[ImageRecord], *, figures: Sequence[str] = 
     present = list(dict.fromkeys(method for _, method in tables))
     chosen = verdict_methods(present) if methods is None else [m for m in methods if m in present]
     options = {"baseline": baseline, "n_resamples": n_resamples, "seed": seed, "image_level": image_level,
-               "accuracy_gap": accuracy_gap}
+               "accuracy_gap": accuracy_gap, "images": images}
     comparisons = [_comparison(figure, method, pair, seeds, tables, options)
                    for pair, seeds in _pairs(tables, baseline).items() for method in chosen for figure in figures]
     raw = np.array([math.nan if c["p"] is None else c["p"] for c in comparisons], dtype=np.float64)
@@ -322,7 +332,7 @@ def variant_verdict(records: Sequence[ImageRecord], *, figures: Sequence[str] = 
                       [c["n_seeds"] for c in comparisons], alpha=alpha, min_seeds=min_seeds)
     for c, p_holm, call in zip(comparisons, adjusted, calls, strict=True):
         c.update(p_holm=significant(float(p_holm)), call=str(call))
-        c["reason"] = _reason(c, alpha, min_seeds)
+        c["reason"] = _reason(c, alpha, min_seeds, images)
     detection(comparisons, alpha=alpha)
     image_set_calls(comparisons, alpha=alpha, min_seeds=min_seeds)
     _holm_image_level(comparisons)
@@ -330,9 +340,11 @@ def variant_verdict(records: Sequence[ImageRecord], *, figures: Sequence[str] = 
         "unit": "the trained model: one difference per training seed, variant - baseline on the same images",
         "baseline": baseline, "alpha": alpha, "min_seeds": min_seeds, "figures": list(figures), "methods": chosen,
         "groups": "models are paired within their folder (model_group): one group per folder",
-        "images": "per seed, the images both models classify correctly and where the figure is defined for both "
-                  "(matched_images); accuracies beside, flagged when they differ by more than "
-                  f"{accuracy_gap:g} points",
+        "images": ("per seed, the images both models classify correctly and where the figure is defined for both "
+                   if images == "matched" else "per seed, every image where the figure is defined for both models "
+                   "(misclassified ones included) ") + "(matched_images); accuracies beside, flagged when they differ "
+                  f"by more than {accuracy_gap:g} points",
+        "image_set": images,
         "image_sets": {**IMAGE_SETS, "test": "image_sets: the same seed-level test, Holm across the family and call "
                                              "rule on each set's seed differences"},
         "difference": "mean over seeds of each seed's mean difference (positive: the variant's map scores higher)",

@@ -227,3 +227,16 @@ def test_a_call_that_rests_on_misclassified_images_is_told_apart():
     assert sets["all"]["call"] == "lower" and sets["all"]["difference"] == pytest.approx(-2.0, abs=0.3)
     assert sets["matched"]["p"] == pytest.approx(pure["p"], rel=1e-4) and sets["all"]["stored"]
     assert pure["per_seed"][0]["image_sets"]["all"]["n_variant"] == 60
+
+
+def test_the_call_can_read_every_image_instead_of_the_matched_ones():
+    records = _records({"pure_infsa": 2.0}, seed_sd=0.5, rng_seed=3, wrong={"softmax": 10, "pure_infsa": 20})
+    matched, every = _verdict(records), _verdict(records, images="all")
+    m, a = _comparison(matched, "pure_infsa"), _comparison(every, "pure_infsa")
+    assert m["matched_images"]["min"] == 40 and a["matched_images"]["min"] == 60
+    for seed_m, seed_a in zip(m["per_seed"], a["per_seed"], strict=True):
+        assert seed_a["difference"] == pytest.approx(seed_a["image_sets"]["all"]["difference"], abs=1e-5)
+        assert seed_m["difference"] == pytest.approx(seed_m["image_sets"]["matched"]["difference"], abs=1e-5)
+    assert every["protocol"]["image_set"] == "all" and "misclassified ones included" in every["protocol"]["images"]
+    with pytest.raises(ValueError, match="images"):
+        _verdict(records, images="some")
