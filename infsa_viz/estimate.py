@@ -70,8 +70,16 @@ class Workload:
             return None
         if images is not None and getattr(images, "dim", lambda: 0)() == 4:
             batch, channels, height, width = (int(s) for s in images.shape)
-        else:
-            channels, height, width = config.in_chans, config.img_size, config.img_size
+            return cls.for_config(config, batch=batch, channels=channels, height=height, width=width)
+        return cls.for_config(config, batch=batch)
+
+    @classmethod
+    def for_config(cls, config: Any, *, batch: int = 1, channels: int | None = None, height: int | None = None,
+                   width: int | None = None) -> Workload:
+        """The workload of a :class:`~infsa_viz.vit.ViTConfig` on ``batch`` inputs (default: its own size)."""
+        channels = config.in_chans if channels is None else channels
+        height = config.img_size if height is None else height
+        width = config.img_size if width is None else width
         p = config.patch_size
         patches = (height // p) * (width // p)
         return cls(batch=max(int(batch), 1), tokens=config.num_prefix_tokens + patches, layers=config.depth,

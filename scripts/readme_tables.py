@@ -15,13 +15,13 @@ file it comes from.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from infsa_viz.cli import script_main, script_parser
 from infsa_viz.evaluation.verdict import PAPER_FIGURES
 
 if __package__ in (None, ""):  # run as a file (python scripts/x.py): make "scripts" importable
@@ -353,8 +353,9 @@ HOMES: dict[str, str] = {
 }
 
 
+@script_main("readme_tables.py")
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = script_parser("readme_tables.py", __doc__)
     parser.add_argument("--check", action="store_true", help="exit 1 if a table's file lacks it verbatim")
     args = parser.parse_args(argv)
     missing = []

@@ -153,7 +153,7 @@ class LabelledImages:
 def _full_test_split(benchmark: str) -> LabelledImages:
     spec = BENCHMARKS[benchmark]
     config, seed = spec.config, spec.test_seed
-    sample, scenes = _generate(*_sample_stream(TEST_SIZE, "test", seed, 0), config)
+    sample, scenes = _generate(*_sample_stream(TEST_SIZE, "test", seed, 0, config), config)
     for array in (sample.images, sample.labels, sample.target_boxes, sample.distractor_boxes,
                   sample.distractor_labels):
         array.setflags(write=False)

@@ -357,14 +357,21 @@ def _flock(path: Path, busy: str, *, shared: bool = False) -> int:
 
 
 class OutputLock:
-    """An exclusive ``flock`` on ``path`` + ``.lock``; a second holder gets ``ValueError``.
+    """An exclusive ``flock`` on ``path`` + ``.lock`` (the file holds the holder's pid); a second holder
+    gets ``ValueError``.
 
     The kernel releases the lock when the process ends, however it ends, so a killed run never
     leaves a stale lock behind.
+
+    Args:
+        path: the output the lock guards.
+        holder: who a second holder is told holds it (default ``"another evaluation"``).
+        option: the option that chooses another output (default ``"--out"``).
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, holder: str = "another evaluation", option: str = "--out") -> None:
         self.path = Path(str(path) + ".lock")
+        self.holder, self.option = holder, option
         self._fd: int | None = None
 
     def __enter__(self) -> "OutputLock":
@@ -372,8 +379,8 @@ class OutputLock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise ValueError(f"cannot write next to {str(self.path)[:-5]!r}: {err.strerror or err}") from None
-        self._fd = _flock(self.path, f"another evaluation is writing {str(self.path)[:-5]!r} (lock {self.path} is "
-                          "held); wait for it to finish or choose another --out")
+        self._fd = _flock(self.path, f"{self.holder} is writing {str(self.path)[:-5]!r} (lock {self.path} is held); "
+                          f"wait for it to finish or choose another {self.option}")
         return self
 
     def __exit__(self, *exc: object) -> None:
