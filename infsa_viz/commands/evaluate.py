@@ -9,7 +9,7 @@ import os
 import shlex
 
 from ._inputs import add_data_options, add_model_list, add_target_option, load_data
-from .lists import comma_names, output_file
+from .lists import comma_names, output_file, refuse_overwriting_inputs
 
 
 def _setting_type(setting):
@@ -102,6 +102,16 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--journal={args.journal!r} needs --out (the journal keeps the chunks of a written report)")
     if args.journal and os.path.exists(args.journal) and not os.path.isdir(args.journal):
         raise ValueError(f"--journal={args.journal!r} is a file; expected a folder (or a path to create)")
+    if args.out:
+        from pathlib import Path
+
+        from ..formats import parse_model_spec
+
+        written = {"--out": args.out, **{f"--out (its {s})": str(Path(args.out).with_suffix(s))
+                                         for s in (".csv", ".html", ".images.csv")}}
+        data_folder = args.data[len("folder:"):] if args.data.startswith("folder:") else None
+        refuse_overwriting_inputs(written, [*(parse_model_spec(m)[0] for m in args.models), data_folder or "",
+                                            args.boxes or "", args.classes or ""])
     try:
         target = Target.parse(args.target, name="--target")
     except ValueError:

@@ -11,6 +11,7 @@ forward (``batch_size``), or the method's own (a matrix-free solver, fewer steps
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -21,24 +22,34 @@ from ..maps import check_method
 
 __all__ = ["Spell", "check_evaluation", "check_maps", "library_option", "cli_option"]
 
-#: How an option that lowers a job is spelled in a message: ``(name, value) -> text``.
+#: How an option that lowers a job is spelled in a message: ``(name, value or None) -> text``.
 Spell = Callable[[str, Any], str]
 
 
-def library_option(name: str, value: Any) -> str:
-    """``chunk=3``: an argument of the library."""
-    return f"{name}={value}"
+def library_option(name: str, value: Any = None) -> str:
+    """``chunk=3`` (or ``chunk``): an argument of the library."""
+    return name if value is None else f"{name}={value}"
 
 
-def cli_option(name: str, value: Any) -> str:
-    """``--chunk 3``: an option of the command line."""
-    return f"--{name.replace('_', '-')} {value}"
+def cli_option(name: str, value: Any = None) -> str:
+    """``--chunk 3`` (or ``--chunk``): an option of the command line."""
+    flag = f"--{name.replace('_', '-')}"
+    return flag if value is None else f"{flag} {value}"
 
 
-def _check(estimate: Any, work: Workload, subject: str, spell: Spell, budget: float, option: str = "chunk") -> None:
+def _check(estimate: Any, work: Workload, subject: str, spell: Spell, budget: float, option: str = "chunk",
+           leave_out: str = "") -> None:
     """Refuse ``estimate`` on ``work``: at ``work.batch`` images when fewer would fit (naming the most
-    that fit as ``option``), else at one image (what even one image needs)."""
-    found = estimate(work)
+    that fit as ``option``), else at one image (what even one image needs; ``leave_out`` names the
+    list to leave it out of)."""
+    def stated(w: Workload) -> Estimate:
+        found = estimate(w)
+        if not leave_out:
+            return found
+        return dataclasses.replace(found, lower=" or ".join(x for x in (found.lower, f"leave it out of {leave_out}")
+                                                            if x))
+
+    found = stated(work)
     check_estimate(found, work, subject=subject, fewer=None, budget=float("inf"))  # the bounds on work first
     if found.bytes <= budget:
         return
@@ -47,7 +58,7 @@ def _check(estimate: Any, work: Workload, subject: str, spell: Spell, budget: fl
         check_estimate(found, work, subject=subject, budget=budget,
                        fewer=spell(option, fits) + " (the most images per call that fit)")
     one = work.with_batch(1)
-    check_estimate(estimate(one), one, subject=subject, budget=budget)
+    check_estimate(stated(one), one, subject=subject, budget=budget)
 
 
 def check_maps(models: Sequence[tuple[str, nn.Module]], methods: Sequence[tuple[str, dict[str, Any]]], *,
@@ -71,7 +82,7 @@ def check_maps(models: Sequence[tuple[str, nn.Module]], methods: Sequence[tuple[
             spec = check_method(method)
             resolved = spec.resolve(options)
             _check(lambda w, spec=spec, resolved=resolved: spec.estimate(w, resolved), work,
-                   f"model {model_name!r}: method {method!r}", spell, budget, option)
+                   f"model {model_name!r}: method {method!r}", spell, budget, option, spell("methods", None))
 
 
 def check_evaluation(models: Sequence[tuple[str, nn.Module]], methods: Sequence[str], protocol: Any, *,
@@ -98,11 +109,12 @@ def check_evaluation(models: Sequence[tuple[str, nn.Module]], methods: Sequence[
             continue
         for metric in protocol.image_metrics():
             _check(lambda w, metric=metric: metric.estimate(w, settings), work,
-                   f"model {model_name!r}: metric {metric.name!r}", spell, budget)
+                   f"model {model_name!r}: metric {metric.name!r}", spell, budget, leave_out=spell("metrics", None))
         for metric in protocol.row_metrics():  # on its first images at once
             count = min(int(settings[metric.subset]), n_images) if metric.subset else n_images
             if count:
                 option = metric.subset or "chunk"
                 check_maps([(model_name, model)], calls, batch=count, spell=spell, option=option, budget=budget)
                 _check(lambda w, metric=metric: metric.estimate(w, settings), work.with_batch(count),
-                       f"model {model_name!r}: metric {metric.name!r}", spell, budget, option)
+                       f"model {model_name!r}: metric {metric.name!r}", spell, budget, option,
+                       spell("metrics", None))
