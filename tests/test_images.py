@@ -132,9 +132,12 @@ from tests.exif_files import encode, with_orientation  # noqa: E402
 from infsa_viz.images import apply_orientation, exif_orientation  # noqa: E402
 
 #: What each EXIF orientation asks of the stored pixels (numpy, written out independently of the library).
-UPRIGHT = {1: lambda a: a, 2: np.fliplr, 3: lambda a: np.rot90(a, 2), 4: np.flipud, 5: lambda a: np.transpose(a, (1, 0, *range(2, a.ndim))),
-           6: lambda a: np.rot90(a, -1), 7: lambda a: np.rot90(np.transpose(a, (1, 0, *range(2, a.ndim))), 2),
-           8: lambda a: np.rot90(a, 1)}
+def _transpose(a: np.ndarray) -> np.ndarray:
+    return np.transpose(a, (1, 0, *range(2, a.ndim)))
+
+
+UPRIGHT = {1: lambda a: a, 2: np.fliplr, 3: lambda a: np.rot90(a, 2), 4: np.flipud, 5: _transpose,
+           6: lambda a: np.rot90(a, -1), 7: lambda a: np.rot90(_transpose(a), 2), 8: lambda a: np.rot90(a, 1)}
 
 
 def _asymmetric(shape) -> np.ndarray:

@@ -65,16 +65,16 @@ def _validity(records: Sequence[AttentionRecord], graphs: Sequence[tuple[Spectra
 
 
 def _graph_estimate(work: Workload, *, solver: str, dense_limit: int, vectors: float, what: str,
-                    matrix_free: str) -> Estimate:
-    """One forward, every layer's q, k, then one layer's graph: solved densely (the ``(B, N, N)`` graph
-    in float64 and its factors) where ``solver`` is dense or ``"auto"`` picks it (at most
+                    matrix_free: str, copies: int) -> Estimate:
+    """One forward, every layer's q, k, then one layer's graph: solved densely (``copies`` float64
+    ``(B, N, N)`` matrices: the graph and its factors) where ``solver`` is dense or ``"auto"`` picks it (at most
     :data:`DENSE_BUDGET` numbers and ``N ≤ dense_limit``), else matrix-free (``vectors`` float64
     vectors of length N per image and head, and one tile)."""
     base = work.forward() + work.capture()
     dense = solver == "dense" or (solver == "auto" and work.tokens <= dense_limit
                                   and work.batch * work.tokens**2 <= DENSE_BUDGET)
     if dense:
-        return Estimate(base + work.square() + work.square(4, heads=False, itemsize=8),
+        return Estimate(base + work.square() + work.square(copies, heads=False, itemsize=8),
                         f"every layer's q, k, a (B, H, N, N) matrix and the dense (B, N, N) {what}",
                         lower=f"solver={matrix_free!r} (matrix-free)" if solver == "dense" else "")
     return Estimate(base + TILE_BYTES + work.vectors(vectors * work.heads * 2),
@@ -104,7 +104,7 @@ class Visits(MapMethod):
 
     def estimate(self, work: Workload, options: dict[str, Any]) -> Estimate:
         return _graph_estimate(work, solver=options["solver"], dense_limit=2048, vectors=52,
-                               what="solve of (I - gamma A) x = s", matrix_free="gmres")
+                               what="solve of (I - gamma A) x = s", matrix_free="gmres", copies=1)
 
     def _compute(self, model, images, target, options):
         _, records = capture_attention(model, images)
@@ -163,7 +163,7 @@ class Perron(MapMethod):
 
     def estimate(self, work: Workload, options: dict[str, Any]) -> Estimate:
         return _graph_estimate(work, solver=options["solver"], dense_limit=1024, vectors=4, what="eigenproblem",
-                               matrix_free="power")
+                               matrix_free="power", copies=3)
 
     def _compute(self, model, images, target, options):
         _, records = capture_attention(model, images)

@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 MEMORY_LIMIT = 3 << 30  # bytes of address space for `memory` cases
+TIME_LIMIT = 300  # seconds a `memory` case's child may run
 ROOT = Path(__file__).resolve().parents[2]
 
 Paths = dict[str, Path]
@@ -164,8 +165,8 @@ def limited_main(name: str, peak_file: str) -> None:
 
 
 def _run_limited(case: Case, argv: list[str]) -> tuple[int, str, float | None]:
-    """Run a CLI case in a child under :data:`MEMORY_LIMIT` of address space (300 s at most): its exit
-    code, stderr and peak resident memory in MiB."""
+    """Run a CLI case in a child under :data:`MEMORY_LIMIT` of address space (:data:`TIME_LIMIT` s at most):
+    its exit code, stderr and peak resident memory in MiB."""
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -174,7 +175,7 @@ def _run_limited(case: Case, argv: list[str]) -> tuple[int, str, float | None]:
                 "from tests.bad_inputs.cases import limited_main; limited_main({1!r}, {2!r})"
                 ).format(MEMORY_LIMIT, case.program, str(peak))
         proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=ROOT,
-                              timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                              timeout=TIME_LIMIT, env={**os.environ, "PYTHONPATH": str(ROOT)})
         return proc.returncode, proc.stderr, float(peak.read_text()) if peak.is_file() else None
 
 
