@@ -9,9 +9,11 @@ with the memory this process can still get (:func:`available_memory`) and with t
 bound on work, and refuses with one line naming the estimate and what lowers it, before anything
 is allocated. :func:`largest_batch` finds the most images per call that fit (``--chunk``).
 
-The figures count the dominant float32 tensors a call must hold at once (a lower bound of its
-peak, not a measurement): a job refused here cannot fit; one that passes may still need a little
-more.
+The figures count the dominant tensors a call holds at once: an estimate of its peak, not a
+measurement. ``python -m benchmarks reliability`` measures the peak each N² map method really adds
+beside its estimate (``estimates`` in ``metrics/reliability.json``: about 0.9 to 2.2 times it at
+1,025 tokens), so a refusal names a job that cannot fit, and one that passes may need up to about
+twice its estimate.
 """
 
 from __future__ import annotations
@@ -115,7 +117,7 @@ class Workload:
         block = self.vectors(4 * self.width + self.mlp) + self.attention_buffer(explicit=explicit)
         if not grad:
             return inputs + block
-        kept = self.vectors(6 * self.width + 2 * self.mlp) + self.attention_buffer(explicit=explicit)
+        kept = self.vectors(12 * self.width + 4 * self.mlp) + self.attention_buffer(explicit=explicit)
         return 2 * inputs + self.layers * kept + block
 
     def capture(self) -> float:

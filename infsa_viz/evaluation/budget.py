@@ -20,7 +20,7 @@ from torch import nn
 from ..estimate import Estimate, Workload, available_memory, check_estimate, largest_batch
 from ..maps import check_method
 
-__all__ = ["Spell", "check_evaluation", "check_maps", "library_option", "cli_option"]
+__all__ = ["Spell", "check_call", "check_evaluation", "check_maps", "cli_option", "library_option"]
 
 #: How an option that lowers a job is spelled in a message: ``(name, value or None) -> text``.
 Spell = Callable[[str, Any], str]
@@ -37,11 +37,17 @@ def cli_option(name: str, value: Any = None) -> str:
     return flag if value is None else f"{flag} {value}"
 
 
-def _check(estimate: Any, work: Workload, subject: str, spell: Spell, budget: float, option: str = "chunk",
-           leave_out: str = "") -> None:
-    """Refuse ``estimate`` on ``work``: at ``work.batch`` images when fewer would fit (naming the most
-    that fit as ``option``), else at one image (what even one image needs; ``leave_out`` names the
-    list to leave it out of)."""
+def check_call(estimate: Callable[[Workload], Estimate], work: Workload, subject: str, spell: Spell = library_option,
+               budget: float | None = None, option: str = "chunk", leave_out: str = "") -> None:
+    """Refuse a call whose ``estimate(work)`` is over its bounds or the memory available: at ``work.batch``
+    images when fewer would fit (naming the most that fit as ``option``, spelled by ``spell``), else at
+    one image (what even one image needs; ``leave_out`` names the list to leave it out of).
+
+    Raises:
+        ValueError: one line naming ``subject``, the estimate and what lowers it.
+    """
+    budget = available_memory() if budget is None else budget
+
     def stated(w: Workload) -> Estimate:
         found = estimate(w)
         if not leave_out:
@@ -76,12 +82,12 @@ def check_maps(models: Sequence[tuple[str, nn.Module]], methods: Sequence[tuple[
         work = Workload.of(model, batch=batch)
         if work is None:
             continue
-        _check(lambda w: Estimate(w.forward(), "one forward"), work, f"model {model_name!r}: its forward", spell,
+        check_call(lambda w: Estimate(w.forward(), "one forward"), work, f"model {model_name!r}: its forward", spell,
                budget, option)
         for method, options in methods:
             spec = check_method(method)
             resolved = spec.resolve(options)
-            _check(lambda w, spec=spec, resolved=resolved: spec.estimate(w, resolved), work,
+            check_call(lambda w, spec=spec, resolved=resolved: spec.estimate(w, resolved), work,
                    f"model {model_name!r}: method {method!r}", spell, budget, option, spell("methods", None))
 
 
@@ -108,13 +114,13 @@ def check_evaluation(models: Sequence[tuple[str, nn.Module]], methods: Sequence[
         if work is None:
             continue
         for metric in protocol.image_metrics():
-            _check(lambda w, metric=metric: metric.estimate(w, settings), work,
+            check_call(lambda w, metric=metric: metric.estimate(w, settings), work,
                    f"model {model_name!r}: metric {metric.name!r}", spell, budget, leave_out=spell("metrics", None))
         for metric in protocol.row_metrics():  # on its first images at once
             count = min(int(settings[metric.subset]), n_images) if metric.subset else n_images
             if count:
                 option = metric.subset or "chunk"
                 check_maps([(model_name, model)], calls, batch=count, spell=spell, option=option, budget=budget)
-                _check(lambda w, metric=metric: metric.estimate(w, settings), work.with_batch(count),
+                check_call(lambda w, metric=metric: metric.estimate(w, settings), work.with_batch(count),
                        f"model {model_name!r}: metric {metric.name!r}", spell, budget, option,
                        spell("metrics", None))

@@ -63,7 +63,8 @@ class AttentionMap(MapMethod):
     def estimate(self, work: Workload, options: dict[str, Any]) -> Estimate:
         base = work.forward() + work.capture()
         if self._dense(work):
-            return Estimate(base + work.square(), "one forward, every layer's q, k and a (B, H, N, N) matrix")
+            return Estimate(base + work.square(2), "one forward, every layer's q, k and a (B, H, N, N) matrix with "
+                                                   "its scores")
         return Estimate(base + TILE_BYTES + work.vectors(2 * work.heads),
                         "one forward, every layer's q, k and the row from q, k in tiles (matrix-free)")
 
@@ -181,11 +182,12 @@ class Rollout(MapMethod):
     cost = "1 forward; one dense N×N product per layer"
 
     def estimate(self, work: Workload, options: dict[str, Any]) -> Estimate:
-        per_layer = work.square(2 if options.get("matrix") == "infsa" else 1) + work.square(4, heads=False)
+        per_layer = (work.square(3 if options.get("matrix") == "infsa" else 2) + work.square(6, heads=False)
+                     + 4.0 * work.tokens**2)  # the scores, the head mean, the residual's identity and products
         if options.get("discard_ratio"):
             per_layer += work.square(5, heads=False)  # the sort's values, int64 indices and mask
         return Estimate(work.forward() + work.capture() + per_layer,
-                        "every layer's q, k; per layer a (B, H, N, N) matrix and four (B, N, N) products",
+                        "every layer's q, k; per layer a (B, H, N, N) matrix and six (B, N, N) products",
                         lower="a smaller input (fewer tokens); rollout has no matrix-free path (neumann and visits do)")
 
     def _compute(self, model: nn.Module, images: Tensor, target: Tensor | None,

@@ -126,8 +126,8 @@ class TransitionAttentionMaps(MapMethod):
     cost = "steps + 1 forwards + steps backwards per image"
 
     def estimate(self, work: Workload, options: dict[str, Any]) -> Estimate:
-        return Estimate(work.forward(grad=True, explicit=True) + work.square(2, itemsize=8)
-                        + work.square(work.layers + 2, heads=False, itemsize=8),
+        return Estimate(work.forward(grad=True, explicit=True) + work.layers * work.square()
+                        + work.square(2, itemsize=8) + work.square(work.layers + 2, heads=False, itemsize=8),
                         "a forward with every layer's (B, H, N, N) attention and its gradient, float64 head means",
                         forwards=1 + 2 * count_option(options, "steps", 20), lower="fewer steps")
 

@@ -100,8 +100,9 @@ class AttnLRP(MapMethod):
     cost = "1 forward + 1 backward per image"
 
     def estimate(self, work: Workload, options: dict[str, Any]) -> Estimate:
-        return Estimate(work.forward(grad=True, explicit=True) + work.layers * work.square(),
-                        "a forward with every layer's (B, H, N, N) attention and its gradient", forwards=2)
+        return Estimate(work.forward(grad=True, explicit=True) + 3 * work.layers * work.square(),
+                        "a forward with every layer's (B, H, N, N) attention, its halved-gradient copies and its "
+                        "gradient", forwards=2)
 
     def _compute(self, model, images, target, options):
         x = images.detach().clone().requires_grad_(True)

@@ -241,6 +241,8 @@ def _cli_cases() -> list[Case]:
         C("explain-attention-flow-2305-tokens", [*explain("patch1", "attention_flow"), "test:0"],
           r"method 'attention_flow' on 1 image\(s\) of 2,305 tokens.*max-flow work L·N³ per image .* over its bound",
           memory=True),
+        C("eigencheck-1024-dense", ["eigencheck", "--model", "{k1024}", "--n-images", "4", "--out", "{out}/e.json"],
+          r"eigencheck of '.*k1024' needs about [\d,.]+ GB for \d image\(s\) of 16,385 tokens", memory=True),
         C("train-batch-size-huge", ["train", "--variant", "softmax", "--out", "{out}/t", "--batch-size", str(10**12)],
           r"batch_size=1,000,000,000,000 needs at least .* GB \(one training step's activations", memory=True),
         C("train-epochs-huge", ["train", "--variant", "softmax", "--out", "{out}/t", "--epochs", str(10**12)],
