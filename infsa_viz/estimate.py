@@ -11,9 +11,9 @@ is allocated. :func:`largest_batch` finds the most images per call that fit (``-
 
 The figures count the dominant tensors a call holds at once: an estimate of its peak, not a
 measurement. ``python -m benchmarks reliability`` measures the peak each N² map method really adds
-beside its estimate (``estimates`` in ``metrics/reliability.json``: about 0.9 to 2.2 times it at
+beside its estimate (``estimates`` in ``metrics/reliability.json``: about 0.9 to 2.6 times it at
 1,025 tokens), so a refusal names a job that cannot fit, and one that passes may need up to about
-twice its estimate.
+2.6 times its estimate.
 """
 
 from __future__ import annotations
