@@ -53,10 +53,40 @@ def overlays_png(views: Sequence[tuple[str, Any]], scale: ColourScale, *, alpha:
     return grid_png(overlay_tiles(views, scale, alpha=alpha, unit=unit), ncols=ncols)
 
 
+def array_names(names: Sequence[str]) -> list[str]:
+    """A file-safe, distinct array name per map name (:func:`stem`; names that differ only in
+    punctuation get ``-2``, ``-3`` … in order, so no map is lost)."""
+    out: list[str] = []
+    for name in names:
+        base = candidate = stem(name)
+        count = 1
+        while candidate in out:
+            count += 1
+            candidate = f"{base}-{count}"
+        out.append(candidate)
+    return out
+
+
 def maps_npz(maps: dict[str, np.ndarray]) -> bytes:
-    """An ``.npz`` of the raw maps (one ``(h, w)`` float32 array per name)."""
+    """An ``.npz`` of the raw maps (one ``(h, w)`` float32 array per name, :func:`array_names`)."""
     buffer = io.BytesIO()
-    np.savez(buffer, **{stem(name): np.asarray(m, np.float32) for name, m in maps.items()})
+    np.savez(buffer, **{key: np.asarray(m, np.float32) for key, m in zip(array_names(list(maps)), maps.values())})
+    return buffer.getvalue()
+
+
+def table_csv(rows: Sequence[dict[str, Any]]) -> str:
+    """CSV of a page's table rows (columns in order of first appearance), every text cell escaped against
+    spreadsheet formulas (:func:`infsa_viz.io.csv_cell`): model and method names are the user's text."""
+    import csv
+
+    from infsa_viz.io import csv_cell
+
+    columns = list(dict.fromkeys(k for row in rows for k in row))
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: csv_cell(v) for k, v in row.items()})
     return buffer.getvalue()
 
 

@@ -15,12 +15,14 @@ gathers them with, per benchmark and figure, how many models find the figure tru
 
 from __future__ import annotations
 
-import argparse
 import math
+import os
 import shlex
 import sys
 from pathlib import Path
 from typing import Any
+
+from infsa_viz.cli import script_main, script_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 SEEDS_DIR = Path("models") / "seeds"
@@ -59,11 +61,37 @@ def summarise(parts: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def read_part(path: Path) -> dict[str, Any]:
+    """A per-model result written by this script, checked (``ValueError`` naming what is wrong)."""
+    from infsa_viz.io import read_json
+
+    part = read_json(path)
+    figures = part.get("figures") if isinstance(part, dict) else None
+    keys = ("monotone", "stable", "trustworthy", "degradation_spearman", "stability")
+    if not isinstance(figures, dict) or not all(isinstance(f, dict) and all(k in f for k in keys)
+                                                for f in figures.values()):
+        raise ValueError(f"{path}: not a meta-evaluation result (expected 'figures' with {list(keys)} per figure)")
+    return part
+
+
+def check_writable(option: str, path: Path) -> None:
+    """Refuse an output path that cannot be written (a folder, or under a file or a read-only folder), up front."""
+    if path.is_dir():
+        raise ValueError(f"{option}={str(path)!r} is an existing folder; expected a file path")
+    for folder in path.parents:
+        if folder.exists():
+            if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+                raise ValueError(f"{option}={str(path)!r} cannot be written: {str(folder)!r} is "
+                                 f"{'a file' if not folder.is_dir() else 'not writable'}")
+            return
+
+
+@script_main("meta_evaluation.py")
 def main(argv: list[str] | None = None) -> int:
     from infsa_viz.commands.lists import comma_ints
     from infsa_viz.data import BENCHMARKS
 
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = script_parser("meta_evaluation.py", __doc__)
     parser.add_argument("--benchmarks", default=",".join(BENCHMARKS), help="comma-separated benchmarks")
     parser.add_argument("--seeds", type=comma_ints, default=(1, 2, 3), help="training seeds (default 1,2,3)")
     parser.add_argument("--seeds-dir", type=Path, default=SEEDS_DIR)
@@ -78,6 +106,13 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(benchmarks) - set(BENCHMARKS))
     if unknown:
         parser.error(f"--benchmarks: {unknown} are not benchmarks; expected some of {list(BENCHMARKS)}")
+    if not benchmarks:
+        parser.error(f"--benchmarks names no benchmark; expected some of {list(BENCHMARKS)}")
+    check_writable("--out", args.out)
+    found = {b: models_of(b, args.seeds, args.seeds_dir) for b in benchmarks}
+    if not any(found.values()):
+        parser.error(f"--seeds={','.join(map(str, args.seeds))}: no seed model <variant>-seed<k> in "
+                     f"{[str(args.seeds_dir / b) for b in benchmarks]}; nothing to evaluate")
     if args.threads is not None:
         if not 1 <= args.threads <= 256:
             parser.error(f"--threads={args.threads} must lie in [1, 256]")
@@ -88,23 +123,32 @@ def main(argv: list[str] | None = None) -> int:
     from infsa_viz.evaluation import EvalSettings
     from infsa_viz.evaluation.meta import meta_evaluate_model
     from infsa_viz.formats import load_model
-    from infsa_viz.io import read_json, write_json
+    from infsa_viz.io import write_json
     from infsa_viz.progress import progress
 
     parts: dict[str, dict[str, Any]] = {}
     for benchmark in benchmarks:
-        models = models_of(benchmark, args.seeds, args.seeds_dir)
+        models = found[benchmark]
         settings = EvalSettings(subsample=N_IMAGES[benchmark], road_images=ROAD_IMAGES[benchmark], sanity_images=0)
         data = None
         for model_dir in progress(models, desc=benchmark, unit="model"):
             part = args.parts / benchmark / f"{model_dir.name}.json"
+            if part.is_file() and not args.summary_only:
+                try:
+                    read_part(part)
+                except ValueError as error:  # our own file, damaged (a killed write): computed again
+                    print(f"meta_evaluation.py: {error}; computing it again", file=sys.stderr)
+                    part.unlink()
             if not part.is_file():
                 if args.summary_only:
                     continue
                 data = data or test_split(N_IMAGES[benchmark], benchmark=benchmark)
                 found = meta_evaluate_model(load_model(model_dir), data, protocol=settings)
                 write_json(part, {"model": str(model_dir), **found.to_dict()})
-            parts.setdefault(benchmark, {})[model_dir.name] = read_json(part)
+            parts.setdefault(benchmark, {})[model_dir.name] = read_part(part)
+    if not parts:
+        raise ValueError(f"no per-model result in {args.parts} for --seeds={','.join(map(str, args.seeds))}; run "
+                         "without --summary-only to compute them")
     given = list(argv if argv is not None else sys.argv[1:])
     script = "python scripts/meta_evaluation.py"
     # the parts are computed by the command without --summary-only (which only gathers them)

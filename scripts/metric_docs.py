@@ -12,12 +12,13 @@ twice: the text is the registry's.
 
 from __future__ import annotations
 
-import argparse
 import inspect
 import json
 import sys
 from pathlib import Path
 from typing import Any
+
+from infsa_viz.cli import script_main, script_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "metrics.md"
@@ -141,8 +142,9 @@ def document() -> str:
     ]) + "\n"
 
 
+@script_main("metric_docs.py")
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = script_parser("metric_docs.py", __doc__)
     parser.add_argument("--check", action="store_true", help="exit 1 when docs/metrics.md is out of date")
     args = parser.parse_args(argv)
     text = document()

@@ -37,6 +37,8 @@ from typing import Any
 
 import numpy as np
 
+from infsa_viz.cli import script_main, script_parser
+
 if __package__ in (None, ""):  # run as a file (python scripts/x.py): make "scripts" importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -352,8 +354,9 @@ def cosine_tables(record: dict[str, Any]) -> dict[str, str]:
 # --------------------------------------------------------------------------- command
 
 
+@script_main("paper_gap.py")
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = script_parser("paper_gap.py", __doc__)
     parser.add_argument("--only", choices=("sensitivity", "cosine"), default=None, help="run one study (default both)")
     parser.add_argument("--n-images", type=int, default=500, help="test images of the sensitivity study (default 500)")
     parser.add_argument("--cosine-images", type=int, default=128, help="test images per model, cosines (default 128)")

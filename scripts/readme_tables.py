@@ -15,13 +15,13 @@ file it comes from.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from infsa_viz.cli import script_main, script_parser
 from infsa_viz.evaluation.verdict import PAPER_FIGURES
 
 if __package__ in (None, ""):  # run as a file (python scripts/x.py): make "scripts" importable
@@ -159,13 +159,17 @@ def reliability_table() -> str:
     report = _load("reliability.json")
     matrix, resume = report["bad_input_matrix"], report["kill_and_resume"]
     lines = ["| check | result |", "|---|---|"]
+    handled = {h["case"].partition(":")[0] for h in matrix.get("handled_not_refused", [])}
     for surface in sorted(matrix["tried"]):
         lines.append(f"| bad inputs, {surface} | {matrix['passed'].get(surface, 0)} of {matrix['tried'][surface]} "
-                     "refused with one clear line |")
+                     f"refused with one clear line{' or handled correctly' if surface in handled else ''} |")
     limited = matrix["memory_limited_cases"]
     peak = matrix.get("max_peak_rss_mib")
+    estimates = report.get("estimates", {})
+    ratios = (f"; N² maps add {estimates['ratio_min']:.1f}–{estimates['ratio_max']:.1f}× their estimate"
+              if estimates.get("ratio_min") is not None else "")
     lines.append(f"| …of which under a 3 GiB address-space limit | {len(limited)}"
-                 + (f" (largest peak {peak:,.0f} MiB resident) |" if peak is not None else " |"))
+                 + (f" (largest peak {peak:,.0f} MiB resident{ratios}) |" if peak is not None else " |"))
     if matrix.get("pending"):
         lines.append(f"| bad inputs waiting on another change (not run) | {len(matrix['pending'])}: "
                      + "; ".join(sorted({p["why"] for p in matrix["pending"]})) + " |")
@@ -357,8 +361,9 @@ HOMES: dict[str, str] = {
 }
 
 
+@script_main("readme_tables.py")
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = script_parser("readme_tables.py", __doc__)
     parser.add_argument("--check", action="store_true", help="exit 1 if a table's file lacks it verbatim")
     args = parser.parse_args(argv)
     missing = []

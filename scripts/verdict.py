@@ -46,6 +46,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 if __package__ in (None, ""):  # run as a file (python scripts/x.py): make "scripts" importable
     sys.path.insert(0, str(ROOT))
+from infsa_viz.cli import script_main, script_parser  # noqa: E402
 from scripts.verdict_benchmarks import VERDICT_BENCHMARKS, seed_models  # noqa: E402
 
 SEEDS_DIR = Path("models") / "seeds"
@@ -226,11 +227,11 @@ def summarise(report: dict[str, Any], path: str, greedy: dict[str, Any] | None =
 
 def summary(reports: dict[str, Path], command: str) -> dict[str, Any]:
     from infsa_viz.evaluation.verdict import PAPER_FIGURES
-    from infsa_viz.io import read_json
+    from infsa_viz.evaluation.writer import read_report
 
     def greedy(path: Path) -> dict[str, Any] | None:
         twin = path.with_name(path.stem + "-greedy.json")
-        return read_json(twin) if twin.is_file() else None
+        return read_report(twin) if twin.is_file() else None
 
     return {"protocol": {"command": command, "methods": list(METHODS), "figures": list(FIGURES),
                          "unit": "points: evidence rank correlation x 100, MoRF-AOC in %, box PR-AUC x 100, "
@@ -244,7 +245,7 @@ def summary(reports: dict[str, Path], command: str) -> dict[str, Any]:
                                                "classify correctly (matched); per_seed baseline_mean / variant_mean "
                                                "on the same images; image_sets: the call under each image set"}},
             "paper": PAPER_FIGURES,
-            "benchmarks": {b: summarise(read_json(p), str(p), greedy(p)) for b, p in reports.items()}}
+            "benchmarks": {b: summarise(read_report(p), str(p), greedy(p)) for b, p in reports.items()}}
 
 
 def html(record: dict[str, Any]) -> str:
@@ -311,7 +312,7 @@ def largest_difference(report: dict[str, Any], other: dict[str, Any]) -> tuple[f
 
 def compare(args: argparse.Namespace) -> int:
     """``--compare DIR``: each ``metrics/verdict-<benchmark>.json`` against ``DIR``'s (writes nothing)."""
-    from infsa_viz.io import read_json
+    from infsa_viz.evaluation.writer import read_report
 
     worst, found = 0.0, 0
     for benchmark in args.benchmarks:
@@ -319,7 +320,8 @@ def compare(args: argparse.Namespace) -> int:
         if not (ours.is_file() and other.is_file()):
             print(f"# {benchmark}: {ours if not ours.is_file() else other} does not exist", file=sys.stderr)
             continue
-        difference, where, compared = largest_difference(read_json(ours), read_json(other))
+        difference, where, compared = largest_difference(read_report(ours, parts=("results",)),
+                                                         read_report(other, parts=("results",)))
         found += compared
         print(f"{benchmark}: {compared} figures compared, largest difference {difference:.4g} points"
               + (f" ({where})" if where else ""), file=sys.stderr)
@@ -330,10 +332,11 @@ def compare(args: argparse.Namespace) -> int:
     return 0 if worst <= TOLERANCE else 1
 
 
+@script_main("verdict.py")
 def main(argv: list[str] | None = None) -> int:
     from scripts.verdict_benchmarks import RETIRED, VERDICT_BENCHMARKS as BENCHMARKS
 
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = script_parser("verdict.py", __doc__)
     parser.add_argument("--benchmarks", default=",".join(BENCHMARKS),
                         type=lambda t: [b for b in t.split(",") if b], help="comma-separated (default all)")
     parser.add_argument("--n-images", type=int, default=None,
@@ -356,6 +359,11 @@ def main(argv: list[str] | None = None) -> int:
         why = "".join(f"; {b} left the verdict: {RETIRED[b]}" for b in unknown if b in RETIRED)
         parser.error(f"--benchmarks: {unknown} are not benchmarks of the verdict; expected some of {list(BENCHMARKS)}"
                      + why)
+    if not args.benchmarks:
+        parser.error(f"--benchmarks names no benchmark; expected some of {list(BENCHMARKS)}")
+    for name in ("n_images", "threads"):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')}={getattr(args, name)} must be a positive integer")
 
     if args.compare is not None:
         return compare(args)
@@ -363,6 +371,16 @@ def main(argv: list[str] | None = None) -> int:
     from infsa_viz.cli import main as cli
     from infsa_viz.evaluation.writer import write_plotly_js
     from infsa_viz.io import atomic_write, write_json
+    from scripts import verdict_text
+    from scripts.doc_sections import read_section, write_section
+
+    def check_docs() -> None:
+        """The docs file and its section exist: checked before an evaluation runs or a file is written."""
+        if not args.docs.is_file():
+            raise ValueError(f"--docs={str(args.docs)!r} does not exist; expected a markdown file with the "
+                             "verdict-tables section")
+        for section in ("verdict-tables", "verdict-image-sets"):
+            read_section(args.docs, section)
 
     reports = {}
     for benchmark in args.benchmarks:
@@ -372,6 +390,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"# {benchmark}: no seed models in {args.seeds_dir / benchmark}", file=sys.stderr)
             continue
         if not args.summary_only:
+            check_docs()
             for command in (evaluate_argv(benchmark, models, args), greedy_argv(benchmark, models, args)):
                 print("infsa-viz " + shlex.join(command), file=sys.stderr)
                 code = cli(command)
@@ -383,22 +402,20 @@ def main(argv: list[str] | None = None) -> int:
         print("no report to summarise", file=sys.stderr)
         return 2
     record = summary(reports, "python scripts/verdict.py " + shlex.join(sys.argv[1:] if argv is None else argv))
-    write_json(args.metrics / "verdict.json", record)
-    from scripts import verdict_text
-    from scripts.doc_sections import write_section
-
+    sections = {"verdict-tables": verdict_text.verdict_tables(record),  # everything is made before the first
+                "verdict-image-sets": verdict_text.image_set_table(record)}  # file is written
     try:
-        for section, table in (("verdict-tables", verdict_text.verdict_tables), ("verdict-image-sets",
-                                                                                verdict_text.image_set_table)):
-            write_section(args.docs, section, table(record))
-    except (ValueError, FileNotFoundError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    try:
-        write_plotly_js(args.metrics)
-        atomic_write(args.metrics / "verdict.html", html(record))
+        page = html(record)
     except ImportError:
+        page = None
         print("plotly is not installed: verdict.html not written", file=sys.stderr)
+    check_docs()
+    write_json(args.metrics / "verdict.json", record)
+    for section, table in sections.items():
+        write_section(args.docs, section, table)
+    if page is not None:
+        write_plotly_js(args.metrics)
+        atomic_write(args.metrics / "verdict.html", page)
     print(f"wrote {args.metrics / 'verdict.json'}", file=sys.stderr)
     return 0
 

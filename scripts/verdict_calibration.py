@@ -32,6 +32,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from infsa_viz.cli import script_main, script_parser
+
 if __package__ in (None, ""):  # run as a file (python scripts/x.py): make "scripts" importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -155,8 +157,9 @@ def table(record: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+@script_main("verdict_calibration.py")
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = script_parser("verdict_calibration.py", __doc__)
     parser.add_argument("--replications", type=int, default=4000, help="under the null (default 4000)")
     parser.add_argument("--power-replications", type=int, default=2000, help="per power setting (default 2000)")
     parser.add_argument("--coverage-replications", type=int, default=200, help="per coverage setting (default 200)")

@@ -103,15 +103,9 @@ st.dataframe(rows, key="spectral_table", hide_index=True)
 shown = [(e, v) for e, v in visits if e.path in pngs]
 
 
-def _table_csv() -> str:
-    import pandas as pd
-
-    return pd.DataFrame(rows).to_csv(index=False)
-
-
 exports.buttons(exports.stem(image.base, "spectral"), key="spectral",
                 png=(lambda: exports.overlays_png([(e.name, v) for e, v in shown], scale, alpha=sel.display.alpha))
                 if shown else None,
                 maps=lambda: {e.label: v.map for e, v in shown})
-st.download_button("Spectral table (CSV)", _table_csv, "spectral.csv", "text/csv", key="download_spectral",
+st.download_button("Spectral table (CSV)", lambda: exports.table_csv(rows), "spectral.csv", "text/csv", key="download_spectral",
                    on_click="ignore")

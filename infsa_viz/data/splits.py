@@ -188,7 +188,7 @@ def _scene_split(config: SceneConfig, seed: int) -> tuple[np.ndarray, np.ndarray
     """``(images, labels, scenes)`` of the first :data:`TEST_SIZE` test images of ``config``'s generator."""
     if isinstance(config, CuedDigitsConfig):
         return generate_cued(TEST_SIZE, split="test", seed=seed, config=config)
-    sample, scenes = _generate(*_sample_stream(TEST_SIZE, "test", seed, 0), config)
+    sample, scenes = _generate(*_sample_stream(TEST_SIZE, "test", seed, 0, config), config)
     return sample.images, sample.labels, scenes
 
 

@@ -24,6 +24,7 @@ from ..maps import METHODS, GroundTruth, MapResult, attribute, check_method
 from ..metrics.registry import Scores, Scoring
 from ..preprocess import Prepared, prepare
 from ..progress import progress
+from .budget import check_evaluation
 from .interventions import ObjectImportance, object_importance
 from .journal import Journal
 from .records import ImageRecord, summarise
@@ -270,7 +271,9 @@ def evaluate(
         journal: where finished chunks are kept and read back (resuming a killed run); default none.
 
     Raises:
-        ValueError: no model, no method, an unknown method, or more processes than chunks.
+        ValueError: no model, no method, an unknown method, more processes than chunks, or a map or
+            metric call that cannot fit the memory available or its bound
+            (:func:`~infsa_viz.evaluation.budget.check_evaluation`, before any image is scored).
     """
     if not models:
         raise ValueError("models is empty; expected at least one (name, model) pair")
@@ -279,6 +282,7 @@ def evaluate(
     for method in methods:
         check_method(method)
     n = len(data)
+    check_evaluation(models, methods, protocol, n_images=n)
     all_chunks = [list(range(s, min(s + protocol.chunk, n))) for s in range(0, n, protocol.chunk)]
     chunks = [all_chunks[i] for i in shard_indices(len(all_chunks), dist)]
     if not chunks:

@@ -55,6 +55,8 @@ class EvalSettings:
         check_int("chunk", chunk, minimum=1)
         check_int("batch_size", batch_size, minimum=1)
         names = tuple(default_metrics() if metrics is None else metrics)
+        if not names:
+            raise ValueError(f"metrics is empty; expected at least one of {list(METRICS)} (None: the defaults)")
         for name in names:
             check_metric(name)
         set_ = object.__setattr__

@@ -18,6 +18,7 @@ import torch
 from torch import Tensor, nn
 
 from ..capture import AttentionRecord
+from ..estimate import Estimate, Workload, check_estimate
 from ..targets import Target
 
 __all__ = [
@@ -180,8 +181,27 @@ class MapMethod(ABC):
     #: Whether its ``seed`` option draws the map (the evaluation then seeds each chunk of images
     #: from its own seed and the chunk's first index, so reruns reproduce it).
     seeded: ClassVar[bool] = False
-    #: Work per batch of images, in words.
+    #: Work per batch of images, in words (:meth:`estimate` states it as numbers).
     cost: ClassVar[str] = ""
+    #: The toolkit's version of its definition: raise it whenever a change moves its maps, so
+    #: journalled results of another version (``evaluate --journal``) are recomputed, not reused.
+    version: ClassVar[int] = 1
+    #: What it needs of an evaluation's data beyond images and labels: a
+    #: :class:`~infsa_viz.data.LabelledImages` field → what that is (:meth:`missing_data`).
+    requires: ClassVar[dict[str, str]] = {}
+
+    def missing_data(self, data: Any) -> str | None:
+        """Why this method cannot run on ``data`` (what it needs and the data lacks), or ``None``."""
+        from ..metrics.registry import lacking
+
+        return lacking(self.name, "method", self.requires, data)
+
+    def estimate(self, work: Workload, options: dict[str, Any]) -> Estimate:
+        """What one call on ``work`` (:class:`~infsa_viz.estimate.Workload`) with the resolved ``options``
+        holds at its peak and how many model passes per image it makes; :meth:`attribute` refuses a
+        call that cannot fit before computing anything. Default: one forward and every layer's captured
+        ``q`` and ``k``; methods that hold more state it."""
+        return Estimate(work.forward() + work.capture(), "one forward and every layer's q, k")
 
     def resolve(self, options: dict[str, Any]) -> dict[str, Any]:
         """Defaults updated by ``options``; ``ValueError`` for an option the method does not take."""
@@ -210,7 +230,8 @@ class MapMethod(ABC):
 
         Raises:
             ValueError: unknown option, bad option value, a target for a method without one, a
-                missing ground truth, or maps that are not finite (the images are named).
+                missing ground truth, a call whose :meth:`estimate` is over the memory available or
+                the method's bound, or maps that are not finite (the images are named).
         """
         resolved = self.resolve(options)
         if target is not None and not self.explains_class:
@@ -218,6 +239,10 @@ class MapMethod(ABC):
         if self.needs_truth and (truth is None or len(truth.boxes) != images.shape[0]):
             raise ValueError(f"method {self.name!r} is a reference map built from the images' ground truth; "
                              f"pass truth=GroundTruth(...) with one entry per image ({images.shape[0]})")
+        work = Workload.of(model, images)
+        if work is not None:  # before anything is allocated
+            check_estimate(self.estimate(work, resolved), work, subject=f"method {self.name!r}",
+                           fewer="fewer images per call")
         model.eval()
         classes = _resolve_target(model, images, target, labels) if self.explains_class else None
         maps, metadata, validity = self._compute(model, images, classes, resolved, truth) if self.needs_truth \

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from ..estimate import Estimate
 from .base import MapMethod, register
 
 __all__ = ["RandomMap"]
@@ -20,6 +21,9 @@ class RandomMap(MapMethod):
     defaults = {"seed": 0}
     seeded = True
     cost = "none"
+
+    def estimate(self, work, options):
+        return Estimate(4.0 * work.batch * work.patches, "one number per patch", forwards=0)
 
     def _compute(self, model, images, target, options):
         p = model.patch_size

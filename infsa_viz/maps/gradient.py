@@ -13,6 +13,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from ..estimate import Estimate, Workload, count_option
 from .base import MapMethod, register
 
 __all__ = ["InputXGradient", "IntegratedGradients", "Occlusion", "Saliency", "patch_feature_mask",
@@ -53,6 +54,9 @@ class _CaptumMethod(MapMethod):
     captum_class: str
     reference = "Captum (Kokhlikyan et al. 2020)"
 
+    def estimate(self, work: Workload, options: dict[str, Any]) -> Estimate:
+        return Estimate(work.forward(grad=True), "one forward kept for the backward", forwards=2)
+
     def _compute(self, model: nn.Module, images: Tensor, target: Tensor | None,
                  options: dict[str, Any]) -> tuple[Tensor, dict[str, Any], None]:
         explainer = _captum(self.captum_class)(model)
@@ -80,6 +84,12 @@ class IntegratedGradients(_CaptumMethod):
     captum_class = "IntegratedGradients"
     defaults = {"n_steps": 32, "baseline": 0.0, "internal_batch_size": 64}
     cost = "n_steps forwards + backwards per image"
+
+    def estimate(self, work: Workload, options: dict[str, Any]) -> Estimate:
+        steps = count_option(options, "n_steps", 32)
+        inner = work.with_batch(min(work.batch * steps, count_option(options, "internal_batch_size", 64)))
+        return Estimate(inner.forward(grad=True), "a forward kept for the backward of internal_batch_size scaled inputs",
+                        forwards=2 * steps, lower="fewer n_steps or a smaller internal_batch_size")
 
     def _attribute(self, explainer, x, target, patch_size, options):
         return explainer.attribute(x, baselines=options["baseline"], target=target, n_steps=options["n_steps"],
@@ -121,6 +131,10 @@ class Occlusion(_CaptumMethod):
     captum_class = "FeatureAblation"
     defaults = {"baseline": 0.0}
     cost = "1 + h·w forwards per image (16 perturbations per call)"
+
+    def estimate(self, work: Workload, options: dict[str, Any]) -> Estimate:
+        return Estimate(work.with_batch(16 * work.batch).forward(), "one forward of 16 occluded copies per image",
+                        forwards=1 + work.patches, lower="a smaller input (fewer patches)")
 
     def _attribute(self, explainer, x, target, patch_size, options):
         mask = patch_feature_mask(tuple(x.shape[1:]), patch_size)  # type: ignore[arg-type]

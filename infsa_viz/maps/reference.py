@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ..estimate import Estimate, count_option
 from ..metrics.upsample import boxes_to_mask
 from .base import GroundTruth, MapMethod, register
 
@@ -63,6 +64,9 @@ class BoxOracle(MapMethod):
                    "1 inside, 0 outside")
     cost = "none (reads the target boxes)"
 
+    def estimate(self, work, options):
+        return Estimate(4.0 * work.batch * work.pixels, "one (H, W) box mask per image", forwards=0)
+
     def _compute(self, model, images, target, options, truth: GroundTruth):
         maps = box_oracle_maps(truth.boxes, image_size=tuple(images.shape[-2:]), patch_size=model.patch_size)
         return maps, {"reference": self.description,
@@ -83,13 +87,18 @@ class EvidenceOracle(MapMethod):
                    "(probability drop when it alone is removed) painted on its visible pixels, patch means")
     reference = "in the spirit of FunnyBirds (Hesse, Schaub-Meyer & Roth, ICCV 2023)"
     cost = "none (reads the objects' masks and importance: one forward per object and image, shared)"
+    requires = {"scenes": "scene objects (their masks and in-distribution removals, from a generated benchmark "
+                          "such as --data cluttered-digits)"}
+
+    def estimate(self, work, options):
+        return Estimate(8.0 * work.batch * work.pixels, "the objects' (B, O, H, W) masks, read", forwards=0)
 
     def _compute(self, model, images, target, options, truth: GroundTruth):
         from ..metrics.evidence import evidence_oracle
 
         if not truth.has_evidence:
             raise ValueError("method 'evidence_oracle' needs scene masks and object importance; the data has no "
-                             "scenes (use a generated benchmark such as cluttered-digits)")
+                             "scenes (score it on a generated benchmark: --data cluttered-digits)")
         maps = evidence_oracle(truth.masks, truth.importance, patch_size=model.patch_size)
         return torch.from_numpy(maps).float(), {"reference": self.description,
                                                 "importance": "probability drop, clipped at 0"}, None
@@ -112,6 +121,12 @@ class GreedyDeletionOracle(MapMethod):
     defaults = dict(_GREEDY_DEFAULTS)
     from_settings = tuple(_GREEDY_DEFAULTS)
     cost = "steps x remaining patches forwards per image (378 at 6x6 patches, 1,512 at 12x12, 20 steps)"
+
+    def estimate(self, work, options):
+        steps = count_option(options, "steps", 20)
+        copies = work.with_batch(min(count_option(options, "batch_size", 512), work.batch * work.patches))
+        return Estimate(copies.forward() + 8.0 * copies.batch * work.pixels, "one forward of batch_size copies",
+                        forwards=work.patches * (steps + 1) / 2, lower="fewer --steps or a smaller input")
 
     def _compute(self, model, images, target, options):
         from ..metrics.greedy_deletion import greedy_deletion

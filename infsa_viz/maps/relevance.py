@@ -14,6 +14,7 @@ import torch
 from torch import Tensor, nn
 
 from ..capture import attention_layers
+from ..estimate import Estimate, Workload
 from ._explicit import explicit_attention, target_logits
 from .base import MapMethod, register, select_layer, tokens_to_grid
 from .gradient import pool_to_patches
@@ -67,6 +68,12 @@ class CheferGeneric(MapMethod):
     explains_class = True
     cost = "1 forward + 1 backward per image; L dense N×N products"
 
+    def estimate(self, work: Workload, options: dict[str, Any]) -> Estimate:
+        return Estimate(work.forward(grad=True, explicit=True) + work.layers * work.square()
+                        + work.square(2 * 2 + 2, heads=False, itemsize=8) + work.square(2, itemsize=8),
+                        "a forward with every layer's (B, H, N, N) attention and its gradient, and float64 "
+                        "(B, N, N) relevance products", forwards=2)
+
     def _compute(self, model, images, target, options):
         _need_cls(model, self.name)
         attentions, gradients, _ = _gradients(model, images, target)
@@ -91,6 +98,11 @@ class AttnLRP(MapMethod):
     explains_class = True
     signed = True
     cost = "1 forward + 1 backward per image"
+
+    def estimate(self, work: Workload, options: dict[str, Any]) -> Estimate:
+        return Estimate(work.forward(grad=True, explicit=True) + 3 * work.layers * work.square(),
+                        "a forward with every layer's (B, H, N, N) attention, its halved-gradient copies and its "
+                        "gradient", forwards=2)
 
     def _compute(self, model, images, target, options):
         x = images.detach().clone().requires_grad_(True)
@@ -121,6 +133,9 @@ class GradCAM(MapMethod):
     per_layer = True
     explains_class = True
     cost = "1 forward + 1 backward per image"
+
+    def estimate(self, work: Workload, options: dict[str, Any]) -> Estimate:
+        return Estimate(work.forward(grad=True), "one forward kept for the backward", forwards=2)
 
     def _compute(self, model, images, target, options):
         layers = attention_layers(model)

@@ -29,6 +29,8 @@ from typing import Any, ClassVar, Literal, get_args
 import numpy as np
 from torch import Tensor, nn
 
+from ..estimate import Estimate, Workload
+
 __all__ = [
     "CATEGORIES",
     "FIGURES",
@@ -246,8 +248,25 @@ class Metric(ABC):
     redraws: ClassVar[bool] = False
     #: Whether ``infsa-viz evaluate`` computes it unless ``--metrics`` says otherwise.
     default: ClassVar[bool] = True
-    #: Work per image, in words.
+    #: Work per image, in words (:meth:`estimate` states it as numbers).
     cost: ClassVar[str] = ""
+    #: The toolkit's version of its definition: raise it whenever a change moves its figures, so
+    #: journalled results of another version (``evaluate --journal``) are recomputed, not reused.
+    version: ClassVar[int] = 1
+    #: What it needs of the data beyond images and labels: a :class:`~infsa_viz.data.LabelledImages`
+    #: field → what that is. A run that names the metric on data without it is refused
+    #: (:meth:`missing_data`); where it is only a default, its figures are ``nan`` with the reason.
+    requires: ClassVar[dict[str, str]] = {}
+
+    def missing_data(self, data: Any) -> str | None:
+        """Why this metric cannot be computed on ``data`` (what it needs and the data lacks), or ``None``."""
+        return lacking(self.name, "metric", self.requires, data)
+
+    def estimate(self, work: Workload, settings: Mapping[str, Any]) -> Estimate:
+        """What scoring one chunk of ``work.batch`` images under the resolved ``settings`` holds at its peak
+        and how many model passes per image it makes (:mod:`infsa_viz.estimate`); checked before an
+        evaluation starts. Default: the maps upsampled to the input's pixels, no model pass."""
+        return Estimate(16.0 * work.batch * work.pixels, "the maps upsampled to the input's pixels", forwards=0)
 
     @abstractmethod
     def score(self, ctx: Scoring) -> Scores:
@@ -266,6 +285,13 @@ class Metric(ABC):
         if self.subset:
             out["images"] = f"index < {settings[self.subset]}"
         return out
+
+
+def lacking(name: str, kind: str, requires: Mapping[str, str], data: Any) -> str | None:
+    """``"{kind} {name!r} needs …, which the data lacks"`` for the fields of ``requires`` that ``data``
+    does not hold (``None``), or ``None`` when it holds them all."""
+    missing = [what for field_name, what in requires.items() if getattr(data, field_name, None) is None]
+    return None if not missing else f"{kind} {name!r} needs {' and '.join(missing)}, which the data lacks"
 
 
 class RowMetric(Metric):

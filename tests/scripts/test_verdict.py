@@ -64,8 +64,9 @@ def test_a_benchmark_is_one_data_entry(tmp_path, monkeypatch):
     assert greedy[greedy.index("--n-images") + 1] == "4" and greedy[greedy.index("--out") + 1] == "m/verdict-cued-greedy.json"
     plain = verdict.evaluate_argv("cluttered-digits", found, args)
     assert plain[plain.index("--n-images") + 1] == "1000"
-    with pytest.raises(SystemExit):
-        verdict.main(["--benchmarks", "cluttered-digits-hard", "--summary-only"])
+    cued = verdict.evaluate_argv("cued-digits", found, args)  # a benchmark's own evaluate options
+    assert cued[cued.index("--target") + 1] == "predicted" and cued[cued.index("--select") + 1] == "all"
+    assert verdict.main(["--benchmarks", "cluttered-digits-hard", "--summary-only"]) == 2
 
 
 @pytest.mark.slow

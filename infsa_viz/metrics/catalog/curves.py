@@ -8,7 +8,7 @@ from ..perturbation import perturbation_curves
 from ..protocol import BASELINES
 from ..registry import Figure, Metric, Scores, Scoring, Setting, register_metric
 from ..scores import aopc, lerf_auc, morf_aoc
-from ._common import MAX_STEPS, quiet
+from ._common import MAX_STEPS, copies_estimate, quiet
 
 __all__ = ['PatchPerturbation']
 
@@ -43,6 +43,9 @@ class PatchPerturbation(Metric):
                 choices=tuple(b for b in BASELINES if b != "zero")),
     )
     cost = "2 x (steps + 1) forwards per image"
+
+    def estimate(self, work, settings):
+        return copies_estimate(work, settings["batch_size"], 2 * (settings["steps"] + 1) + 1)
 
     def score(self, ctx: Scoring) -> Scores:
         s = ctx.settings
