@@ -30,20 +30,21 @@ def block_scene(background: int = 30, alternative: int = 10) -> Scene:
 
 
 class PlantedModel(nn.Module):
-    """Two classes: logit 0 = 0, logit 1 = ``gain`` × the mean input over one object's box (for the
-    background, object 3: over :data:`BACKGROUND_ONLY`).
+    """Two classes: logit 0 = 0, logit 1 = ``gain`` × (the mean input over one object's box − ``bias``)
+    (for the background, object 3: over :data:`BACKGROUND_ONLY`).
 
     Its output depends only on that object's pixels; it carries the preprocessing contract
     (identity normalisation) that :func:`~infsa_viz.preprocess.prepare` reads.
     """
 
-    def __init__(self, obj: int, *, gain: float = 8.0) -> None:
+    def __init__(self, obj: int, *, gain: float = 8.0, bias: float = 0.0) -> None:
         super().__init__()
         self.config = ViTConfig(img_size=SIZE, in_chans=1, patch_size=PATCH, num_classes=2,
                                 preprocessing=Preprocessing(mean=0.0, std=1.0))
         self.patch_size, self.box, self.gain = PATCH, (BOXES[obj] if obj < len(BOXES) else BACKGROUND_ONLY), gain
+        self.bias = bias
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x0, y0, x1, y1 = (int(v) for v in self.box)
-        s = self.gain * x[:, :, y0:y1, x0:x1].mean(dim=(1, 2, 3))  # (B,)
+        s = self.gain * (x[:, :, y0:y1, x0:x1].mean(dim=(1, 2, 3)) - self.bias)  # (B,)
         return torch.stack([torch.zeros_like(s), s], dim=1)  # (B, 2)
