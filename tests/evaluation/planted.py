@@ -48,3 +48,20 @@ class PlantedModel(nn.Module):
         x0, y0, x1, y1 = (int(v) for v in self.box)
         s = self.gain * (x[:, :, y0:y1, x0:x1].mean(dim=(1, 2, 3)) - self.bias)  # (B,)
         return torch.stack([torch.zeros_like(s), s], dim=1)  # (B, 2)
+
+
+def planted_data(n: int, *, seed: int = 0):
+    """``n`` block scenes with seeded intensities (digits 120–255, backgrounds 0–60, an alternative
+    background 0–60), label 1 and the target's box: data a :class:`PlantedModel` classifies."""
+    from infsa_viz.data import LabelledImages
+
+    rng = np.random.default_rng(seed)
+    scenes = []
+    for _ in range(n):
+        values = rng.integers(120, 256, size=len(BOXES))
+        digits = tuple(np.full((y1 - y0, x1 - x0), v, np.uint8) for (x0, y0, x1, y1), v in zip(BOXES, values, strict=True))
+        background, alternative = (np.full((SIZE, SIZE), v, np.uint8) for v in rng.integers(0, 61, size=2))
+        scenes.append(Scene(background, alternative, digits, BOXES.copy(), np.array([1, 2, 3])))
+    return LabelledImages(images=np.stack([s.render() for s in scenes]), labels=np.ones(n, np.int64),
+                          boxes=[BOXES[:1].copy() for _ in scenes], negative_boxes=[BOXES[1:].copy() for _ in scenes],
+                          negative_labels=[np.array([2, 3]) for _ in scenes], scenes=scenes)
