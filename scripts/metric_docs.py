@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "metrics.md"
 COST = ROOT / "metrics" / "bench-metric-cost.json"
 META = ROOT / "metrics" / "meta-evaluation.json"
+CEILING = ROOT / "metrics" / "morf-ceiling.json"
 
 
 def _paragraph(obj: Any) -> str:
@@ -125,6 +126,26 @@ def meta_table() -> str:
     return "\n".join(lines)
 
 
+def ceiling_table() -> str:
+    if not CEILING.is_file():
+        return "_Not measured yet: run `python scripts/morf_ceiling.py`._"
+    report = json.loads(CEILING.read_text())
+    lines = ["| benchmark | models × images × maps | above the greedy oracle (largest excess) | above the beam "
+             "estimate (largest excess) | estimate − greedy | forwards per image: greedy, beam | beam s per image |",
+             "|---|---|---|---|---|---|---:|"]
+    for b, e in report["summary"].items():
+        lines.append(
+            f"| {b} | {e['models']} × {'/'.join(map(str, e['images_per_model']))} × {len(report['protocol']['maps'])} "
+            f"| {e['above_greedy_deletion']} of {e['pairs']} ({e['max_excess_greedy_deletion']:+.2f}) "
+            f"| {e['above_beam_deletion']} of {e['pairs']} ({e['max_excess_beam_deletion']:+.2f}) "
+            f"| {e['beam_minus_greedy_mean']:+.2f} | {', '.join(map(str, e['greedy_forwards_per_image']))}, "
+            f"{e['beam_forwards_per_image_mean']:,.0f} | {e['beam_seconds_per_image_mean']:.1f} |")
+    p = report["protocol"]
+    lines += ["", f"Maps: {', '.join(p['maps'])}; seeds {p['seeds']} (one model per variant); excess in points of "
+                  f"MoRF-AOC. Rule: {p['rule']}. Command: `{p['command']}`."]
+    return "\n".join(lines)
+
+
 def document() -> str:
     return "\n\n".join([
         "# Metrics",
@@ -139,6 +160,15 @@ def document() -> str:
         "A metric's floor is the seeded random map; its ceiling the reference map its figures name. They are "
         "registered map methods with a role, so reports and rankings tell them apart by role.",
         reference_table(),
+        "## MoRF's ceiling: an estimate by beam search",
+        "The greedy deletion oracle removes, at each step, the patches whose single removal lowers the class most: "
+        "it minimises the next probability, not the area, and cannot see patches that matter only together, so "
+        "maps can beat it. `beam_deletion` (`infsa_viz/metrics/beam_deletion.py`) keeps the 4 best partial orders "
+        "by the area so far, tries groups of patches (best singles, substitutions, compact windows) at each step "
+        "and keeps the greedy path, so it is never below the greedy oracle; it is an estimate (the best order "
+        "found), not the true ceiling. Image × map pairs whose MoRF-AOC is above each, on the stated subset "
+        "(`python scripts/morf_ceiling.py`, `metrics/morf-ceiling.json`):",
+        ceiling_table(),
         "## What each metric costs",
         "Each metric alone on the same images and map, minus a run with no metric "
         "(`python -m benchmarks metric-cost`). The evidence protocol's interventions (one forward per scene "
@@ -148,8 +178,8 @@ def document() -> str:
         "After MetaQuantus (Hedström et al., TMLR 2023: noise resilience and adversarial reactivity), with controls "
         "(`infsa_viz/evaluation/meta/`). Per model: the evidence oracle is blended with a random map at α = 0 … 1; a "
         "figure is *monotone* when its mean quality falls with α (Spearman ≤ −0.9). Two maps (the blends at α = 0.25 "
-        "and 0.75) get noise on a grid c = 0.01 … 1 times their root-mean-square difference; a figure is *stable* "
-        "when, of the images it orders strictly, ≥ 90 % keep their order at c = 0.1 (a figure that orders none, "
+        "and 0.75) get noise on a grid c = 0.01, 0.03, 0.1, 0.3, 1 times their root-mean-square difference; a figure "
+        "is *stable* when, of the images it orders strictly, ≥ 90 % keep their order at c = 0.1 (a figure that orders none, "
         "such as a constant, is not stable); the smallest c at which that share falls below 0.9 is reported. The "
         "model's oracle and the oracle of a copy with every parameter randomised (Adebayo et al. 2018) are scored "
         "under both models; a figure is *reactive* when each model's own oracle wins ≥ 75 % of those comparisons — "

@@ -77,9 +77,11 @@ class SceneInputs:
 
 
 def scene_inputs(model: nn.Module, scenes: Sequence[Any]) -> SceneInputs:
-    """The clean renders of ``scenes`` prepared for ``model``, with the objects' masks in its input."""
+    """The clean renders of ``scenes`` prepared for ``model`` (eval mode), with the objects' masks in its input."""
     from ..preprocess import prepare
 
+    if model.training:
+        raise ValueError("model is in training mode; expected eval mode (call model.eval() first)")
     found = list(scenes)
     if not found:
         raise ValueError("scenes is empty; expected one Scene per image")
@@ -98,8 +100,6 @@ def _logits(model: nn.Module, scenes: Sequence[Any], changes: Sequence[tuple[int
     """``(len(changes), M) float64`` logits of ``scenes[i].intervene(objects)`` for each ``(i, objects)``."""
     from ..preprocess import prepare
 
-    if model.training:
-        raise ValueError("model is in training mode; expected eval mode (call model.eval() first)")
     out = []
     with torch.inference_mode():
         for start in range(0, len(changes), batch_size):

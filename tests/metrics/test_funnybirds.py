@@ -105,6 +105,8 @@ def test_target_sensitivity_rewards_a_map_that_follows_the_class():
         target_sensitivity(model, scenes, maps_a, maps_b, [1] * 3, [0] * 3, [0] * 3, [1, 1, 9])
     with pytest.raises(ValueError, match="differ"):
         target_sensitivity(model, scenes, maps_a, maps_b, [1] * 3, [1] * 3, [0] * 3, [1] * 3)
+    with pytest.raises(ValueError, match="training mode"):
+        completeness_checks(model.train(), scenes, maps_a)
 
 
 def test_registered_checks_run_in_the_evaluation_and_need_scenes():
