@@ -20,27 +20,19 @@ control failed and the positive control passed on every model.
 
 from __future__ import annotations
 
-import argparse
 import math
-import shlex
 import sys
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-SEEDS_DIR = Path("models") / "seeds"
+if __package__ in (None, ""):  # run as a file (python scripts/x.py): make "scripts" importable
+    sys.path.insert(0, str(ROOT))
 #: Images per benchmark, and the ROAD subset (its imputation is the costliest metric); a benchmark not
 #: named here gets the defaults.
 N_IMAGES = {"cluttered-digits": 100, "cluttered-digits-hard": 50}
 ROAD_IMAGES = {"cluttered-digits": 20, "cluttered-digits-hard": 10}
 DEFAULT_IMAGES, DEFAULT_ROAD_IMAGES = 100, 20
-
-
-def models_of(benchmark: str, seeds: list[int], seeds_dir: Path) -> list[Path]:
-    from infsa_viz.attention import VARIANTS
-
-    found = [seeds_dir / benchmark / f"{v}-seed{s}" for s in seeds for v in VARIANTS]
-    return [m for m in found if (m / "config.json").is_file()]
 
 
 def _finite(values: list[Any]) -> list[float]:
@@ -98,76 +90,40 @@ def summarise(parts: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from infsa_viz.commands.lists import comma_ints
-    from infsa_viz.data import BENCHMARKS
+    from scripts.seed_runs import commands, parse_seed_run, run_parts, seed_run_parser, write_report
 
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--benchmarks", default=",".join(BENCHMARKS), help="comma-separated benchmarks")
-    parser.add_argument("--seeds", type=comma_ints, default=(1, 2, 3), help="training seeds (default 1,2,3)")
-    parser.add_argument("--seeds-dir", type=Path, default=SEEDS_DIR)
-    parser.add_argument("--parts", type=Path, default=Path("runs") / "meta", help="per-model results (resumable)")
-    parser.add_argument("--out", type=Path, default=Path("metrics") / "meta-evaluation.json")
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
-    parser.add_argument("--summary-only", action="store_true", help="compute nothing; gather the parts")
-    args = parser.parse_args(argv)
-    if not args.seeds or min(args.seeds) < 0:
-        parser.error(f"--seeds={args.seeds} must name at least one non-negative integer")
-    benchmarks = [b for b in args.benchmarks.split(",") if b]
-    unknown = sorted(set(benchmarks) - set(BENCHMARKS))
-    if unknown:
-        parser.error(f"--benchmarks: {unknown} are not benchmarks; expected some of {list(BENCHMARKS)}")
-    if args.threads is not None:
-        if not 1 <= args.threads <= 256:
-            parser.error(f"--threads={args.threads} must lie in [1, 256]")
-        import torch
-
-        torch.set_num_threads(args.threads)
+    parser = seed_run_parser(__doc__, seeds=(1, 2, 3), parts=Path("runs") / "meta",
+                             out=Path("metrics") / "meta-evaluation.json")
+    args, benchmarks = parse_seed_run(parser, argv)
     from infsa_viz.data import test_split
     from infsa_viz.evaluation import EvalSettings
     from infsa_viz.evaluation.meta import meta_evaluate_model
     from infsa_viz.formats import load_model
-    from infsa_viz.io import read_json, write_json
-    from infsa_viz.progress import progress
 
-    parts: dict[str, dict[str, Any]] = {}
-    for benchmark in benchmarks:
-        models = models_of(benchmark, args.seeds, args.seeds_dir)
+    data: dict[str, Any] = {}
+
+    def compute(benchmark: str, model_dir: Path) -> dict[str, Any]:
         n_images = N_IMAGES.get(benchmark, DEFAULT_IMAGES)
         settings = EvalSettings(subsample=n_images, road_images=ROAD_IMAGES.get(benchmark, DEFAULT_ROAD_IMAGES),
                                 sanity_images=0)
-        data = None
-        for model_dir in progress(models, desc=benchmark, unit="model"):
-            part = args.parts / benchmark / f"{model_dir.name}.json"
-            if part.is_file() and "partner" not in read_json(part).get("protocol", {}):
-                part.unlink()  # made before the controls and the reactivity test: computed again
-            if not part.is_file():
-                if args.summary_only:
-                    continue
-                data = data or test_split(n_images, benchmark=benchmark)
-                found = meta_evaluate_model(load_model(model_dir), data, protocol=settings)
-                write_json(part, {"model": str(model_dir), **found.to_dict()})
-            parts.setdefault(benchmark, {})[model_dir.name] = read_json(part)
-    given = list(argv if argv is not None else sys.argv[1:])
-    script = "python scripts/meta_evaluation.py"
-    # the parts are computed by the command without --summary-only (which only gathers them)
-    computing = shlex.join([a for a in given if a != "--summary-only"])
-    write_json(args.out, {
-        "protocol": {"command": f"{script} {computing}".rstrip(), "gathered_by": f"{script} {shlex.join(given)}".rstrip(),
-                     "parts": "one JSON per model in --parts (resumable), each computed by the command",
-                     "n_images": {b: N_IMAGES.get(b, DEFAULT_IMAGES) for b in benchmarks},
-                     "road_images": {b: ROAD_IMAGES.get(b, DEFAULT_ROAD_IMAGES) for b in benchmarks},
-                     "seeds": list(args.seeds),
-                     "rule": "a figure is trusted for a model when it is monotone (Spearman of its mean quality "
-                             "against the blend weight alpha <= -0.9), stable (>= 0.9 of the image-level strict orders "
-                             "of two maps kept under noise a tenth of their difference; ties are not kept) and "
-                             "reactive (the model's own evidence oracle beats a parameter-randomised copy's in >= 0.75 "
-                             "of the comparisons under both models); see infsa_viz.evaluation.meta"},
-        "summary": summarise(parts),
-        "models": parts,
-    })
-    print(f"wrote {args.out}", file=sys.stderr)
-    return 0
+        data[benchmark] = data.get(benchmark) or test_split(n_images, benchmark=benchmark)
+        return meta_evaluate_model(load_model(model_dir), data[benchmark], protocol=settings).to_dict()
 
+    # a part made before the controls and the reactivity test is computed again
+    parts = run_parts(benchmarks, args, compute, stale=lambda part: "partner" not in part.get("protocol", {}))
+    protocol = {
+        **commands("python scripts/meta_evaluation.py", argv),
+        "parts": "one JSON per model in --parts (resumable), each computed by the command",
+        "n_images": {b: N_IMAGES.get(b, DEFAULT_IMAGES) for b in benchmarks},
+        "road_images": {b: ROAD_IMAGES.get(b, DEFAULT_ROAD_IMAGES) for b in benchmarks},
+        "seeds": list(args.seeds),
+        "rule": "a figure is trusted for a model when it is monotone (Spearman of its mean quality against the blend "
+                "weight alpha <= -0.9), stable (of the images whose pair of maps it orders strictly, >= 0.9 keep the "
+                "order under noise a tenth of the maps' difference) and reactive (the model's own evidence oracle "
+                "beats a parameter-randomised copy's in >= 0.75 of the comparisons under both models); see "
+                "infsa_viz.evaluation.meta",
+    }
+    return write_report(args.out, protocol, summarise(parts), parts)
 
 if __name__ == "__main__":
     sys.exit(main())

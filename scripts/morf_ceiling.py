@@ -18,8 +18,6 @@ and seconds per image. Each model's result is kept in ``runs/morf-ceiling/<bench
 
 from __future__ import annotations
 
-import argparse
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -28,7 +26,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 if __package__ in (None, ""):  # run as a file (python scripts/x.py): make "scripts" importable
     sys.path.insert(0, str(ROOT))
-SEEDS_DIR = Path("models") / "seeds"
 #: Images per benchmark (the stated subset: the first N test images); a benchmark not named here gets
 #: :data:`DEFAULT_IMAGES`. The 96 px benchmark's 12 × 12 grid costs about 15,000 forwards per image.
 N_IMAGES = {"cluttered-digits": 20, "cluttered-digits-hard": 5}
@@ -128,68 +125,34 @@ def summarise(parts: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from infsa_viz.commands.lists import comma_ints
-    from infsa_viz.data import BENCHMARKS
+    from scripts.seed_runs import commands, parse_seed_run, run_parts, seed_run_parser, write_report
 
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--benchmarks", default=",".join(BENCHMARKS), help="comma-separated benchmarks")
-    parser.add_argument("--seeds", type=comma_ints, default=(1,), help="training seeds (default 1)")
-    parser.add_argument("--seeds-dir", type=Path, default=SEEDS_DIR)
-    parser.add_argument("--parts", type=Path, default=Path("runs") / "morf-ceiling", help="per-model results")
-    parser.add_argument("--out", type=Path, default=Path("metrics") / "morf-ceiling.json")
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
-    parser.add_argument("--summary-only", action="store_true", help="compute nothing; gather the parts")
-    args = parser.parse_args(argv)
-    if not args.seeds or min(args.seeds) < 0:
-        parser.error(f"--seeds={args.seeds} must name at least one non-negative integer")
-    benchmarks = [b for b in args.benchmarks.split(",") if b]
-    unknown = sorted(set(benchmarks) - set(BENCHMARKS))
-    if unknown:
-        parser.error(f"--benchmarks: {unknown} are not benchmarks; expected some of {list(BENCHMARKS)}")
-    if args.threads is not None:
-        if not 1 <= args.threads <= 256:
-            parser.error(f"--threads={args.threads} must lie in [1, 256]")
-        import torch
-
-        torch.set_num_threads(args.threads)
+    parser = seed_run_parser(__doc__, seeds=(1,), parts=Path("runs") / "morf-ceiling",
+                             out=Path("metrics") / "morf-ceiling.json")
+    args, benchmarks = parse_seed_run(parser, argv)
     from infsa_viz.data import test_split
     from infsa_viz.formats import load_model
-    from infsa_viz.io import read_json, write_json
-    from infsa_viz.progress import progress
-    from scripts.meta_evaluation import models_of
     from scripts.verdict import METHODS
 
     maps = [*METHODS, "random"]
-    parts: dict[str, dict[str, Any]] = {}
-    for benchmark in benchmarks:
-        n_images = N_IMAGES.get(benchmark, DEFAULT_IMAGES)
-        data = None
-        for model_dir in progress(models_of(benchmark, list(args.seeds), args.seeds_dir), desc=benchmark, unit="model"):
-            part = args.parts / benchmark / f"{model_dir.name}.json"
-            if not part.is_file():
-                if args.summary_only:
-                    continue
-                data = data or test_split(n_images, benchmark=benchmark)
-                write_json(part, {"model": str(model_dir), **ceiling_of_model(load_model(model_dir).eval(), data, maps)})
-            parts.setdefault(benchmark, {})[model_dir.name] = read_json(part)
-    given = list(argv if argv is not None else sys.argv[1:])
-    script = "python scripts/morf_ceiling.py"
-    computing = shlex.join([a for a in given if a != "--summary-only"])
-    write_json(args.out, {
-        "protocol": {"command": f"{script} {computing}".rstrip(), "gathered_by": f"{script} {shlex.join(given)}".rstrip(),
-                     "n_images": {b: N_IMAGES.get(b, DEFAULT_IMAGES) for b in benchmarks}, "seeds": list(args.seeds),
-                     "maps": maps, "search": SEARCH,
-                     "rule": "a pair (image, map) is above a ceiling when its MoRF-AOC exceeds the ceiling's on that "
-                             f"image by more than {TOLERANCE:g} points; every image of the subset counts (MoRF-AOC "
-                             "with select='all', the evaluation's default MoRF protocol)",
-                     "estimate": "the beam search is an estimate of the ceiling (the best order it found), a lower "
-                                 "bound on the best of all orders"},
-        "summary": summarise(parts),
-        "models": parts,
-    })
-    print(f"wrote {args.out}", file=sys.stderr)
-    return 0
+    data: dict[str, Any] = {}
 
+    def compute(benchmark: str, model_dir: Path) -> dict[str, Any]:
+        data[benchmark] = data.get(benchmark) or test_split(N_IMAGES.get(benchmark, DEFAULT_IMAGES), benchmark=benchmark)
+        return ceiling_of_model(load_model(model_dir).eval(), data[benchmark], maps)
+
+    parts = run_parts(benchmarks, args, compute)
+    protocol = {
+        **commands("python scripts/morf_ceiling.py", argv),
+        "n_images": {b: N_IMAGES.get(b, DEFAULT_IMAGES) for b in benchmarks}, "seeds": list(args.seeds),
+        "maps": maps, "search": SEARCH,
+        "rule": f"a pair (image, map) is above a ceiling when its MoRF-AOC exceeds the ceiling's on that image by more "
+                f"than {TOLERANCE:g} points; every image of the subset counts (MoRF-AOC with select='all', the "
+                "evaluation's default MoRF protocol)",
+        "estimate": "the beam search is an estimate of the ceiling (the best order it found), a lower bound on the "
+                    "best of all orders",
+    }
+    return write_report(args.out, protocol, summarise(parts), parts)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -45,13 +45,11 @@ import torch
 from torch import Tensor, nn
 
 from .._checks import check_int
-from .perturbation import PerturbationCurves, baseline_images, perturbation_curves, perturbed_probabilities, removed_counts
+from .greedy_deletion import order_search
+from .perturbation import PerturbationCurves, perturbed_probabilities, removed_counts
 from .protocol import Baseline, PerturbationProtocol, Score
-from .removal import resolve_device
 
 __all__ = ["BeamDeletion", "beam_deletion", "beam_forwards", "step_weights", "window_shapes"]
-
-_STREAM_TIES = 0  # the tie-breaking stream of removal_order
 
 
 @dataclass(frozen=True, eq=False)
@@ -149,35 +147,26 @@ def beam_deletion(
     expand = check_int("expand", expand, minimum=1)
     if width > 64 or expand > 256:
         raise ValueError(f"width={width}, expand={expand} is too large; expected width <= 64 and expand <= 256")
-    options = dict(patch_size=patch_size, baseline=baseline, baseline_value=baseline_value, blur_sigma=blur_sigma,
-                   score=score, seed=seed, batch_size=batch_size, device=device)
-    B, _, H, W = images.shape if isinstance(images, Tensor) and images.ndim == 4 else (0, 0, 0, 0)
-    h, w = (H // patch_size, W // patch_size) if isinstance(patch_size, int) and patch_size > 0 else (1, 1)
-    # Validates every input and resolves the scored class and the protocol (2 forwards per image).
-    check = perturbation_curves(model, images, np.zeros((B, h, w)), targets, order="morf", steps=1, **options)
-    fields = {f.name for f in dataclasses.fields(PerturbationProtocol)}
-    protocol = PerturbationProtocol(**{**{k: v for k, v in check.protocol.items() if k in fields},
-                                       "grid": (h, w), "steps": steps})
-    N = h * w
-    x = images.to(resolve_device(model, images, device))
-    fill = baseline_images(images, protocol).to(device=x.device, dtype=images.dtype)
-    perm = np.random.default_rng([protocol.seed, _STREAM_TIES]).permutation(N)  # (N,) MoRF's tie order
-    search = _Search(model, protocol, perm, width, expand)
+    search = order_search(model, images, targets, steps=steps, patch_size=patch_size, baseline=baseline,
+                          baseline_value=baseline_value, blur_sigma=blur_sigma, score=score, seed=seed,
+                          batch_size=batch_size, device=device)
+    B, N = len(search.scored), len(search.perm)
+    beam = _Search(model, search.protocol, search.perm, width, expand)
     order = np.zeros((B, N), dtype=np.int64)
     forwards = np.zeros(B, dtype=np.int64)
     for b in range(B):
-        order[b], forwards[b] = search.run(x[b:b + 1], fill[b:b + 1], int(check.scored_class[b]))
-    position = np.argsort(order, axis=1)  # (B, N)
-    maps = (N - position).astype(np.float64).reshape(B, h, w)
-    curves = perturbation_curves(model, images, maps, targets, order="morf", steps=protocol.steps, **options)
+        order[b], forwards[b] = beam.run(search.x[b:b + 1], search.fill[b:b + 1], int(search.scored[b]))
+    maps, curves = search.finish(model, images, targets, np.argsort(order, axis=1))
     return BeamDeletion(
         maps=maps, order=order, curves=curves, forwards_per_image=forwards,
         protocol={**curves.protocol, "map": "beam-search estimate of MoRF's ceiling",
                   "search": f"beam of {width} partial orders (plus the greedy path) ranked by the area so far; "
-                            f"each expanded by probing every present patch and trying {expand} groups of the "
-                            "step's size (best singles, and one-patch substitutions from the next best)",
+                            "each expanded by probing every present patch and trying groups of the step's size: "
+                            f"the {expand} best singles (steps of one patch), else the best singles, "
+                            f"{expand - 1} substitutions of the weakest and one group per compact window",
                   "width": width, "expand": expand,
-                  "forwards_per_image_max": beam_forwards(protocol.steps, (h, w), width=width, expand=expand)},
+                  "forwards_per_image_max": beam_forwards(search.protocol.steps, search.protocol.grid, width=width,
+                                                          expand=expand)},
     )
 
 
