@@ -196,7 +196,7 @@ def test_bad_inputs_are_refused(oracle):
     with pytest.raises(ValueError, match="noise_grid"):
         meta_evaluate(score, oracle, higher_is_better={"corr": True, "distance": False}, noise_grid=(0.0, 0.1))
     with pytest.raises(ValueError, match="reference_noise"):
-        meta_evaluate(score, oracle, higher_is_better={"corr": True, "distance": False}, reference_noise=0.3)
+        meta_evaluate(score, oracle, higher_is_better={"corr": True, "distance": False}, reference_noise=0.2)
     with pytest.raises(ValueError, match="partner.oracle"):
         meta_evaluate(score, oracle, higher_is_better={"corr": True, "distance": False},
                       partner=Partner(score, oracle[:3]))
