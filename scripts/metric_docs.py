@@ -104,8 +104,8 @@ def meta_table() -> str:
     summary = report["summary"]
     benchmarks = list(summary)
     figures = list(dict.fromkeys(f for b in benchmarks for f in summary[b]["figures"]))
-    header = ("| figure | " + " | ".join(f"{b}: trusted / models (max ρ, min stability, min reactivity, "
-                                           "noise c where stability < 0.9)" for b in benchmarks) + " |")
+    header = ("| figure | " + " | ".join(f"{b}: trusted / models (max ρ, min stability, min reactivity, smallest "
+                                           "noise c where stability < 0.9 or undefined)" for b in benchmarks) + " |")
     lines = [header, "|---|" + "---|" * len(benchmarks)]
     for figure in figures:
         role = next((summary[b]["figures"][figure]["role"] for b in benchmarks if figure in summary[b]["figures"]),
@@ -138,11 +138,12 @@ def ceiling_table() -> str:
             f"| {b} | {e['models']} × {'/'.join(map(str, e['images_per_model']))} × {len(report['protocol']['maps'])} "
             f"| {e['above_greedy_deletion']} of {e['pairs']} ({e['max_excess_greedy_deletion']:+.2f}) "
             f"| {e['above_beam_deletion']} of {e['pairs']} ({e['max_excess_beam_deletion']:+.2f}) "
-            f"| {e['beam_minus_greedy_mean']:+.2f} | {', '.join(map(str, e['greedy_forwards_per_image']))}, "
+            f"| {e['beam_minus_greedy_mean']:+.2f} | {', '.join(f'{v:,}' for v in e['greedy_forwards_per_image'])}, "
             f"{e['beam_forwards_per_image_mean']:,.0f} | {e['beam_seconds_per_image_mean']:.1f} |")
     p = report["protocol"]
     lines += ["", f"Maps: {', '.join(p['maps'])}; seeds {p['seeds']} (one model per variant); excess in points of "
-                  f"MoRF-AOC. Rule: {p['rule']}. Command: `{p['command']}`."]
+                  "MoRF-AOC (negative: the closest any map came); seconds on the shared 2-core machine, one thread. "
+                  f"Rule: {p['rule']}. Command: `{p['command']}`."]
     return "\n".join(lines)
 
 
