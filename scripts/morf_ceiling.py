@@ -116,7 +116,8 @@ def summarise(parts: dict[str, dict[str, Any]]) -> dict[str, Any]:
         out[benchmark] = {
             "models": len(models), "images_per_model": sorted({f["n_images"] for f in models.values()}),
             **exceedances(pooled),
-            "beam_forwards_per_image_mean": round(sum(c["beam_forwards_per_image_mean"] for c in costs) / len(costs), 1),
+            "beam_forwards_per_image_mean": round(sum(c["beam_forwards_per_image_mean"] for c in costs) / len(costs),
+                                                  1),
             "greedy_forwards_per_image": sorted({c["greedy_forwards_per_image"] for c in costs}),
             "beam_seconds_per_image_mean": round(sum(c["beam_seconds_per_image"] for c in costs) / len(costs), 2),
             "per_model": {name: exceedances(found) for name, found in models.items()},
@@ -138,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     data: dict[str, Any] = {}
 
     def compute(benchmark: str, model_dir: Path) -> dict[str, Any]:
-        data[benchmark] = data.get(benchmark) or test_split(N_IMAGES.get(benchmark, DEFAULT_IMAGES), benchmark=benchmark)
+        n_images = N_IMAGES.get(benchmark, DEFAULT_IMAGES)
+        data[benchmark] = data.get(benchmark) or test_split(n_images, benchmark=benchmark)
         return ceiling_of_model(load_model(model_dir).eval(), data[benchmark], maps)
 
     parts = run_parts(benchmarks, args, compute)

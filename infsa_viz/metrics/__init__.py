@@ -2,8 +2,9 @@
 PR-AUC and the pointing game, each returned with its resolved protocol; deletion / insertion,
 positive / negative perturbation, ROAD, mass-based localisation, evidence metrics against the
 objects a model used, FunnyBirds-style part checks, the greedy deletion oracle and a beam-search
-estimate of MoRF's ceiling, complexity, sanity checks, the class-switch test and a multi-criteria ranking. Every metric the evaluation computes is declared
-once in the registry (:mod:`.registry`; the built-in declarations are in :mod:`.catalog`).
+estimate of MoRF's ceiling, complexity, sanity checks, the class-switch test and a multi-criteria
+ranking. Every metric the evaluation computes is declared once in the registry (:mod:`.registry`;
+the built-in declarations are in :mod:`.catalog`).
 
 Plain functions over maps ``(B, h, w)`` on the ViT patch grid (or pixel maps ``(B, H, W)`` for
 the localisation metrics). OpenCV and scikit-learn are imported by the functions that use them.

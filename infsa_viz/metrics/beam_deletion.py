@@ -215,7 +215,8 @@ class _Search:
                     for r in range(min(self.expand, M)):
                         children.append((s, [int(ranked[r])], float(best[r]), s.greedy and r == 0))
                     continue
-                tried = [list(ranked[:g])] + [[*ranked[:g - 1], ranked[r]] for r in range(g, min(M, g - 1 + self.expand))]
+                swaps = range(g, min(M, g - 1 + self.expand))  # the weakest of the best g replaced by the next
+                tried = [list(ranked[:g])] + [[*ranked[:g - 1], ranked[r]] for r in swaps]
                 tried += self._windows(g, ranked, s.removed)
                 seen = set()
                 for j, group in enumerate(tried):

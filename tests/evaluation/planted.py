@@ -59,7 +59,8 @@ def planted_data(n: int, *, seed: int = 0):
     scenes = []
     for _ in range(n):
         values = rng.integers(120, 256, size=len(BOXES))
-        digits = tuple(np.full((y1 - y0, x1 - x0), v, np.uint8) for (x0, y0, x1, y1), v in zip(BOXES, values, strict=True))
+        digits = tuple(np.full((y1 - y0, x1 - x0), v, np.uint8)
+                       for (x0, y0, x1, y1), v in zip(BOXES, values, strict=True))
         background, alternative = (np.full((SIZE, SIZE), v, np.uint8) for v in rng.integers(0, 61, size=2))
         scenes.append(Scene(background, alternative, digits, BOXES.copy(), np.array([1, 2, 3])))
     return LabelledImages(images=np.stack([s.render() for s in scenes]), labels=np.ones(n, np.int64),
