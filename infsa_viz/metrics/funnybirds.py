@@ -89,10 +89,15 @@ def scene_inputs(model: nn.Module, scenes: Sequence[Any]) -> SceneInputs:
     if len(names) != 1:
         raise ValueError(f"scenes have different objects {sorted(names)}; expected one benchmark's scenes")
     source = [s.masks() for s in found]  # (O, H, W) each
-    prepared = prepare(model, [s.intervene(()) for s in found])
+    prepared = prepare(model, _batch([s.intervene(()) for s in found]))
     masks = np.stack([prepared.masks(i, m) for i, m in enumerate(source)])
     present = np.stack([m.reshape(len(m), -1).any(axis=1) for m in source])
     return SceneInputs(prepared.tensor, masks, present, names.pop())
+
+
+def _batch(images: list[np.ndarray]) -> np.ndarray | list[np.ndarray]:
+    """One array when the images share a shape (the preprocessing's fast path), else the list."""
+    return np.stack(images) if len({im.shape for im in images}) == 1 else images
 
 
 def _logits(model: nn.Module, scenes: Sequence[Any], changes: Sequence[tuple[int, frozenset[int]]],
@@ -104,7 +109,7 @@ def _logits(model: nn.Module, scenes: Sequence[Any], changes: Sequence[tuple[int
     with torch.inference_mode():
         for start in range(0, len(changes), batch_size):
             part = changes[start:start + batch_size]
-            x = prepare(model, [scenes[i].intervene(sorted(objects)) for i, objects in part]).tensor
+            x = prepare(model, _batch([scenes[i].intervene(sorted(objects)) for i, objects in part])).tensor
             out.append(model(x).double().cpu().numpy())
     return np.concatenate(out) if out else np.zeros((0, 0))
 
