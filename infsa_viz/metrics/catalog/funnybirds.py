@@ -121,9 +121,10 @@ class TargetSensitivityCheck(Metric):
             return Scores({"target_sensitivity": out}, {"images": "none has a distractor of another class"})
         switched = ctx.redraw(rows, classes[rows])
         part = ctx.take(rows)
-        found = target_sensitivity(ctx.model, part.truth.scenes, part.maps, switched, part.classes, classes[rows],
-                                   np.full(len(rows), target), objects[rows], batch_size=ctx.settings["batch_size"],
-                                   inputs=inputs.take(rows))
+        with quiet():
+            found = target_sensitivity(ctx.model, part.truth.scenes, part.maps, switched, part.classes,
+                                       classes[rows], np.full(len(rows), target), objects[rows],
+                                       batch_size=ctx.settings["batch_size"], inputs=inputs.take(rows))
         out[rows] = found.score
         return Scores({"target_sensitivity": out},
                       {"assumption_failed": int((~found.assumption).sum()),
