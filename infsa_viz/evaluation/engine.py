@@ -50,9 +50,11 @@ def reference_methods() -> list[str]:
 def _truth(prepared: Prepared, data: LabelledImages, evidence: ObjectImportance | None) -> GroundTruth:
     """The images' ground truth in model-input pixels (with the scene objects' masks and importance)."""
     boxes = [prepared.boxes(i, b) for i, b in enumerate(data.boxes)]
+    scenes = None if data.scenes is None else list(data.scenes)
     if evidence is None:
-        return GroundTruth(boxes=boxes)
-    return GroundTruth(boxes=boxes, objects=evidence.objects, masks=evidence.masks, importance=evidence.prob_drop)
+        return GroundTruth(boxes=boxes, scenes=scenes)
+    return GroundTruth(boxes=boxes, objects=evidence.objects, masks=evidence.masks, importance=evidence.prob_drop,
+                       scenes=scenes)
 
 
 def needs_evidence(protocol: EvalSettings, methods: Sequence[str]) -> bool:

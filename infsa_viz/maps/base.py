@@ -59,12 +59,15 @@ class GroundTruth:
         importance: ``(B, O)``: the model's importance of each object, the drop of the explained
             class's probability when that object alone is removed
             (:func:`~infsa_viz.evaluation.interventions.object_importance`), or ``None``.
+        scenes: the images' :class:`~infsa_viz.data.Scene` objects (re-renderable with any objects
+            changed, for metrics that intervene themselves), or ``None``.
     """
 
     boxes: list[np.ndarray]
     objects: tuple[str, ...] | None = None
     masks: np.ndarray | None = None
     importance: np.ndarray | None = None
+    scenes: list[Any] | None = None
 
     @property
     def has_evidence(self) -> bool:
@@ -75,7 +78,8 @@ class GroundTruth:
         rows = np.asarray(rows, dtype=np.int64)
         return GroundTruth(boxes=[self.boxes[i] for i in rows], objects=self.objects,
                            masks=None if self.masks is None else self.masks[rows],
-                           importance=None if self.importance is None else self.importance[rows])
+                           importance=None if self.importance is None else self.importance[rows],
+                           scenes=None if self.scenes is None else [self.scenes[i] for i in rows])
 
 
 @dataclass(frozen=True)

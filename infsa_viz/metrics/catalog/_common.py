@@ -16,9 +16,10 @@ __all__ = ["MAX_ROAD_STEPS", "MAX_STEPS", "SUBSAMPLE", "copies_estimate", "quiet
 MAX_STEPS = 1000
 MAX_ROAD_STEPS = 100
 
-#: The image subset shared by deletion/insertion, positive/negative perturbation and the class switch.
-SUBSAMPLE = Setting("subsample", 100, int, "deletion/insertion, positive/negative perturbation and the class "
-                    "switch on images with index < N (0 = off)", minimum=0, maximum=10**7)
+#: The image subset shared by deletion/insertion, positive/negative perturbation, the class switch and the
+#: FunnyBirds checks.
+SUBSAMPLE = Setting("subsample", 100, int, "deletion/insertion, positive/negative perturbation, the class "
+                    "switch and the FunnyBirds checks on images with index < N (0 = off)", minimum=0, maximum=10**7)
 
 
 def copies_estimate(work: Workload, batch_size: int, copies: int, *, extra: float = 0.0) -> Estimate:
