@@ -23,7 +23,7 @@ import torch
 from infsa_viz import VARIANTS, load_model
 from infsa_viz.formats import detect, parse_model_spec
 from infsa_viz.io import read_json
-from infsa_viz.vit import CONFIG_FILE
+from infsa_viz.model import CONFIG_FILE
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS_DIR = ROOT / "models"

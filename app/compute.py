@@ -17,20 +17,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import streamlit as st
-import torch
-
 import catalog
 import inputs
+import numpy as np
+import streamlit as st
 import targets
+import torch
 from catalog import ModelEntry
 from inputs import ImageChoice
-from infsa_viz.capture import capture_attention
+
 from infsa_viz.evaluation import EvalSettings, ImageRecord, score_images
 from infsa_viz.io import read_json
 from infsa_viz.maps import METHODS, attribute
 from infsa_viz.metrics import BoxCurve, box_curves
+from infsa_viz.model import capture_attention
 from infsa_viz.preprocess import Prepared, prepare
 from infsa_viz.spectral import LayerSpectrum, layer_spectra
 

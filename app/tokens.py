@@ -1,8 +1,8 @@
 """Token-level attention of one model on one image: every layer × head row of a query token, and
 the absorbing-chain reading (expected visits from that token, the Perron vector, validity).
 
-A thin composition of library calls (:func:`infsa_viz.capture.capture_attention`,
-:meth:`~infsa_viz.capture.AttentionRecord.attention_matrix`, :func:`infsa_viz.spectral.expected_visits`,
+A thin composition of library calls (:func:`infsa_viz.model.capture.capture_attention`,
+:meth:`~infsa_viz.model.capture.AttentionRecord.attention_matrix`, :func:`infsa_viz.spectral.expected_visits`,
 :func:`~infsa_viz.spectral.perron_vector`, :func:`~infsa_viz.spectral.absorption_check`), cached.
 """
 
@@ -10,16 +10,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-import streamlit as st
-import torch
-
 import catalog
 import compute
 import inputs
+import numpy as np
+import streamlit as st
+import torch
 from catalog import ModelEntry
-from infsa_viz.capture import AttentionRecord, capture_attention
 from inputs import ImageChoice
+
+from infsa_viz.model import AttentionRecord, capture_attention
 from infsa_viz.spectral import absorption_check, expected_visits, perron_vector
 from infsa_viz.spectral.graph import resolve_discount
 

@@ -79,7 +79,7 @@ def kill_and_resume(folder: Path, *, seed: int = 20261203, n_images: int = 24, c
     """
     import torch
 
-    from infsa_viz.vit import ViTConfig, VisionTransformer, save_model
+    from infsa_viz.model import VisionTransformer, ViTConfig, save_model
 
     torch.manual_seed(3)
     model = folder / "m"

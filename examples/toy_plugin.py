@@ -24,7 +24,7 @@ import torch
 from infsa_viz.formats import Candidate, LoadOptions, ModelFormat, register_format
 from infsa_viz.maps.base import GroundTruth, MapMethod, register
 from infsa_viz.metrics.registry import Figure, Metric, Scores, Scoring, register_metric
-from infsa_viz.vit import ViTConfig, VisionTransformer
+from infsa_viz.model import VisionTransformer, ViTConfig
 
 __all__ = ["CentreBias", "CentreOracle", "MapPeak", "TOY_FORMAT"]
 

@@ -17,22 +17,26 @@ from importlib import import_module
 from typing import Any
 
 from ._version import __version__
-from .attention import (
+from .formats import load_model
+from .model import (
     ATTENTION_REGISTRY,
     VARIANTS,
+    AttentionRecord,
     LinearInfSAAttention,
     PureInfSAAttention,
     SoftmaxAttention,
+    ViTConfig,
+    VisionTransformer,
     build_attention,
+    capture_attention,
     infsa_affinity,
     linear_infsa_weights,
+    record_attention,
+    save_model,
     softmax_matrix,
 )
-from .capture import AttentionRecord, capture_attention, record_attention
 from .preprocess import Prepared, Preprocessing, prepare, preprocess
-from .formats import load_model
 from .targets import Target
-from .vit import ViTConfig, VisionTransformer, save_model
 
 #: Names imported on first use: their modules pull in the map methods and metrics.
 _LAZY = {

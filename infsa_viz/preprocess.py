@@ -23,7 +23,7 @@ import torch
 from torch import Tensor
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .vit import ViTConfig
+    from .model.config import ViTConfig
 
 __all__ = [
     "CLUTTERED_DIGITS",
@@ -266,7 +266,7 @@ def prepare(model: Any, images: np.ndarray | Sequence[np.ndarray]) -> Prepared:
     """Decoded images → the model's input, its display pixels and the box mapping.
 
     Args:
-        model: a :class:`~infsa_viz.vit.VisionTransformer` or its :class:`~infsa_viz.vit.ViTConfig`.
+        model: a :class:`~infsa_viz.model.vit.VisionTransformer` or its :class:`~infsa_viz.model.config.ViTConfig`.
         images: a uint8 batch ``(n, H, W)`` / ``(n, H, W, C)`` or a sequence of uint8 images
             ``(H, W)`` / ``(H, W, 3|4)`` of any sizes (RGB channel order, alpha ignored).
 

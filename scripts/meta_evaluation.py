@@ -30,7 +30,7 @@ ROAD_IMAGES = {"cluttered-digits": 20, "cluttered-digits-hard": 10}
 
 
 def models_of(benchmark: str, seeds: list[int], seeds_dir: Path) -> list[Path]:
-    from infsa_viz.attention import VARIANTS
+    from infsa_viz.model import VARIANTS
 
     found = [seeds_dir / benchmark / f"{v}-seed{s}" for s in seeds for v in VARIANTS]
     return [m for m in found if (m / "config.json").is_file()]

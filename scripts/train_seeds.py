@@ -53,8 +53,8 @@ def plan(args: argparse.Namespace) -> list[tuple[str, int, Path, list[str]]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from infsa_viz.attention import VARIANTS
     from infsa_viz.data import BENCHMARKS
+    from infsa_viz.model import VARIANTS
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.error = lambda message: parser.exit(2, f"{parser.prog}: error: {message}\n")  # one line, no usage

@@ -66,8 +66,8 @@ N_IMAGES = {"cluttered-digits": 1000, "cluttered-digits-hard": 500}
 
 def seed_models(benchmark: str, root: Path = SEEDS_DIR) -> list[str]:
     """``root/<benchmark>/<variant>-seed<k>`` model folders, variants in registry order, then seeds."""
-    from infsa_viz.attention import VARIANTS
     from infsa_viz.evaluation.verdict import split_seed
+    from infsa_viz.model import VARIANTS
 
     folder = root / benchmark
     found = []
@@ -213,7 +213,7 @@ def html(record: dict[str, Any]) -> str:
     from plotly.colors import qualitative
     from plotly.subplots import make_subplots
 
-    from infsa_viz.attention import VARIANTS
+    from infsa_viz.model import VARIANTS
 
     benchmarks = list(record["benchmarks"])
     labels = {"evidence_spearman": "evidence rank correlation x 100", "morf_aoc": "MoRF-AOC %",

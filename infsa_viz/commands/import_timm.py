@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..attention import DEFAULT_VARIANT, VARIANTS
+from ..model.attention import DEFAULT_VARIANT, VARIANTS
 from ..preprocess import RESAMPLES, RESIZES
 from .lists import comma_floats
 
@@ -31,8 +31,9 @@ def run(args: argparse.Namespace) -> int:
 
     from ..formats._state import read_safetensors
     from ..formats.timm import IMAGENET, from_timm_state_dict
+    from ..model.files import save_model
+    from ..model.vit import count_parameters
     from ..preprocess import Preprocessing
-    from ..vit import count_parameters, save_model
 
     path = Path(args.weights)
     if path.suffix != ".safetensors" or not path.is_file():

@@ -36,8 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from ..attention import DEFAULT_VARIANT, VARIANTS
 from ..metrics.registry import FIGURES
+from ..model.attention import DEFAULT_VARIANT, VARIANTS
 from .records import ImageRecord, per_image_figures
 from .seed_stats import hierarchical_bootstrap, seed_t_test
 from .stats import compare_paired, holm, significant

@@ -3,7 +3,7 @@
 Built-in formats (:data:`FORMATS`, in detection order; each is one module registering a
 ``(detect, load)`` pair, see :mod:`infsa_viz.formats._registry`):
 
-* ``infsa-viz``: a directory written by :func:`infsa_viz.vit.save_model` (``config.json``
+* ``infsa-viz``: a directory written by :func:`infsa_viz.model.files.save_model` (``config.json``
   without ``model_type`` + ``model.safetensors``); see :mod:`infsa_viz.formats.ours`;
 * ``transformers``: a ``save_pretrained`` directory of ``ViTForImageClassification``,
   ``DeiTForImageClassification`` or ``DeiTForImageClassificationWithTeacher``
@@ -17,7 +17,7 @@ Built-in formats (:data:`FORMATS`, in detection order; each is one module regist
 A new format is one module that calls :func:`register_format` with a :class:`ModelFormat`, and
 its import below (or anywhere before use): :func:`detect` and :func:`load_model` read the registry.
 
-Every format becomes our :class:`~infsa_viz.vit.VisionTransformer` with our attention modules,
+Every format becomes our :class:`~infsa_viz.model.vit.VisionTransformer` with our attention modules,
 so capture, maps and spectral analysis work the same whatever attention kernel (eager, SDPA,
 flash) the source framework used: we never hook the source model, we recompute from its weights.
 Every reader checks every size against the file before it builds anything, and weights must be
@@ -36,11 +36,11 @@ from urllib.parse import parse_qsl
 
 import torch
 
-from ..attention import ATTENTION_REGISTRY, check_variant
+from ..model.attention import ATTENTION_REGISTRY, check_variant
+from ..model.vit import VisionTransformer
 from ..preprocess import Preprocessing
-from ..vit import VisionTransformer
 from ._registry import FORMATS, Candidate, LoadOptions, ModelFormat, detect, get_format, register_format
-from . import ours, hf, timm, official  # noqa: E402,F401  (register the built-in formats, in detection order)
+from . import ours, hf, timm, official  # noqa: E402,F401,I001  (register the built-in formats, in detection order)
 
 __all__ = ["FORMATS", "OPTIONS", "Candidate", "LoadOptions", "ModelFormat", "describe_model", "detect",
            "detect_format", "load_model", "parse_model_spec", "register_format", "swap_attention"]
@@ -115,7 +115,7 @@ def load_model(
     map_location: str | torch.device = "cpu",
     **renamed: Any,
 ) -> VisionTransformer:
-    """Load a model of any supported format as our :class:`~infsa_viz.vit.VisionTransformer`, in eval mode.
+    """Load a model of any supported format as our :class:`~infsa_viz.model.vit.VisionTransformer`, in eval mode.
 
     Args:
         path: a model directory or a ``.safetensors`` state dict; a ``?key=value&...`` suffix

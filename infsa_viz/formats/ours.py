@@ -1,6 +1,6 @@
-"""Our own format: a directory written by :func:`infsa_viz.vit.save_model`.
+"""Our own format: a directory written by :func:`infsa_viz.model.files.save_model`.
 
-``config.json`` (a :class:`~infsa_viz.vit.ViTConfig`, no transformers ``model_type``) and
+``config.json`` (a :class:`~infsa_viz.model.config.ViTConfig`, no transformers ``model_type``) and
 ``model.safetensors``; optionally ``card.json`` recording the weights' sha256 (written by training).
 """
 
@@ -11,7 +11,9 @@ from pathlib import Path
 import torch
 
 from ..io import read_json
-from ..vit import CONFIG_FILE, WEIGHTS_FILE, VisionTransformer, ViTConfig
+from ..model.config import ViTConfig
+from ..model.files import CONFIG_FILE, WEIGHTS_FILE
+from ..model.vit import VisionTransformer
 from ..weights import header_shapes, load_weights
 from ._registry import Candidate, LoadOptions, ModelFormat, register_format
 from ._state import check_fits
@@ -20,7 +22,7 @@ __all__ = ["load_directory"]
 
 
 def load_directory(directory: str | Path, *, map_location: str | torch.device = "cpu") -> VisionTransformer:
-    """Load a model saved by :func:`~infsa_viz.vit.save_model` (no pickle), in eval mode.
+    """Load a model saved by :func:`~infsa_viz.model.files.save_model` (no pickle), in eval mode.
 
     The weights' header is checked against the config before the model is built (a config asking
     for a huge model is refused without allocating it); every weight must be floating point and

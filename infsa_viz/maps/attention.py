@@ -7,7 +7,7 @@ from typing import Any, Literal, Sequence
 import torch
 from torch import Tensor, nn
 
-from ..capture import AttentionRecord, capture_attention
+from ..model.capture import AttentionRecord, capture_attention
 from .base import MapMethod, register, select_layer, tokens_to_grid
 
 __all__ = ["AttentionMap", "Rollout", "fuse_heads", "rollout"]

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from ..capture import AttentionRecord
+from ..model.capture import AttentionRecord
 from ..targets import Target
 
 __all__ = [
@@ -197,7 +197,7 @@ class MapMethod(ABC):
         """Maps ``(B, h, w)`` of this method for ``images`` ``(B, C, H, W)`` (model input).
 
         Args:
-            model: a :class:`~infsa_viz.vit.VisionTransformer` (any variant).
+            model: a :class:`~infsa_viz.model.vit.VisionTransformer` (any variant).
             images: ``(B, C, H, W)`` preprocessed images (:func:`infsa_viz.preprocess.preprocess`).
             target: the class to explain for methods with ``explains_class``: ``None`` (default,
                 the model's prediction), a :class:`~infsa_viz.targets.Target` or anything

@@ -7,7 +7,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..capture import capture_attention
+from ..model.capture import capture_attention
 from ._explicit import explicit_attention, target_logits
 from .attention import FUSIONS, fuse_heads
 from .base import MapMethod, register, tokens_to_grid

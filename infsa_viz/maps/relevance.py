@@ -13,7 +13,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from ..capture import attention_layers
+from ..model.capture import attention_layers
 from ._explicit import explicit_attention, target_logits
 from .base import MapMethod, register, select_layer, tokens_to_grid
 from .gradient import pool_to_patches

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import torch
 from torch import Tensor, nn
 
-from ..capture import AttentionRecord, capture_attention
+from ..model.capture import AttentionRecord, capture_attention
 from ..spectral.graph import UNLEARNED_GAMMA, Discount, check_head, layer_graph
 from ..spectral.layers import neumann_across_layers
 from ..spectral.markov import absorption_check, expected_visits

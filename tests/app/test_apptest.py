@@ -366,7 +366,7 @@ def test_attention_page_reads_the_chosen_token(shipped_models):
     assert len(_captions(at)) == 4  # attention row, visits, Perron, and the layer × head grid
     line = next(m.value for m in at.markdown if "absorbing-chain reading on this token's row" in m.value)
     model = load_model(shipped_models[-1].path)
-    from infsa_viz.capture import capture_attention
+    from infsa_viz.model import capture_attention
 
     index = at.number_input(key="image_index").value
     _, records = capture_attention(model, preprocess(model, test_split().images[index:index + 1]))

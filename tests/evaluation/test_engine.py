@@ -14,8 +14,8 @@ from infsa_viz.data import LabelledImages
 from infsa_viz.evaluation import EvalSettings, default_methods, evaluate, score_images, summarise
 from infsa_viz.maps import METHODS, attribute
 from infsa_viz.metrics import aopc, box_auc, box_curves, lerf_auc, morf_aoc, perturbation_curves, pointing_game
+from infsa_viz.model import VisionTransformer
 from infsa_viz.preprocess import Preprocessing, preprocess
-from infsa_viz.vit import VisionTransformer
 
 
 def _data(n: int = 4, *, labels=None) -> LabelledImages:

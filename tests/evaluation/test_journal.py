@@ -11,8 +11,7 @@ import pytest
 from infsa_viz.data import test_split
 from infsa_viz.evaluation import EvalSettings, evaluate, score_images
 from infsa_viz.evaluation.journal import Journal, OutputLock, _decode, _encode
-from infsa_viz.vit import VisionTransformer
-
+from infsa_viz.model import VisionTransformer
 
 
 def test_encode_decode_is_exact():

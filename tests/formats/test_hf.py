@@ -257,7 +257,7 @@ def test_unsupported_directories_are_named(tmp_path):
 
 
 def test_a_config_asking_for_a_huge_model_is_refused_before_building(tmp_path, monkeypatch):
-    from infsa_viz.vit import VisionTransformer
+    from infsa_viz.model import VisionTransformer
 
     build_hf(tmp_path)
     config = json.loads((tmp_path / "config.json").read_text())

@@ -9,16 +9,16 @@ from torch.testing import assert_close
 
 from infsa_viz.maps import (
     FAMILIES,
-    GroundTruth,
     METHODS,
     UNLEARNED_GAMMA,
+    GroundTruth,
     MapMethod,
     attribute,
     parse_head,
     pool_to_patches,
     selector_options,
 )
-from infsa_viz.vit import VisionTransformer
+from infsa_viz.model import VisionTransformer
 
 FAST = [m for m in METHODS if m != "integrated_gradients"]
 

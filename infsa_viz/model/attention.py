@@ -18,7 +18,7 @@ combined:
 
 The formulas as plain functions of ``q`` and ``k`` (:func:`softmax_matrix`,
 :func:`infsa_affinity`, :func:`linear_infsa_weights`, :func:`half_gradient`) live in
-:mod:`infsa_viz.attention_functional` and are importable from here too.
+:mod:`infsa_viz.model.functional`.
 
 Attention masks and causal flags are not supported by InfSA; every operator raises
 ``NotImplementedError`` for them rather than ignoring them.
@@ -34,15 +34,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .attention_functional import (  # noqa: F401  (the formulas; re-exported, so infsa_viz.attention.X keeps working)
+from .blockwise import EPS, blockwise_infsa, tile_sizes
+from .functional import (
     accumulation_dtype,
-    check_qk,
     half_gradient,
     infsa_affinity,
     linear_infsa_weights,
     softmax_matrix,
 )
-from .blockwise import EPS, blockwise_infsa, tile_sizes
 
 __all__ = [
     "ATTENTION_REGISTRY",
@@ -57,11 +56,7 @@ __all__ = [
     "build_attention",
     "check_impl",
     "check_variant",
-    "half_gradient",
-    "infsa_affinity",
-    "linear_infsa_weights",
     "set_infsa_impl",
-    "softmax_matrix",
 ]
 
 #: Pure InfSA's ``impl="auto"`` switches from the dense to the blockwise path above this many
@@ -182,7 +177,7 @@ class SoftmaxAttention(Attention):
 
     @staticmethod
     def graph(q: Tensor, k: Tensor, *, eps: float = EPS, block_size: int | None = None) -> Any:
-        from .spectral.operators import SoftmaxOperator
+        from ..spectral.operators import SoftmaxOperator
 
         return SoftmaxOperator(q, k, block_size=block_size)
 
@@ -227,7 +222,7 @@ class PureInfSAAttention(_RhoMixin):
 
     Two exact paths give the same result: ``"dense"`` forms ``S = ReLU(q kᵀ)`` (``O(N²)`` memory)
     and ``"blockwise"`` computes ``S v`` and ``‖S‖_F`` tile by tile in one pass
-    (:func:`~infsa_viz.blockwise.blockwise_infsa`; ``O(N·D)`` memory, backward by recomputing the
+    (:func:`~infsa_viz.model.blockwise.blockwise_infsa`; ``O(N·D)`` memory, backward by recomputing the
     tiles).
 
     Args:
@@ -276,7 +271,7 @@ class PureInfSAAttention(_RhoMixin):
 
     @staticmethod
     def graph(q: Tensor, k: Tensor, *, eps: float = EPS, block_size: int | None = None) -> Any:
-        from .spectral.operators import InfSAOperator
+        from ..spectral.operators import InfSAOperator
 
         return InfSAOperator(q, k, eps=eps, block_size=block_size)
 
@@ -308,7 +303,7 @@ class LinearInfSAAttention(_RhoMixin):
 
     @staticmethod
     def graph(q: Tensor, k: Tensor, *, eps: float = EPS, block_size: int | None = None) -> Any:
-        from .spectral.operators import RankOneOperator
+        from ..spectral.operators import RankOneOperator
 
         return RankOneOperator(linear_infsa_weights(q, k, eps=eps)[2])
 

@@ -10,8 +10,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._checks import check_memory
-from .vit import ViTConfig
+from .._checks import check_memory
+from ..model.config import ViTConfig
 
 __all__ = ["TrainConfig"]
 
