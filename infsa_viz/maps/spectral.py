@@ -16,10 +16,10 @@ import torch
 from torch import Tensor, nn
 
 from ..model.capture import AttentionRecord, capture_attention
+from ..model.operators import SpectralOperator
 from ..spectral.graph import UNLEARNED_GAMMA, Discount, check_head, layer_graph
 from ..spectral.layers import neumann_across_layers
 from ..spectral.markov import absorption_check, expected_visits
-from ..spectral.operators import SpectralOperator
 from ..spectral.perron import perron_vector
 from .base import MapMethod, Validity, register, select_layer, tokens_to_grid
 

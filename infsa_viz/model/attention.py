@@ -42,6 +42,7 @@ from .functional import (
     linear_infsa_weights,
     softmax_matrix,
 )
+from .operators import InfSAOperator, RankOneOperator, SoftmaxOperator, SpectralOperator
 
 __all__ = [
     "ATTENTION_REGISTRY",
@@ -131,8 +132,8 @@ class Attention(nn.Module):
         raise NotImplementedError
 
     @staticmethod
-    def graph(q: Tensor, k: Tensor, *, eps: float = EPS, block_size: int | None = None) -> Any:  # pragma: no cover
-        """The same matrix as a matrix-free :class:`~infsa_viz.spectral.SpectralOperator`."""
+    def graph(q: Tensor, k: Tensor, *, eps: float = EPS, block_size: int | None = None) -> SpectralOperator:  # pragma: no cover
+        """The same matrix as a matrix-free :class:`~infsa_viz.model.operators.SpectralOperator`."""
         raise NotImplementedError
 
     @staticmethod
@@ -176,9 +177,7 @@ class SoftmaxAttention(Attention):
         return softmax_matrix(q, k)
 
     @staticmethod
-    def graph(q: Tensor, k: Tensor, *, eps: float = EPS, block_size: int | None = None) -> Any:
-        from ..spectral.operators import SoftmaxOperator
-
+    def graph(q: Tensor, k: Tensor, *, eps: float = EPS, block_size: int | None = None) -> SpectralOperator:
         return SoftmaxOperator(q, k, block_size=block_size)
 
     @staticmethod
@@ -270,9 +269,7 @@ class PureInfSAAttention(_RhoMixin):
         return infsa_affinity(q, k, eps=eps)
 
     @staticmethod
-    def graph(q: Tensor, k: Tensor, *, eps: float = EPS, block_size: int | None = None) -> Any:
-        from ..spectral.operators import InfSAOperator
-
+    def graph(q: Tensor, k: Tensor, *, eps: float = EPS, block_size: int | None = None) -> SpectralOperator:
         return InfSAOperator(q, k, eps=eps, block_size=block_size)
 
     @staticmethod
@@ -302,9 +299,7 @@ class LinearInfSAAttention(_RhoMixin):
         return a.unsqueeze(-2).expand(*a.shape[:-1], a.shape[-1], a.shape[-1])
 
     @staticmethod
-    def graph(q: Tensor, k: Tensor, *, eps: float = EPS, block_size: int | None = None) -> Any:
-        from ..spectral.operators import RankOneOperator
-
+    def graph(q: Tensor, k: Tensor, *, eps: float = EPS, block_size: int | None = None) -> SpectralOperator:
         return RankOneOperator(linear_infsa_weights(q, k, eps=eps)[2])
 
     @staticmethod

@@ -19,7 +19,7 @@ from torch import Tensor, nn
 
 from ..model.blockwise import EPS
 from ..model.capture import capture_attention
-from .operators import InfSAOperator
+from ..model.operators import InfSAOperator
 from .perron import linear_perron_estimate, nilpotent, perron_vector
 
 __all__ = ["REASON_TEXT", "UNDEFINED_REASONS", "cosine_similarity", "eigencheck", "gaussian_baseline",

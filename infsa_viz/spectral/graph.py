@@ -17,7 +17,7 @@ from torch import Tensor
 
 from ..model.attention import PureInfSAAttention
 from ..model.capture import AttentionRecord
-from .operators import SpectralOperator, mean_over_heads
+from ..model.operators import SpectralOperator, mean_over_heads
 
 __all__ = ["MATRICES", "UNLEARNED_GAMMA", "Discount", "Head", "Matrix", "check_head", "layer_graph", "resolve_discount"]
 

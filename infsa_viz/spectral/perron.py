@@ -19,7 +19,7 @@ from torch import Tensor
 
 from ..model.blockwise import EPS
 from ..model.functional import linear_infsa_weights
-from .operators import RankOneOperator, SpectralOperator, as_operator, convergence
+from ..model.operators import RankOneOperator, SpectralOperator, as_operator, convergence
 
 __all__ = ["TOL_FLOOR_EPS", "PerronResult", "eigenvalue_spectrum", "linear_perron_estimate", "perron_vector"]
 

@@ -7,7 +7,7 @@
 * :class:`SoftmaxOperator` is the row-stochastic ``softmax(q kᵀ/√D)``, also in tiles (the row
   normalisers are streamed over key tiles once and cached).
 
-Both are importable from :mod:`infsa_viz.spectral.operators` too.
+Both are importable from :mod:`infsa_viz.model.operators` and :mod:`infsa_viz.spectral` too.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from abc import abstractmethod
 import torch
 from torch import Tensor
 
-from ..model.blockwise import EPS, tile_sizes, tiled_relu_product
-from .operator_base import SpectralOperator, compute_dtype
+from ..blockwise import EPS, tile_sizes, tiled_relu_product
+from .base import SpectralOperator, compute_dtype
 
 __all__ = ["InfSAOperator", "SoftmaxOperator"]
 
