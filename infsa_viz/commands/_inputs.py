@@ -44,7 +44,7 @@ def add_target_option(parser: argparse.ArgumentParser, *, default: str, help: st
 
 
 MODEL_HELP = ("a model directory (ours or a transformers save_pretrained one) or a .safetensors state dict "
-              "(timm, torchvision, official InfSA) with options as PATH?num_heads=H&variant=V&attention=V")
+              "(timm, torchvision, official InfSA) with options as PATH?num_heads=H&variant=V&convert_to=V")
 
 
 def add_model_list(parser: argparse.ArgumentParser, *, help: str) -> None:

@@ -27,9 +27,9 @@ from ..progress import progress
 from .interventions import ObjectImportance, object_importance
 from .journal import Journal
 from .records import ImageRecord, summarise
-from .settings import EvalProtocol, EvalSettings
+from .settings import EvalSettings
 
-__all__ = ["EvalProtocol", "EvalSettings", "Evaluation", "default_methods", "evaluate", "finish_rows",
+__all__ = ["EvalSettings", "Evaluation", "default_methods", "evaluate", "finish_rows",
            "needs_evidence", "reference_methods", "score_images", "score_metrics", "scoring_context"]
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ from ..metrics.protocol import SCORES, SELECTIONS
 from ..metrics.registry import METRICS, SETTINGS, RowMetric, check_metric, default_metrics, resolve_settings
 from ..targets import Target
 
-__all__ = ["MAP_SELECTORS", "EvalProtocol", "EvalSettings"]
+__all__ = ["MAP_SELECTORS", "EvalSettings"]
 
 #: The map selectors an evaluation may set for every method that takes them.
 MAP_SELECTORS = ("layer", "head", "gamma")
@@ -138,6 +138,3 @@ def _check_map_options(options: Mapping[str, Any]) -> dict[str, Any]:
         out["gamma"] = check_float("gamma", options["gamma"], positive=True)
     return out
 
-
-#: The former name of :class:`EvalSettings` (kept so scripts written against it keep working).
-EvalProtocol = EvalSettings

@@ -28,8 +28,6 @@ arguments, or, on the command line, a query after the path:
 
 from __future__ import annotations
 
-import warnings
-
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
@@ -43,14 +41,10 @@ from ._registry import FORMATS, Candidate, LoadOptions, ModelFormat, detect, get
 from . import ours, hf, timm, official  # noqa: E402,F401,I001  (register the built-in formats, in detection order)
 
 __all__ = ["FORMATS", "OPTIONS", "Candidate", "LoadOptions", "ModelFormat", "describe_model", "detect",
-           "detect_format", "load_model", "parse_model_spec", "register_format", "swap_attention"]
+           "load_model", "parse_model_spec", "register_format", "swap_attention"]
 
 #: Options :func:`load_model` takes from a ``PATH?key=value&...`` spec, with their parsers.
 OPTIONS: dict[str, Any] = {"num_heads": int, "variant": str, "convert_to": str, "rho_init": float, "format": str}
-#: Former option names, read as their new names (with a DeprecationWarning).
-_RENAMED = {"attention": "convert_to"}
-#: The former name of :func:`detect`.
-detect_format = detect
 
 
 def parse_model_spec(spec: str | Path) -> tuple[str, dict[str, Any]]:
@@ -67,9 +61,6 @@ def parse_model_spec(spec: str | Path) -> tuple[str, dict[str, Any]]:
     except ValueError:
         raise ValueError(f"model {text!r}: the options after '?' are not key=value pairs joined by '&'") from None
     for key, value in pairs:
-        if key in _RENAMED:
-            warnings.warn(f"model option {key!r} is now {_RENAMED[key]!r}", DeprecationWarning, stacklevel=2)
-            key = _RENAMED[key]
         if key not in OPTIONS:
             raise ValueError(f"model {text!r}: unknown option {key!r}; expected options among {sorted(OPTIONS)}")
         try:
@@ -113,7 +104,6 @@ def load_model(
     preprocessing: Preprocessing | None = None,
     format: str | None = None,
     map_location: str | torch.device = "cpu",
-    **renamed: Any,
 ) -> VisionTransformer:
     """Load a model of any supported format as our :class:`~infsa_viz.model.vit.VisionTransformer`, in eval mode.
 
@@ -123,7 +113,7 @@ def load_model(
         num_heads: heads per layer, for state dicts (timm, torchvision, official InfSA).
         variant: the attention variant an official-InfSA state dict was trained with.
         convert_to: convert the model to this attention variant after loading, keeping its weights
-            (see :func:`swap_attention`; ``attention=`` is the former name).
+            (see :func:`swap_attention`).
         rho_init: ``ρ`` of InfSA layers a swap creates (state-dict imports: of new layers).
         preprocessing: what a state dict expects of its input (default: its framework's usual
             ImageNet preprocessing); directories carry their own.
@@ -139,12 +129,6 @@ def load_model(
         >>> model = load_model("google-vit-dir")               # transformers save_pretrained
         >>> model = load_model("vit.safetensors?num_heads=12")  # a timm state dict
     """
-    for old, new in _RENAMED.items():
-        if old in renamed:
-            warnings.warn(f"load_model({old}=...) is now {new}=...", DeprecationWarning, stacklevel=2)
-            convert_to = convert_to or renamed.pop(old)
-    if renamed:
-        raise TypeError(f"load_model() got unexpected keyword arguments {sorted(renamed)}")
     text, spec_options = parse_model_spec(path)
     given = {"num_heads": num_heads, "variant": variant, "convert_to": convert_to, "rho_init": rho_init,
              "format": format, "preprocessing": preprocessing}
