@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any, Literal, Sequence
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
-from ..model.capture import AttentionRecord, capture_attention
+from ..forward import ForwardRecord
+from ..model.capture import AttentionRecord
 from .base import MapMethod, register, select_layer, tokens_to_grid
 
 __all__ = ["AttentionMap", "Rollout", "fuse_heads", "rollout"]
@@ -48,11 +49,11 @@ class AttentionMap(MapMethod):
     reference = "the attention matrix itself (e.g. Dosovitskiy et al. 2021, Fig. 6)"
     defaults = {"layer": -1, "head": "mean", "row": "cls"}
     per_layer = True
+    reads_attention = True
     cost = "1 forward; one N×N matrix per head of the chosen layer"
 
-    def _compute(self, model, images, target, options):
-        _, records = capture_attention(model, images)
-        record = select_layer(records, options["layer"])
+    def _compute(self, forward, options):
+        record = select_layer(forward.attention, options["layer"])
         row = options["row"]
         if row not in ("cls", "mean"):
             raise ValueError(f"row={row!r} must be 'cls' or 'mean'")
@@ -152,13 +153,13 @@ class Rollout(MapMethod):
     description = "attention rollout across layers (Abnar & Zuidema 2020)"
     reference = "Abnar & Zuidema, Quantifying Attention Flow in Transformers, ACL 2020"
     defaults = {"head": "mean", "add_residual": True, "matrix": "native", "start": "auto", "discard_ratio": 0.0}
+    reads_attention = True
     cost = "1 forward; one dense N×N product per layer"
 
-    def _compute(self, model: nn.Module, images: Tensor, target: Tensor | None,
-                 options: dict[str, Any]) -> tuple[Tensor, dict[str, Any], None]:
+    def _compute(self, forward: ForwardRecord, options: dict[str, Any]) -> tuple[Tensor, dict[str, Any], None]:
         from .spectral import start_row
 
-        _, records = capture_attention(model, images)
+        records = forward.attention
         start = start_row(options["start"], records[0])
         head = options["head"]
         if head not in FUSIONS:

@@ -7,7 +7,6 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..model.capture import capture_attention
 from ._explicit import explicit_attention, target_logits
 from .attention import FUSIONS, fuse_heads
 from .base import MapMethod, register, tokens_to_grid
@@ -69,11 +68,12 @@ class AttentionFlow(MapMethod):
     description = "max-flow from each patch to the CLS output through all layers (Abnar & Zuidema 2020)"
     reference = "Abnar & Zuidema, Quantifying Attention Flow in Transformers, ACL 2020"
     defaults = {"head": "mean", "add_residual": True}
+    reads_attention = True
     cost = ("1 forward per image, then N max-flow problems per image on (L+1)·N nodes and L·N² edges "
             "(scipy Dinic, CPU; O(V²E) worst case each)")
 
-    def _compute(self, model, images, target, options):
-        _, records = capture_attention(model, images)
+    def _compute(self, forward, options):
+        records, images = forward.attention, forward.inputs
         if records[0].num_prefix_tokens == 0:
             raise ValueError("attention_flow ends at the CLS token; this model mean-pools and has no CLS token")
         head = options["head"]
@@ -108,13 +108,15 @@ class TransitionAttentionMaps(MapMethod):
                  "Chain, NeurIPS 2021 XAI4Debugging workshop")
     defaults = {"steps": 20, "start_layer": 0}
     explains_class = True
+    reads_attention = True
     cost = "steps + 1 forwards + steps backwards per image"
 
-    def _compute(self, model, images, target, options):
+    def _compute(self, forward, options):
+        model, images, target = forward.model, forward.inputs, forward.explained
         steps, start = options["steps"], options["start_layer"]
         if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
             raise ValueError(f"steps={steps!r} must be an integer >= 1")
-        _, records = capture_attention(model, images)
+        records = forward.attention
         L = len(records)
         if isinstance(start, bool) or not isinstance(start, int) or not 0 <= start < L:
             raise ValueError(f"start_layer={start!r} must be an integer in [0, {L})")

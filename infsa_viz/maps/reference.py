@@ -63,8 +63,9 @@ class BoxOracle(MapMethod):
                    "1 inside, 0 outside")
     cost = "none (reads the target boxes)"
 
-    def _compute(self, model, images, target, options, truth: GroundTruth):
-        maps = box_oracle_maps(truth.boxes, image_size=tuple(images.shape[-2:]), patch_size=model.patch_size)
+    def _compute(self, forward, options, truth: GroundTruth):
+        maps = box_oracle_maps(truth.boxes, image_size=tuple(forward.inputs.shape[-2:]),
+                               patch_size=forward.model.patch_size)
         return maps, {"reference": self.description,
                       "images_without_box": int(sum(len(b) == 0 for b in truth.boxes))}, None
 
@@ -84,13 +85,13 @@ class EvidenceOracle(MapMethod):
     reference = "in the spirit of FunnyBirds (Hesse, Schaub-Meyer & Roth, ICCV 2023)"
     cost = "none (reads the objects' masks and importance: one forward per object and image, shared)"
 
-    def _compute(self, model, images, target, options, truth: GroundTruth):
+    def _compute(self, forward, options, truth: GroundTruth):
         from ..metrics.evidence import evidence_oracle
 
         if not truth.has_evidence:
             raise ValueError("method 'evidence_oracle' needs scene masks and object importance; the data has no "
                              "scenes (use a generated benchmark such as cluttered-digits)")
-        maps = evidence_oracle(truth.masks, truth.importance, patch_size=model.patch_size)
+        maps = evidence_oracle(truth.masks, truth.importance, patch_size=forward.model.patch_size)
         return torch.from_numpy(maps).float(), {"reference": self.description,
                                                 "importance": "probability drop, clipped at 0"}, None
 
@@ -113,11 +114,12 @@ class GreedyDeletionOracle(MapMethod):
     from_settings = tuple(_GREEDY_DEFAULTS)
     cost = "steps x remaining patches forwards per image (378 at 6x6 patches, 1,512 at 12x12, 20 steps)"
 
-    def _compute(self, model, images, target, options):
+    def _compute(self, forward, options):
         from ..metrics.greedy_deletion import greedy_deletion
 
-        found = greedy_deletion(model, images, target, patch_size=model.patch_size, steps=options["steps"],
-                                baseline=options["baseline"], seed=options["seed"],
+        model = forward.model
+        found = greedy_deletion(model, forward.inputs, forward.explained, patch_size=model.patch_size,
+                                steps=options["steps"], baseline=options["baseline"], seed=options["seed"],
                                 batch_size=options["batch_size"])
         return torch.from_numpy(found.maps).float(), {"reference": self.description,
                                                       "forwards_per_image": found.forwards_per_image}, None

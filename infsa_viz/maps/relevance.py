@@ -67,7 +67,8 @@ class CheferGeneric(MapMethod):
     explains_class = True
     cost = "1 forward + 1 backward per image; L dense N×N products"
 
-    def _compute(self, model, images, target, options):
+    def _compute(self, forward, options):
+        model, images, target = forward.model, forward.inputs, forward.explained
         _need_cls(model, self.name)
         attentions, gradients, _ = _gradients(model, images, target)
         R = chefer_relevance(attentions, gradients)  # (B, N, N)
@@ -92,8 +93,9 @@ class AttnLRP(MapMethod):
     signed = True
     cost = "1 forward + 1 backward per image"
 
-    def _compute(self, model, images, target, options):
-        x = images.detach().clone().requires_grad_(True)
+    def _compute(self, forward, options):
+        model, target = forward.model, forward.explained
+        x = forward.inputs.detach().clone().requires_grad_(True)
         _, _, (grad,) = _gradients(model, x, target, lrp=True, inputs=[x])
         relevance = (x.detach() * grad).float()  # (B, C, H, W)
         maps = pool_to_patches(relevance, model.patch_size)
@@ -122,7 +124,8 @@ class GradCAM(MapMethod):
     explains_class = True
     cost = "1 forward + 1 backward per image"
 
-    def _compute(self, model, images, target, options):
+    def _compute(self, forward, options):
+        model, images, target = forward.model, forward.inputs, forward.explained
         layers = attention_layers(model)
         module = select_layer(layers, options["layer"])  # type: ignore[arg-type]
         seen: list[Tensor] = []

@@ -13,9 +13,10 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
-from ..model.capture import AttentionRecord, capture_attention
+from ..forward import ForwardRecord
+from ..model.capture import AttentionRecord
 from ..model.operators import SpectralOperator
 from ..spectral.graph import UNLEARNED_GAMMA, Discount, check_head, layer_graph
 from ..spectral.layers import neumann_across_layers
@@ -81,10 +82,11 @@ class Visits(MapMethod):
     defaults = {"layer": -1, "head": "mean", "gamma": None, "start": "auto", "matrix": "native",
                 "include_start": True, "solver": "auto", "tol": 1e-10, "block_size": None}
     per_layer = True
+    reads_attention = True
     cost = "1 forward; a dense solve (N ≤ 2048) or GMRES on matrix-free products"
 
-    def _compute(self, model, images, target, options):
-        _, records = capture_attention(model, images)
+    def _compute(self, forward, options):
+        records = forward.attention
         record = select_layer(records, options["layer"])
         op, discount = layer_graph(record, head=options["head"], matrix=options["matrix"],
                                    block_size=options["block_size"], gamma=options["gamma"])
@@ -106,10 +108,11 @@ class Neumann(MapMethod):
     reference = "Roffo & Palmer, arXiv 2603.00175 (the stacked-layer series)"
     defaults = {"gamma": None, "head": "mean", "start": "auto", "matrix": "native", "include_start": False,
                 "block_size": None}
+    reads_attention = True
     cost = "1 forward; L matrix-free row-vector products"
 
-    def _compute(self, model, images, target, options):
-        _, records = capture_attention(model, images)
+    def _compute(self, forward, options):
+        records = forward.attention
         start = start_row(options["start"], records[0])
         graphs = [layer_graph(r, head=options["head"], matrix=options["matrix"], block_size=options["block_size"],
                               gamma=options["gamma"]) for r in records]
@@ -132,10 +135,11 @@ class Perron(MapMethod):
     defaults = {"layer": -1, "head": "mean", "side": "left", "matrix": "native", "normalize": "sum",
                 "solver": "auto", "block_size": None}
     per_layer = True
+    reads_attention = True
     cost = "1 forward; closed form (rank one), LAPACK eig (N ≤ 1024) or matrix-free power iteration"
 
-    def _compute(self, model, images, target, options):
-        _, records = capture_attention(model, images)
+    def _compute(self, forward, options):
+        records = forward.attention
         record = select_layer(records, options["layer"])
         op, _ = layer_graph(record, head=options["head"], matrix=options["matrix"],
                             block_size=options["block_size"])
@@ -158,11 +162,11 @@ class LinearEstimate(MapMethod):
     reference = "Roffo & Palmer, arXiv 2603.00175 (Linear-InfSA)"
     defaults = {"layer": -1, "head": "mean"}
     per_layer = True
+    reads_attention = True
     cost = "1 forward; O(N·D)"
 
-    def _compute(self, model: nn.Module, images: Tensor, target: Tensor | None,
-                 options: dict[str, Any]) -> tuple[Tensor, dict[str, Any], None]:
-        _, records = capture_attention(model, images)
+    def _compute(self, forward: ForwardRecord, options: dict[str, Any]) -> tuple[Tensor, dict[str, Any], None]:
+        records = forward.attention
         record = select_layer(records, options["layer"])
         head = options["head"]
         check_head(head, record.q.shape[1])
