@@ -122,8 +122,8 @@ def test_one_clean_forward_per_chunk_whatever_the_number_of_methods(model, metho
     data = _data(6)
     chunks = [[0, 1, 2], [3, 4, 5]]
     clean = [prepare(model, data.subset(c).images).tensor for c in chunks]
-    protocol = EvalSettings(steps=2, chunk=3, select="all", subsample=6, road_images=6, road_steps=2,
-                            sanity_images=0, insertion_steps=2)
+    protocol = EvalSettings(steps=2, chunk=3, select="all", metrics=["perturbation", "box_auc", "pointing_game",
+                                                                     "class_switch"], subsample=6)
     with counting(model, clean) as forwards:
         found = evaluate([("m", model)], methods, data, protocol=protocol)
     assert len(found.rows) == len(methods) and all(r["n_images"] == 6 for r in found.rows)

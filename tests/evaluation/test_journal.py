@@ -189,7 +189,7 @@ def test_output_lock_under_a_file_is_one_clear_error(tmp_path):
 def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path):
     from benchmarks.reliability import kill_and_resume
 
-    result = kill_and_resume(tmp_path)
+    result = kill_and_resume(tmp_path, n_images=12)  # 18 chunks: the kill lands between the 2nd and the 15th
     assert 0 < result["killed_after_chunks"] < result["chunks"] and not result["report_written_before_resume"]
     assert result["resumed_message"] is not None
     assert result["equal_json"] and result["equal_csv"] and result["equal_images_csv"]
