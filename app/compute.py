@@ -52,11 +52,6 @@ def _prepared(path: str, version: int, image_key: str, _image: ImageChoice) -> P
     return prepare(inputs.input_config(model, _image), _image.data.images)
 
 
-def model_input_at(path: str, version: int, image: ImageChoice) -> Prepared:
-    """:func:`model_input` of a model path and version, for an image already given to it."""
-    return _prepared(path, version, image.key, image)
-
-
 def model_input(entry: ModelEntry, image: ImageChoice) -> Prepared:
     """The image as this model sees it (its own preprocessing, or the letterbox chosen; cached)."""
     image = inputs.for_model(image, entry)
@@ -105,6 +100,11 @@ def record(entry: ModelEntry, image: ImageChoice, target: targets.Target = targe
     """The image's :class:`~infsa_viz.forward.ForwardRecord` for this model, explaining ``target``."""
     image = inputs.for_model(image, entry)
     return _record(entry.path, entry.version, image, target)
+
+
+def record_at(path: str, version: int, image: ImageChoice) -> ForwardRecord:
+    """:func:`record` of a model path and version, for an image already given to it."""
+    return _record(path, version, image)
 
 
 def class_index(entry: ModelEntry, image: ImageChoice, target: targets.Target) -> int:
