@@ -98,7 +98,7 @@ def _model_choices(found: list[ModelEntry], problems: list[str]) -> list[ModelEn
         else:
             if entry.path not in {e.path for e in entries}:
                 entries.append(entry)
-    return [catalog.with_variant(e) for e in entries]
+    return entries
 
 
 def _upload() -> tuple[ImageChoice | None, str | None]:
@@ -187,6 +187,7 @@ def _method_choice(models: list[ModelEntry], image: ImageChoice | None, page: st
     depth = max((c.depth for c in configs), default=1)
     heads = min((c.num_heads for c in configs), default=1)
     classes = max((c.num_classes for c in configs), default=1)
+    fewest = min((c.num_classes for c in configs), default=1)
     fuses = "head" in spec.defaults and spec.defaults["head"] in FUSIONS and not spec.per_layer
     applies = spec.per_layer or page in LAYER_PAGES
     reason = ("" if spec.per_layer else f" (the {page} page's own views)") if applies else \
@@ -208,7 +209,7 @@ def _method_choice(models: list[ModelEntry], image: ImageChoice | None, page: st
             help="share of the smallest attention weights of each layer set to 0 before the rollout "
                  "(vit-explain; 0 = Abnar & Zuidema's rollout)"))
     labelled = image is not None and image.label is not None
-    choices = targets.choices(classes, labelled=labelled)
+    choices = targets.choices(classes, labelled=labelled, fewest=fewest)
     _keep("target", choices, targets.DEFAULT)
     names = [inputs.class_names(e) for e in catalog.loaded(models)]
     target = sb.selectbox("Explain class", choices, key="target", format_func=lambda t: targets.describe(t, names),

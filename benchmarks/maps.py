@@ -18,7 +18,7 @@ import sys
 import time
 from typing import Any
 
-from infsa_viz.attention import VARIANTS
+from infsa_viz.model import VARIANTS
 from infsa_viz.progress import progress
 
 from .throughput import SHAPES
@@ -66,7 +66,7 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
     import torch
 
     from infsa_viz.maps import attribute
-    from infsa_viz.vit import VisionTransformer
+    from infsa_viz.model import VisionTransformer
 
     torch.set_num_threads(spec["threads"])
     torch.manual_seed(0)

@@ -29,7 +29,7 @@ def morf_benchmark(model_dir: str, *, n_images: int = 64, method: str = Attentio
     """Time both engines side by side (alternating, median of ``repeats``) and compare curves.
 
     Args:
-        model_dir: a saved model directory (:func:`~infsa_viz.vit.load_model`).
+        model_dir: a saved model directory (:func:`~infsa_viz.formats.load_model`).
         n_images: the first ``n_images`` of the cluttered-digits test split
             (:func:`~infsa_viz.data.test_split`); default 64.
         method: the registered map method (:data:`~infsa_viz.maps.METHODS`) whose order removes
@@ -50,10 +50,10 @@ def morf_benchmark(model_dir: str, *, n_images: int = 64, method: str = Attentio
     except ImportError:
         raise ValueError("quantus is not installed: pip install --no-deps quantus==0.6.0 (see pyproject)") from None
     from infsa_viz.data import test_split
+    from infsa_viz.formats import load_model
     from infsa_viz.maps import attribute
     from infsa_viz.metrics import perturbation_curves, upsample_map
     from infsa_viz.preprocess import preprocess
-    from infsa_viz.vit import load_model
 
     if n_images < 1 or repeats < 1:
         raise ValueError(f"--n-images={n_images} and --repeats={repeats} must be positive")

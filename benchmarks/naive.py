@@ -20,7 +20,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from infsa_viz.attention import Attention, LinearInfSAAttention, PureInfSAAttention, SoftmaxAttention
+from infsa_viz.model import Attention, LinearInfSAAttention, PureInfSAAttention, SoftmaxAttention
 
 __all__ = ["NaiveAttention", "naive_matrix"]
 

@@ -86,7 +86,7 @@ _ESTIMATE_CHILD = """
 import json, sys, torch
 from infsa_viz.estimate import Workload
 from infsa_viz.maps import METHODS, attribute
-from infsa_viz.vit import ViTConfig, VisionTransformer
+from infsa_viz.model import ViTConfig, VisionTransformer
 from benchmarks.worker import _memory_snapshot
 method, side, batch, variant = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 torch.set_num_threads(1)
@@ -141,7 +141,7 @@ def kill_and_resume(folder: Path, *, seed: int = 20261203, n_images: int = 24, c
     """
     import torch
 
-    from infsa_viz.vit import ViTConfig, VisionTransformer, save_model
+    from infsa_viz.model import VisionTransformer, ViTConfig, save_model
 
     torch.manual_seed(3)
     model = folder / "m"

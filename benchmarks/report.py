@@ -11,13 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from infsa_viz.attention import (
-    VARIANTS,
-    LinearInfSAAttention,
-    PureInfSAAttention,
-    SoftmaxAttention,
-)
 from infsa_viz.io import atomic_write, write_json
+from infsa_viz.model import VARIANTS, LinearInfSAAttention, PureInfSAAttention, SoftmaxAttention
 
 __all__ = ["GOALS", "check_goals", "loglog_slope", "summarize", "write_html", "write_report"]
 

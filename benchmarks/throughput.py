@@ -2,7 +2,7 @@
 
 Four sections share one runner:
 
-* ``model``: a whole :class:`~infsa_viz.vit.VisionTransformer` (random weights, fused softmax SDPA)
+* ``model``: a whole :class:`~infsa_viz.model.vit.VisionTransformer` (random weights, fused softmax SDPA)
   on random images of each resolution, position embeddings interpolated to the grid;
 * ``attention``: one attention layer on ``(1, N, C)`` random tokens, for the log-log slope of
   time vs tokens (:func:`benchmarks.report.loglog_slope`);

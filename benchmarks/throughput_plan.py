@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from infsa_viz.vit import num_tokens
+from infsa_viz.model import num_tokens
 
 from . import SHIPPED_MODELS
 from .throughput_settings import GB, SECTIONS, SHAPES, BenchSettings, shape_config

@@ -11,8 +11,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from infsa_viz.attention import VARIANTS, check_variant
-from infsa_viz.vit import ViTConfig
+from infsa_viz.model import VARIANTS, ViTConfig, check_variant
 
 __all__ = [
     "DTYPES",

@@ -129,8 +129,7 @@ def build_case(spec: dict[str, Any], device: Any) -> tuple[Any, Any, int]:
     """
     import torch
 
-    from infsa_viz.attention import build_attention
-    from infsa_viz.vit import ViTConfig, VisionTransformer, count_parameters
+    from infsa_viz.model import VisionTransformer, ViTConfig, build_attention, count_parameters
 
     config = ViTConfig.from_dict(spec["config"], source="spec config")
     section = spec["section"]

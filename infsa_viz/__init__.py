@@ -11,28 +11,35 @@ Example:
     >>> model = infsa_viz.load_model("models/pure-infsa-vit4")
     >>> x = infsa_viz.preprocess(model, images)                # (B, C, H, W)
     >>> infsa_viz.attribute(model, x, "visits").maps           # (B, h, w)
+    >>> record = infsa_viz.forward_record(model, images)       # one forward, read by every map
+    >>> infsa_viz.attribute(record, "visits").maps
 """
 
 from importlib import import_module
 from typing import Any
 
 from ._version import __version__
-from .attention import (
+from .formats import load_model
+from .forward import ForwardRecord, forward_record
+from .model import (
     ATTENTION_REGISTRY,
     VARIANTS,
+    AttentionRecord,
     LinearInfSAAttention,
     PureInfSAAttention,
     SoftmaxAttention,
+    ViTConfig,
+    VisionTransformer,
     build_attention,
+    capture_attention,
     infsa_affinity,
     linear_infsa_weights,
+    record_attention,
+    save_model,
     softmax_matrix,
 )
-from .capture import AttentionRecord, capture_attention, record_attention
 from .preprocess import Prepared, Preprocessing, prepare, preprocess
-from .formats import load_model
 from .targets import Target
-from .vit import ViTConfig, VisionTransformer, save_model
 
 #: Names imported on first use: their modules pull in the map methods and metrics.
 _LAZY = {
@@ -55,6 +62,7 @@ __all__ = [
     "AttentionRecord",
     "EvalSettings",
     "Figure",
+    "ForwardRecord",
     "GroundTruth",
     "MapResult",
     "METHODS",
@@ -77,6 +85,7 @@ __all__ = [
     "__version__",
     "build_attention",
     "capture_attention",
+    "forward_record",
     "infsa_affinity",
     "linear_infsa_weights",
     "load_model",

@@ -66,7 +66,7 @@ class Workload:
     @classmethod
     def of(cls, model: Any, images: Any = None, *, batch: int = 1) -> Workload | None:
         """The workload of ``model`` on ``images`` ``(B, C, H, W)`` (default: ``batch`` images at the
-        model's own size); ``None`` for a model without a :class:`~infsa_viz.vit.ViTConfig`."""
+        model's own size); ``None`` for a model without a :class:`~infsa_viz.model.config.ViTConfig`."""
         config = getattr(model, "config", None)
         if not all(hasattr(config, k) for k in ("patch_size", "img_size", "depth", "num_heads", "embed_dim")):
             return None
@@ -78,7 +78,7 @@ class Workload:
     @classmethod
     def for_config(cls, config: Any, *, batch: int = 1, channels: int | None = None, height: int | None = None,
                    width: int | None = None) -> Workload:
-        """The workload of a :class:`~infsa_viz.vit.ViTConfig` on ``batch`` inputs (default: its own size)."""
+        """The workload of a :class:`~infsa_viz.model.config.ViTConfig` on ``batch`` inputs (default: its own size)."""
         channels = config.in_chans if channels is None else channels
         height = config.img_size if height is None else height
         width = config.img_size if width is None else width
@@ -103,9 +103,9 @@ class Workload:
     def attention_buffer(self, *, explicit: bool = False) -> float:
         """What one attention layer holds beyond its tokens: a ``(B, H, N, N)`` matrix where it is formed
         (``explicit``: the gradient methods' explicit attention; pure InfSA's dense path, ``N ≤``
-        :data:`~infsa_viz.attention.BLOCKWISE_MIN_TOKENS`), one tile otherwise (fused softmax,
+        :data:`~infsa_viz.model.attention.BLOCKWISE_MIN_TOKENS`), one tile otherwise (fused softmax,
         blockwise pure InfSA, Linear-InfSA)."""
-        from .attention import BLOCKWISE_MIN_TOKENS
+        from .model.attention import BLOCKWISE_MIN_TOKENS
 
         dense = self.variant != "linear_infsa" and (
             explicit or (self.variant == "pure_infsa" and self.tokens <= BLOCKWISE_MIN_TOKENS))

@@ -16,14 +16,12 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Sequence, get_args
+from typing import Any, Literal, Protocol, Sequence, get_args
 
 import numpy as np
 import torch
 from torch import Tensor
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .vit import ViTConfig
 
 __all__ = [
     "CLUTTERED_DIGITS",
@@ -255,7 +253,15 @@ def _check_image(index: int, image: Any) -> np.ndarray:
     return image
 
 
-def _config(model: Any) -> "ViTConfig":
+class InputSpec(Protocol):
+    """What :func:`prepare` reads from a model's config (a :class:`~infsa_viz.model.config.ViTConfig`)."""
+
+    preprocessing: Preprocessing
+    img_size: int
+    in_chans: int
+
+
+def _config(model: Any) -> InputSpec:
     config = getattr(model, "config", model)
     if not hasattr(config, "preprocessing"):
         raise TypeError(f"model has type {type(model).__name__}; expected a VisionTransformer or a ViTConfig")
@@ -266,7 +272,7 @@ def prepare(model: Any, images: np.ndarray | Sequence[np.ndarray]) -> Prepared:
     """Decoded images → the model's input, its display pixels and the box mapping.
 
     Args:
-        model: a :class:`~infsa_viz.vit.VisionTransformer` or its :class:`~infsa_viz.vit.ViTConfig`.
+        model: a :class:`~infsa_viz.model.vit.VisionTransformer` or its :class:`~infsa_viz.model.config.ViTConfig`.
         images: a uint8 batch ``(n, H, W)`` / ``(n, H, W, C)`` or a sequence of uint8 images
             ``(H, W)`` / ``(H, W, 3|4)`` of any sizes (RGB channel order, alpha ignored).
 

@@ -53,7 +53,7 @@ TOKEN_SIZES = (32, 48, 96, 128)
 
 
 def _model_dirs(seeds_dir: Path, benchmark: str, seeds: tuple[int, ...]) -> list[tuple[str, int, Path]]:
-    from infsa_viz.attention import VARIANTS
+    from infsa_viz.model import VARIANTS
 
     found = [(v, s, seeds_dir / benchmark / f"{v}-seed{s}") for v in VARIANTS for s in seeds]
     missing = [str(p) for *_, p in found if not (p / "config.json").is_file()]
@@ -119,8 +119,8 @@ def sensitivity_study(args: argparse.Namespace) -> dict[str, Any]:
     from infsa_viz.data import test_split
     from infsa_viz.evaluation.sensitivity import protocol_choices, protocol_mean
     from infsa_viz.evaluation.verdict import PAPER_FIGURES
+    from infsa_viz.formats import load_model
     from infsa_viz.progress import progress
-    from infsa_viz.vit import load_model
 
     data = test_split(args.n_images, benchmark=BENCHMARK)
     choices = protocol_choices()
@@ -159,8 +159,8 @@ def sensitivity_study(args: argparse.Namespace) -> dict[str, Any]:
 
 def sensitivity_summary(record: dict[str, Any]) -> list[dict[str, Any]]:
     """Per protocol: each (variant, map)'s mean and sd over seeds, and the paper's two criteria."""
-    from infsa_viz.attention import VARIANTS
     from infsa_viz.evaluation.verdict import spread
+    from infsa_viz.model import VARIANTS
 
     paper = record["protocol"]["paper"]
     out = []
@@ -199,7 +199,7 @@ def _initial(config: Any, seed: int) -> Any:
     """The model as training seed ``seed`` started it (``torch.manual_seed(seed)`` then the constructor)."""
     import torch
 
-    from infsa_viz.vit import VisionTransformer
+    from infsa_viz.model import VisionTransformer
 
     torch.manual_seed(seed)
     return VisionTransformer(config).eval()
@@ -208,9 +208,9 @@ def _initial(config: Any, seed: int) -> Any:
 def cosine_study(args: argparse.Namespace) -> dict[str, Any]:
     """Per layer at initial and trained weights, and against the number of tokens."""
     from infsa_viz.data import test_split
+    from infsa_viz.formats import load_model
     from infsa_viz.progress import progress
     from infsa_viz.spectral.eigencheck import gaussian_baseline
-    from infsa_viz.vit import load_model
 
     images = test_split(args.cosine_images, benchmark=BENCHMARK).images
     layers = []

@@ -68,8 +68,8 @@ def _check_out(out: Path) -> None:
 
 @script_main(PROG)
 def main(argv: list[str] | None = None) -> int:
-    from infsa_viz.attention import VARIANTS
     from infsa_viz.data import BENCHMARKS
+    from infsa_viz.model import VARIANTS
 
     parser = script_parser(PROG, __doc__)
     parser.add_argument("--benchmark", default="cluttered-digits-hard", choices=list(BENCHMARKS))
@@ -127,7 +127,7 @@ def _train(args: argparse.Namespace, runs: list[tuple[str, int, Path, list[str]]
     """Every run not finished yet (``OUT`` locked by the caller), then ``OUT/seeds.json``."""
     from infsa_viz.cli import main as cli
     from infsa_viz.io import write_json
-    from infsa_viz.train_report import finished_card
+    from infsa_viz.train.report import finished_card
 
     def card_of(variant: str, seed: int, out: Path) -> dict | None:
         """The run's checked card; ``None`` when it has none; a damaged card or another run's is refused."""

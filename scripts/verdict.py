@@ -255,7 +255,7 @@ def html(record: dict[str, Any]) -> str:
     from plotly.colors import qualitative
     from plotly.subplots import make_subplots
 
-    from infsa_viz.attention import VARIANTS
+    from infsa_viz.model import VARIANTS
 
     benchmarks = list(record["benchmarks"])
     labels = {"evidence_spearman": "evidence rank correlation x 100", "morf_aoc": "MoRF-AOC %",

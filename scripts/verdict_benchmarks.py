@@ -80,7 +80,7 @@ RETIRED: dict[str, str] = {
 def seed_models(benchmark: str, root: Path) -> list[str]:
     """Every ``<variant>-seed<k>`` model folder (with a ``config.json``) of ``benchmark`` under ``root``:
     group by group, variants in registry order, then seeds; ``[]`` for an unknown benchmark."""
-    from infsa_viz.attention import VARIANTS
+    from infsa_viz.model import VARIANTS
     from infsa_viz.evaluation.verdict import split_seed
 
     entry = VERDICT_BENCHMARKS.get(benchmark)

@@ -8,7 +8,7 @@ import sys
 
 from infsa_viz import __version__
 from infsa_viz.cli import COMMANDS, main
-from infsa_viz.vit import VisionTransformer, save_model
+from infsa_viz.model import VisionTransformer, save_model
 
 
 def test_help_and_version(capsys):

@@ -21,7 +21,7 @@ from infsa_viz.estimate import (
 from infsa_viz.evaluation import EvalSettings
 from infsa_viz.maps import METHODS, attribute
 from infsa_viz.metrics.registry import METRICS
-from infsa_viz.vit import ViTConfig, VisionTransformer, save_model
+from infsa_viz.model import ViTConfig, VisionTransformer, save_model
 
 
 def _model(img_size=48, patch_size=8, **changes) -> VisionTransformer:

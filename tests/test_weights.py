@@ -9,7 +9,7 @@ import torch
 from safetensors.torch import save_file
 
 from infsa_viz import load_model, save_model
-from infsa_viz.vit import VisionTransformer, state_shapes
+from infsa_viz.model import VisionTransformer, state_shapes
 from infsa_viz.weights import check_finite, file_sha256, header_shapes, load_weights
 
 
@@ -31,7 +31,7 @@ def test_state_shapes_draw_no_values_and_import_no_compiler():
     import subprocess
     import sys
 
-    code = ("import sys; from infsa_viz.vit import ViTConfig, state_shapes; state_shapes(ViTConfig()); "
+    code = ("import sys; from infsa_viz.model import ViTConfig, state_shapes; state_shapes(ViTConfig()); "
             "print('torch._dynamo' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -1,7 +1,7 @@
 """Side by side: the same image and method on every selected model, one colour scale.
 
 The overlays are drawn first (maps only: milliseconds), then the per-map figures fill a small table
-under them, so the page shows what matters while the perturbation curves are computed.
+under them, so the page shows what matters while the figures are computed.
 """
 
 import streamlit as st
@@ -23,7 +23,7 @@ spec = METHODS[sel.method]
 names = {e.path: inputs.class_names(e) for e in catalog.loaded(sel.models)}
 explains = f" Explains {targets.describe(sel.target, list(names.values()))}." if spec.explains_class else ""
 st.caption(f"**{sel.method}** ({spec.family}): {spec.description}.{explains} Image: {image.source}.")
-show_figures = st.toggle("Per-map figures (MoRF-AOC, pointing game, box AUCs)", value=True, key="badges")
+show_figures = st.toggle(f"Per-map figures ({draw.figures_names()})", value=True, key="badges")
 
 if show_figures and spec.explains_class:  # a gradient map is costly: compute it once, with its figures
     explained = sidebar.each_model(sel, compute.explain, sel.method, sel.options)
@@ -60,11 +60,11 @@ records = []
 if show_figures:
     if explained is None:
         with figures.container():
-            with st.spinner("Per-map figures (perturbation curves, box AUCs)…"):
+            with st.spinner(f"Per-map figures ({draw.figures_names()})…"):
                 explained = sidebar.each_model(sel, compute.explain, sel.method, sel.options)
     records = [(entry.label, r.record) for entry, r in explained if not isinstance(r, str)]
     with figures.container():
-        st.markdown("**Per-map figures** (all: higher is better; MoRF/LeRF of the class each model predicts)")
+        st.markdown(f"**Per-map figures** ({draw.figures_caption()})")
         st.markdown(draw.figures_table(records))
 
 resized = [(entry, compute.model_input(entry, image)) for entry, _ in shown]

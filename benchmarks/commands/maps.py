@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from infsa_viz.attention import VARIANTS
 from infsa_viz.commands.lists import comma_ints, comma_names
+from infsa_viz.model import VARIANTS
 
 from .. import command_line
 
@@ -29,8 +29,8 @@ def run(args: argparse.Namespace) -> int:
     import torch
     from tqdm.auto import tqdm
 
-    from infsa_viz.attention import check_variant
     from infsa_viz.io import write_json
+    from infsa_viz.model import check_variant
 
     from ..maps import GRADIENT_STEPS, WARMUP_SIDE, run_map_benchmark
     from ..throughput import SHAPES, check_fit, image_bytes, memory_budget

@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _parse_case(text: str, option: str = "--case", size: str = "RESOLUTION", example: str = "pure_infsa:1024"
                 ) -> tuple[str, int]:
-    from infsa_viz.attention import check_variant
+    from infsa_viz.model import check_variant
 
     variant, sep, number = text.partition(":")
     if not sep or not number.isdigit() or int(number) < 1:
@@ -37,8 +37,8 @@ def run(args: argparse.Namespace) -> int:
 
     import torch
 
-    from infsa_viz.attention import VARIANTS
     from infsa_viz.io import read_json, write_json
+    from infsa_viz.model import VARIANTS
 
     from ..profile import largest_completed, op_slopes, profile_forward
     from ..throughput import BenchSettings, check_fit, image_bytes, memory_budget, shape_config

@@ -6,8 +6,8 @@ import argparse
 import sys
 from typing import Any
 
-from infsa_viz.attention import VARIANTS
 from infsa_viz.commands.lists import comma_ints, comma_names
+from infsa_viz.model import VARIANTS
 
 from .. import command_line
 

@@ -17,7 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..io import write_json
-    from ..train import training_report
+    from ..train.report import training_report
 
     if not args.models:
         raise ValueError("--models names no model directory")

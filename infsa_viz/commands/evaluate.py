@@ -29,7 +29,7 @@ def _setting_type(setting):
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ..evaluation import EvalSettings, default_methods, reference_methods
-    from ..metrics.protocol import SCORES, SELECTIONS
+    from ..metrics.protocol import SELECTIONS
     from ..metrics.registry import METRICS, SETTINGS, default_metrics
 
     d = EvalSettings()
@@ -43,12 +43,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"comma-separated metrics (default: {', '.join(default_metrics())}; all: "
                              f"{', '.join(METRICS)})")
     add_data_options(parser, n_images=1000)
-    parser.add_argument("--score", default=d.score, choices=SCORES,
-                        help="the class whose probability the curves track (default: the label)")
     parser.add_argument("--select", default=d.select, choices=SELECTIONS,
                         help="images in MoRF/LeRF scores (default: correctly classified)")
-    add_target_option(parser, default="label", help="class explained by class-explaining maps (default: label, "
-                                                    "the ground truth)")
+    add_target_option(parser, default="label", help="class explained by class-explaining maps and scored by every "
+                                                    "metric (default: label, the ground truth; an image without "
+                                                    "one: its prediction)")
     parser.add_argument("--layer", type=int, default=None, help="layer of per-layer methods (default: each method's)")
     parser.add_argument("--head", default=None, help="head index or 'mean' of per-layer methods (default: each method's)")
     parser.add_argument("--gamma", type=float, default=None,
@@ -82,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     from ..formats import load_model
     from ..maps import METHODS, check_method
     from ..metrics.registry import METRICS, SETTINGS, check_metric
-    from ..targets import Target
+    from ..targets import target_for_models
 
     if not args.methods:
         raise ValueError(f"--methods names no method; expected some of {list(METHODS)}")
@@ -112,23 +111,12 @@ def run(args: argparse.Namespace) -> int:
         data_folder = args.data[len("folder:"):] if args.data.startswith("folder:") else None
         refuse_overwriting_inputs(written, [*(parse_model_spec(m)[0] for m in args.models), data_folder or "",
                                             args.boxes or "", args.classes or ""])
-    try:
-        target = Target.parse(args.target, name="--target")
-    except ValueError:
-        target = None  # a class name: resolved against the models' class names once they are loaded
-    protocol = EvalSettings(score=args.score, select=args.select, target=target or "label", seed=args.seed,
-                            chunk=args.chunk, batch_size=args.batch_size, metrics=args.metrics,
-                            map_options={"layer": args.layer, "head": args.head, "gamma": args.gamma},
-                            **{name: getattr(args, name) for name in SETTINGS})
+    settings = dict(select=args.select, seed=args.seed, chunk=args.chunk, batch_size=args.batch_size,
+                    metrics=args.metrics, map_options={"layer": args.layer, "head": args.head, "gamma": args.gamma},
+                    **{name: getattr(args, name) for name in SETTINGS})
+    EvalSettings(**settings)  # every setting checked before a model loads
     models = [(d, load_model(d)) for d in args.models]
-    if target is None:
-        names = {tuple(m.config.class_names or ()) for _, m in models}
-        if len(names) != 1:
-            raise ValueError(f"--target={args.target!r} names a class by name, but the models name their classes "
-                             "differently; give a class index")
-        protocol = protocol.replace(target=Target.parse(args.target, class_names=names.pop(), name="--target"))
-    for directory, model in models:
-        protocol.target.validate(model.config.num_classes, name="--target", model=directory)
+    protocol = EvalSettings(target=target_for_models(args.target, models, name="--target"), **settings)
     check_evaluation(models, args.methods, protocol, n_images=args.n_images, spell=cli_option)  # before any data
     data = load_data(args, models)
     for name in args.metrics or ():  # named on purpose: refused where the data cannot give it

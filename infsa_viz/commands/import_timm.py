@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..attention import DEFAULT_VARIANT, VARIANTS
+from ..model.attention import DEFAULT_VARIANT, VARIANTS
 from ..preprocess import RESAMPLES, RESIZES
 from .lists import comma_floats
 
@@ -13,8 +13,7 @@ from .lists import comma_floats
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("weights", help="a timm ViT state dict saved as .safetensors (pickle files are refused)")
     parser.add_argument("--num-heads", type=int, required=True, help="heads per layer of the checkpoint")
-    parser.add_argument("--variant", "--attention", dest="variant", default=DEFAULT_VARIANT, choices=VARIANTS,
-                        help="attention variant of the new model (--attention is the former name)")
+    parser.add_argument("--variant", default=DEFAULT_VARIANT, choices=VARIANTS, help="attention variant of the new model")
     parser.add_argument("--num-classes", type=int, default=None, help="start a fresh head with this many classes")
     parser.add_argument("--mean", type=comma_floats, default=None, metavar="M[,M,M]",
                         help="input normalisation mean of pixel/255 per channel (default: ImageNet's for RGB "
@@ -31,8 +30,9 @@ def run(args: argparse.Namespace) -> int:
 
     from ..formats._state import read_safetensors
     from ..formats.timm import IMAGENET, from_timm_state_dict
+    from ..model.files import save_model
+    from ..model.vit import count_parameters
     from ..preprocess import Preprocessing
-    from ..vit import count_parameters, save_model
 
     path = Path(args.weights)
     if path.suffix != ".safetensors" or not path.is_file():

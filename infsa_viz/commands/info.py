@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..formats import describe_model, load_model, parse_model_spec
     from ..io import read_json
-    from ..vit import count_parameters
+    from ..model.vit import count_parameters
 
     if (args.model is None) == (args.model_option is None):
         raise ValueError("name one model: infsa-viz info MODEL, or --model MODEL")

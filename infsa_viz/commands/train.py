@@ -6,7 +6,7 @@ import argparse
 import shlex
 from pathlib import Path
 
-from ..attention import VARIANTS
+from ..model.attention import VARIANTS
 from ._inputs import MODEL_HELP
 
 
@@ -41,7 +41,9 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from ..data import BENCHMARKS
-    from ..train import TrainConfig, cluttered_digits_data, folder_data, train
+    from ..train.data import cluttered_digits_data, folder_data
+    from ..train.loop import train
+    from ..train.recipe import TrainConfig
 
     recipe = TrainConfig()
     init = None

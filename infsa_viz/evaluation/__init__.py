@@ -14,7 +14,6 @@ used per scene object (the evidence ground truth) and :mod:`.meta` meta-evaluate
 
 from .comparisons import benchmark_quality, compare, paired_tests, seed_summary
 from .engine import (
-    EvalProtocol,
     EvalSettings,
     Evaluation,
     default_methods,
@@ -31,7 +30,6 @@ from .writer import TABLE_COLUMNS, records_csv, report, rows_csv, table_columns,
 
 __all__ = [
     "TABLE_COLUMNS",
-    "EvalProtocol",
     "EvalSettings",
     "Evaluation",
     "FigureMeta",

@@ -99,7 +99,7 @@ def object_importance(
     """Per-object importance of ``model`` on each scene (one forward per object and image, plus the clean one).
 
     Args:
-        model: a classifier with a preprocessing config (a :class:`~infsa_viz.vit.VisionTransformer`,
+        model: a classifier with a preprocessing config (a :class:`~infsa_viz.model.vit.VisionTransformer`,
             or any module with ``config`` as :func:`~infsa_viz.preprocess.prepare` reads it), in eval mode.
         scenes: ``B`` scenes of one benchmark, or a :class:`~infsa_viz.data.LabelledImages` holding them.
         target: ``(B,)`` the class each image's map explains (e.g. the labels).

@@ -44,7 +44,7 @@ CURVES = ("ratio", "probability")
 AREAS = ("aoc", "one_minus_auc", "aopc")
 TARGETS = TARGET_WORDS  # the class tracked: the label (ours) or the prediction
 IMAGES = ("correct", "all")
-#: Steps of the ``patch_fraction`` and ``pixels`` schedules (ours: ``EvalProtocol.steps``).
+#: Steps of the ``patch_fraction`` and ``pixels`` schedules (ours: ``EvalSettings.steps``).
 FRACTION_STEPS = 20
 _AXES = {"deletion": DELETIONS, "steps": STEPS, "curve": CURVES, "area": AREAS, "target": TARGETS,
          "images": IMAGES}

@@ -46,8 +46,8 @@ from typing import Any
 
 import numpy as np
 
-from ..attention import DEFAULT_VARIANT, VARIANTS
 from ..metrics.registry import FIGURES
+from ..model.attention import DEFAULT_VARIANT, VARIANTS
 from .image_sets import IMAGE_SETS, image_set_calls, seed_set_means
 from .records import ImageRecord, per_image_figures
 from .seed_stats import detectable_difference, hierarchical_bootstrap, seed_t_test

@@ -3,7 +3,7 @@
 Built-in formats (:data:`FORMATS`, in detection order; each is one module registering a
 ``(detect, load)`` pair, see :mod:`infsa_viz.formats._registry`):
 
-* ``infsa-viz``: a directory written by :func:`infsa_viz.vit.save_model` (``config.json``
+* ``infsa-viz``: a directory written by :func:`infsa_viz.model.files.save_model` (``config.json``
   without ``model_type`` + ``model.safetensors``); see :mod:`infsa_viz.formats.ours`;
 * ``transformers``: a ``save_pretrained`` directory of ``ViTForImageClassification``,
   ``DeiTForImageClassification`` or ``DeiTForImageClassificationWithTeacher``
@@ -17,7 +17,7 @@ Built-in formats (:data:`FORMATS`, in detection order; each is one module regist
 A new format is one module that calls :func:`register_format` with a :class:`ModelFormat`, and
 its import below (or anywhere before use): :func:`detect` and :func:`load_model` read the registry.
 
-Every format becomes our :class:`~infsa_viz.vit.VisionTransformer` with our attention modules,
+Every format becomes our :class:`~infsa_viz.model.vit.VisionTransformer` with our attention modules,
 so capture, maps and spectral analysis work the same whatever attention kernel (eager, SDPA,
 flash) the source framework used: we never hook the source model, we recompute from its weights.
 Every reader checks every size against the file before it builds anything, and weights must be
@@ -28,29 +28,23 @@ arguments, or, on the command line, a query after the path:
 
 from __future__ import annotations
 
-import warnings
-
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
 import torch
 
-from ..attention import ATTENTION_REGISTRY, check_variant
+from ..model.attention import ATTENTION_REGISTRY, check_variant
+from ..model.vit import VisionTransformer
 from ..preprocess import Preprocessing
-from ..vit import VisionTransformer
 from ._registry import FORMATS, Candidate, LoadOptions, ModelFormat, detect, get_format, register_format
-from . import ours, hf, timm, official  # noqa: E402,F401  (register the built-in formats, in detection order)
+from . import ours, hf, timm, official  # noqa: E402,F401,I001  (register the built-in formats, in detection order)
 
 __all__ = ["FORMATS", "OPTIONS", "Candidate", "LoadOptions", "ModelFormat", "describe_model", "detect",
-           "detect_format", "load_model", "parse_model_spec", "register_format", "swap_attention"]
+           "load_model", "parse_model_spec", "register_format", "swap_attention"]
 
 #: Options :func:`load_model` takes from a ``PATH?key=value&...`` spec, with their parsers.
 OPTIONS: dict[str, Any] = {"num_heads": int, "variant": str, "convert_to": str, "rho_init": float, "format": str}
-#: Former option names, read as their new names (with a DeprecationWarning).
-_RENAMED = {"attention": "convert_to"}
-#: The former name of :func:`detect`.
-detect_format = detect
 
 
 def parse_model_spec(spec: str | Path) -> tuple[str, dict[str, Any]]:
@@ -67,9 +61,6 @@ def parse_model_spec(spec: str | Path) -> tuple[str, dict[str, Any]]:
     except ValueError:
         raise ValueError(f"model {text!r}: the options after '?' are not key=value pairs joined by '&'") from None
     for key, value in pairs:
-        if key in _RENAMED:
-            warnings.warn(f"model option {key!r} is now {_RENAMED[key]!r}", DeprecationWarning, stacklevel=2)
-            key = _RENAMED[key]
         if key not in OPTIONS:
             raise ValueError(f"model {text!r}: unknown option {key!r}; expected options among {sorted(OPTIONS)}")
         try:
@@ -113,9 +104,8 @@ def load_model(
     preprocessing: Preprocessing | None = None,
     format: str | None = None,
     map_location: str | torch.device = "cpu",
-    **renamed: Any,
 ) -> VisionTransformer:
-    """Load a model of any supported format as our :class:`~infsa_viz.vit.VisionTransformer`, in eval mode.
+    """Load a model of any supported format as our :class:`~infsa_viz.model.vit.VisionTransformer`, in eval mode.
 
     Args:
         path: a model directory or a ``.safetensors`` state dict; a ``?key=value&...`` suffix
@@ -123,7 +113,7 @@ def load_model(
         num_heads: heads per layer, for state dicts (timm, torchvision, official InfSA).
         variant: the attention variant an official-InfSA state dict was trained with.
         convert_to: convert the model to this attention variant after loading, keeping its weights
-            (see :func:`swap_attention`; ``attention=`` is the former name).
+            (see :func:`swap_attention`).
         rho_init: ``ρ`` of InfSA layers a swap creates (state-dict imports: of new layers).
         preprocessing: what a state dict expects of its input (default: its framework's usual
             ImageNet preprocessing); directories carry their own.
@@ -139,12 +129,6 @@ def load_model(
         >>> model = load_model("google-vit-dir")               # transformers save_pretrained
         >>> model = load_model("vit.safetensors?num_heads=12")  # a timm state dict
     """
-    for old, new in _RENAMED.items():
-        if old in renamed:
-            warnings.warn(f"load_model({old}=...) is now {new}=...", DeprecationWarning, stacklevel=2)
-            convert_to = convert_to or renamed.pop(old)
-    if renamed:
-        raise TypeError(f"load_model() got unexpected keyword arguments {sorted(renamed)}")
     text, spec_options = parse_model_spec(path)
     given = {"num_heads": num_heads, "variant": variant, "convert_to": convert_to, "rho_init": rho_init,
              "format": format, "preprocessing": preprocessing}

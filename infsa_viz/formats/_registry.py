@@ -2,7 +2,7 @@
 
 A format module defines a detector (does this path look like mine? answered from file names,
 ``config.json`` or the safetensors header, never from the weights) and a loader (path + options
-→ our :class:`~infsa_viz.vit.VisionTransformer`), and registers them once::
+→ our :class:`~infsa_viz.model.vit.VisionTransformer`), and registers them once::
 
     register_format(ModelFormat("my-format", detect=_detect, load=_load,
                                 expects="a .myvit file", options=frozenset({"num_heads"})))
@@ -24,8 +24,9 @@ from typing import Any
 import torch
 
 from ..io import read_json
+from ..model.files import CONFIG_FILE
+from ..model.vit import VisionTransformer
 from ..preprocess import Preprocessing
-from ..vit import CONFIG_FILE, VisionTransformer
 
 __all__ = ["FORMATS", "Candidate", "LoadOptions", "ModelFormat", "detect", "get_format", "register_format"]
 

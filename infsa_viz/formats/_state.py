@@ -2,7 +2,7 @@
 
 Every reader follows one order: read the tensors (bounded by the file's size; the header is
 checked against the file first, see :func:`infsa_viz.weights.read_header`), convert their names,
-derive a :class:`~infsa_viz.vit.ViTConfig`, then :func:`check_fits` compares every name and shape
+derive a :class:`~infsa_viz.model.config.ViTConfig`, then :func:`check_fits` compares every name and shape
 with what that config implies, computed on the meta device, *before* a module is built. A file
 that declares a huge width, a block index far beyond the others or thousands of zero-size blocks
 is refused there with one line instead of building a model it cannot fill.
@@ -18,7 +18,9 @@ import torch
 from torch import Tensor
 
 from ..io import read_json
-from ..vit import CONFIG_FILE, VisionTransformer, ViTConfig, state_shapes
+from ..model.config import ViTConfig
+from ..model.files import CONFIG_FILE
+from ..model.vit import VisionTransformer, state_shapes
 from ..weights import check_dtypes, check_finite, read_header
 
 __all__ = ["PICKLE_SUFFIXES", "block_count", "check_fits", "flat_conv", "fuse_qkv", "load_state",
@@ -127,7 +129,7 @@ def check_fits(config: ViTConfig, shapes: Mapping[str, tuple[int, ...]], source:
         optional: name endings that may be absent from ``shapes`` (e.g. ``rho_logit``).
 
     Returns:
-        The shapes the config implies (:func:`~infsa_viz.vit.state_shapes`).
+        The shapes the config implies (:func:`~infsa_viz.model.vit.state_shapes`).
 
     Raises:
         ValueError: naming ``source``, the depth, the block index, the names or the first tensor

@@ -1,4 +1,4 @@
-"""Hugging Face transformers image classifiers (ViT, DeiT) → :class:`~infsa_viz.vit.VisionTransformer`.
+"""Hugging Face transformers image classifiers (ViT, DeiT) → :class:`~infsa_viz.model.vit.VisionTransformer`.
 
 Reads a ``save_pretrained`` directory as files: ``config.json`` (JSON), ``model.safetensors``
 (or a sharded ``model.safetensors.index.json``) and, when present, ``preprocessor_config.json``.
@@ -9,7 +9,7 @@ and the same attention (Dosovitskiy et al. 2021, ViT; Touvron et al. 2021, DeiT)
 Weights map one to one (query/key/value are concatenated into our fused ``qkv``; the patch
 convolution becomes our linear patch embedding); what transformers' config says about the
 architecture (LayerNorm ε, q/k/v bias, GELU form, DeiT's distillation token and head) becomes
-fields of :class:`~infsa_viz.vit.ViTConfig`; ``id2label`` becomes ``class_names``.
+fields of :class:`~infsa_viz.model.config.ViTConfig`; ``id2label`` becomes ``class_names``.
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from typing import Any
 from torch import Tensor
 
 from ..io import read_json
+from ..model.config import MAX_WIDTH, ViTConfig
+from ..model.vit import VisionTransformer
 from ..preprocess import Preprocessing
-from ..vit import MAX_WIDTH, VisionTransformer, ViTConfig
 from ._registry import Candidate, ModelFormat, register_format
 from ._state import flat_conv, fuse_qkv, load_state, read_safetensors
 from .hf_processor import PREPROCESSOR_FILE, preprocessing_from_hf, square_size

@@ -14,8 +14,8 @@ import logging
 import math
 from typing import Any
 
+from ..model.config import MAX_WIDTH
 from ..preprocess import Preprocessing
-from ..vit import MAX_WIDTH
 
 __all__ = ["PROCESSOR_CLASSES", "PROCESSOR_FILE", "preprocessing_from_hf", "processor_family", "square_size"]
 

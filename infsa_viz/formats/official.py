@@ -28,9 +28,10 @@ from pathlib import Path
 
 from torch import Tensor
 
-from ..attention import EPS
+from ..model.blockwise import EPS
+from ..model.config import ViTConfig
+from ..model.vit import VisionTransformer
 from ..preprocess import Preprocessing
-from ..vit import VisionTransformer, ViTConfig
 from ..weights import check_floating
 from ._registry import LoadOptions, ModelFormat, register_format
 from ._state import block_count, flat_conv, fuse_qkv, load_state, read_safetensors, require

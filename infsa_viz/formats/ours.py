@@ -1,6 +1,6 @@
-"""Our own format: a directory written by :func:`infsa_viz.vit.save_model`.
+"""Our own format: a directory written by :func:`infsa_viz.model.files.save_model`.
 
-``config.json`` (a :class:`~infsa_viz.vit.ViTConfig`, no transformers ``model_type``) and
+``config.json`` (a :class:`~infsa_viz.model.config.ViTConfig`, no transformers ``model_type``) and
 ``model.safetensors``; optionally ``card.json`` (written by training) recording the weights' sha256,
 the variant and the recipe's model: a ``config.json`` that contradicts them (an attention variant,
 a depth, a normalisation edited by hand) is refused, since the weights were trained as the card says.
@@ -14,7 +14,9 @@ from typing import Any
 import torch
 
 from ..io import read_json
-from ..vit import CONFIG_FILE, WEIGHTS_FILE, VisionTransformer, ViTConfig
+from ..model.config import ViTConfig
+from ..model.files import CONFIG_FILE, WEIGHTS_FILE
+from ..model.vit import VisionTransformer
 from ..weights import header_shapes, load_weights
 from ._registry import Candidate, LoadOptions, ModelFormat, register_format
 from ._state import check_fits
@@ -23,7 +25,7 @@ __all__ = ["load_directory"]
 
 
 def load_directory(directory: str | Path, *, map_location: str | torch.device = "cpu") -> VisionTransformer:
-    """Load a model saved by :func:`~infsa_viz.vit.save_model` (no pickle), in eval mode.
+    """Load a model saved by :func:`~infsa_viz.model.files.save_model` (no pickle), in eval mode.
 
     The weights' header is checked against the config before the model is built (a config asking
     for a huge model is refused without allocating it); every weight must be floating point and

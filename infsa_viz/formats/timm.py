@@ -1,4 +1,4 @@
-"""timm ``VisionTransformer`` state dicts (``.safetensors``) → our :class:`~infsa_viz.vit.VisionTransformer`.
+"""timm ``VisionTransformer`` state dicts (``.safetensors``) → our :class:`~infsa_viz.model.vit.VisionTransformer`.
 
 timm's ``vision_transformer`` names (``patch_embed.proj``, ``cls_token``, ``pos_embed``,
 ``blocks.i.attn.qkv``, ``blocks.i.mlp.fc1``, ``norm``, ``head``) are ours too, with timm's
@@ -17,9 +17,10 @@ from pathlib import Path
 
 from torch import Tensor
 
-from ..attention import DEFAULT_VARIANT
+from ..model.attention import DEFAULT_VARIANT
+from ..model.config import ViTConfig
+from ..model.vit import VisionTransformer
 from ..preprocess import Preprocessing
-from ..vit import VisionTransformer, ViTConfig
 from ..weights import check_floating
 from ._registry import Candidate, LoadOptions, ModelFormat, register_format
 from ._state import block_count, load_state, read_safetensors, require

@@ -4,7 +4,7 @@ gradient-weighted attention methods (Chefer et al. 2021, TAM, Grad-CAM) and of A
 :func:`explicit_attention` makes every attention layer of a model compute its matrix ``A``
 ``(B, H, N, N)`` densely (the same formula the layer's class states, ``applied_matrix``), keep it
 on the autograd graph and hand it to the caller, so ``∂ logit / ∂A`` can be read. The layers'
-own code (:mod:`infsa_viz.attention`) is not changed: the ``attend`` method of each module
+own code (:mod:`infsa_viz.model.attention`) is not changed: the ``attend`` method of each module
 instance is replaced for the duration of the ``with`` block and restored afterwards. The logits
 are the model's own to float tolerance (a test checks it for every variant).
 
@@ -34,8 +34,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..attention import EPS, Attention, half_gradient
-from ..capture import attention_layers
+from ..model.attention import Attention
+from ..model.blockwise import EPS
+from ..model.capture import attention_layers
+from ..model.functional import half_gradient
 
 __all__ = ["explicit_attention", "target_logits"]
 
@@ -65,7 +67,7 @@ def explicit_attention(model: nn.Module, *, lrp: bool = False) -> Iterator[list[
     autograd graph, ``retain_grad`` set) to the yielded list, in layer order.
 
     Args:
-        model: a model with :class:`~infsa_viz.attention.Attention` modules.
+        model: a model with :class:`~infsa_viz.model.attention.Attention` modules.
         lrp: also apply the AttnLRP gradient rules (module docstring) to the attention,
             LayerNorm and GELU modules.
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any, Literal, Sequence
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
-from ..capture import AttentionRecord, capture_attention
 from ..estimate import TILE_BYTES, Estimate, Workload
-from ..spectral.operator_base import DENSE_BUDGET
+from ..forward import ForwardRecord
+from ..model.capture import AttentionRecord
+from ..model.operators.base import DENSE_BUDGET
 from .base import MapMethod, register, select_layer, tokens_to_grid
 
 __all__ = ["AttentionMap", "Rollout", "fuse_heads", "rollout"]
@@ -43,8 +44,8 @@ class AttentionMap(MapMethod):
     softmax: ``softmax(q kᵀ/√D)``; pure InfSA: ``Â``; Linear-InfSA: ``1·aᵀ`` (every row is ``a``).
     ``row="cls"`` reads what the CLS token attends to (needs a CLS token), ``"mean"`` the mean row.
     The row is read from the dense ``(B, H, N, N)`` matrix while it holds at most
-    :data:`~infsa_viz.spectral.operator_base.DENSE_BUDGET` numbers, and matrix-free above (``sᵀA``
-    from ``q`` and ``k`` in tiles, :meth:`~infsa_viz.attention.Attention.graph`): the same row to
+    :data:`~infsa_viz.model.operators.base.DENSE_BUDGET` numbers, and matrix-free above (``sᵀA``
+    from ``q`` and ``k`` in tiles, :meth:`~infsa_viz.model.attention.Attention.graph`): the same row to
     float tolerance, in ``O(tile + N)`` memory.
     """
 
@@ -54,6 +55,7 @@ class AttentionMap(MapMethod):
     reference = "the attention matrix itself (e.g. Dosovitskiy et al. 2021, Fig. 6)"
     defaults = {"layer": -1, "head": "mean", "row": "cls"}
     per_layer = True
+    reads_attention = True
     cost = "1 forward; one N×N matrix per head of the chosen layer (matrix-free row above DENSE_BUDGET numbers)"
 
     @staticmethod
@@ -68,9 +70,8 @@ class AttentionMap(MapMethod):
         return Estimate(base + TILE_BYTES + work.vectors(2 * work.heads),
                         "one forward, every layer's q, k and the row from q, k in tiles (matrix-free)")
 
-    def _compute(self, model, images, target, options):
-        _, records = capture_attention(model, images)
-        record = select_layer(records, options["layer"])
+    def _compute(self, forward, options):
+        record = select_layer(forward.attention, options["layer"])
         row = options["row"]
         if row not in ("cls", "mean"):
             raise ValueError(f"row={row!r} must be 'cls' or 'mean'")
@@ -179,6 +180,7 @@ class Rollout(MapMethod):
     description = "attention rollout across layers (Abnar & Zuidema 2020)"
     reference = "Abnar & Zuidema, Quantifying Attention Flow in Transformers, ACL 2020"
     defaults = {"head": "mean", "add_residual": True, "matrix": "native", "start": "auto", "discard_ratio": 0.0}
+    reads_attention = True
     cost = "1 forward; one dense N×N product per layer"
 
     def estimate(self, work: Workload, options: dict[str, Any]) -> Estimate:
@@ -190,11 +192,10 @@ class Rollout(MapMethod):
                         "every layer's q, k; per layer a (B, H, N, N) matrix and six (B, N, N) products",
                         lower="a smaller input (fewer tokens); rollout has no matrix-free path (neumann and visits do)")
 
-    def _compute(self, model: nn.Module, images: Tensor, target: Tensor | None,
-                 options: dict[str, Any]) -> tuple[Tensor, dict[str, Any], None]:
+    def _compute(self, forward: ForwardRecord, options: dict[str, Any]) -> tuple[Tensor, dict[str, Any], None]:
         from .spectral import start_row
 
-        _, records = capture_attention(model, images)
+        records = forward.attention
         start = start_row(options["start"], records[0])
         head = options["head"]
         if head not in FUSIONS:

@@ -25,8 +25,8 @@ class RandomMap(MapMethod):
     def estimate(self, work, options):
         return Estimate(4.0 * work.batch * work.patches, "one number per patch", forwards=0)
 
-    def _compute(self, model, images, target, options):
-        p = model.patch_size
+    def _compute(self, forward, options):
+        p, images = forward.model.patch_size, forward.inputs
         generator = torch.Generator().manual_seed(options["seed"])
         maps = torch.rand(images.shape[0], images.shape[-2] // p, images.shape[-1] // p, generator=generator)
         return maps, {"distribution": "uniform [0, 1) per patch, torch.Generator seeded by seed"}, None

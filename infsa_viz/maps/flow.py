@@ -9,7 +9,6 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..capture import capture_attention
 from ..estimate import Estimate, Workload, count_option
 from ._explicit import explicit_attention, target_logits
 from .attention import FUSIONS, fuse_heads
@@ -75,6 +74,7 @@ class AttentionFlow(MapMethod):
     description = "max-flow from each patch to the CLS output through all layers (Abnar & Zuidema 2020)"
     reference = "Abnar & Zuidema, Quantifying Attention Flow in Transformers, ACL 2020"
     defaults = {"head": "mean", "add_residual": True}
+    reads_attention = True
     cost = ("1 forward per image, then N max-flow problems per image on (L+1)·N nodes and L·N² edges "
             "(scipy Dinic, CPU; O(V²E) worst case each)")
 
@@ -87,8 +87,8 @@ class AttentionFlow(MapMethod):
                         limit_what="its max-flow work L·N³ per image (N max-flow problems on L·N² edges)",
                         lower="a smaller input (fewer tokens): attention flow is meant for small token graphs")
 
-    def _compute(self, model, images, target, options):
-        _, records = capture_attention(model, images)
+    def _compute(self, forward, options):
+        records, images = forward.attention, forward.inputs
         if records[0].num_prefix_tokens == 0:
             raise ValueError("attention_flow ends at the CLS token; this model mean-pools and has no CLS token")
         head = options["head"]
@@ -123,6 +123,7 @@ class TransitionAttentionMaps(MapMethod):
                  "Chain, NeurIPS 2021 XAI4Debugging workshop")
     defaults = {"steps": 20, "start_layer": 0}
     explains_class = True
+    reads_attention = True
     cost = "steps + 1 forwards + steps backwards per image"
 
     def estimate(self, work: Workload, options: dict[str, Any]) -> Estimate:
@@ -131,11 +132,12 @@ class TransitionAttentionMaps(MapMethod):
                         "a forward with every layer's (B, H, N, N) attention and its gradient, float64 head means",
                         forwards=1 + 2 * count_option(options, "steps", 20), lower="fewer steps")
 
-    def _compute(self, model, images, target, options):
+    def _compute(self, forward, options):
+        model, images, target = forward.model, forward.inputs, forward.explained
         steps, start = options["steps"], options["start_layer"]
         if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
             raise ValueError(f"steps={steps!r} must be an integer >= 1")
-        _, records = capture_attention(model, images)
+        records = forward.attention
         L = len(records)
         if isinstance(start, bool) or not isinstance(start, int) or not 0 <= start < L:
             raise ValueError(f"start_layer={start!r} must be an integer in [0, {L})")

@@ -11,9 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from ..estimate import Estimate, Workload, count_option
+from ..forward import ForwardRecord
 from .base import MapMethod, register
 
 __all__ = ["InputXGradient", "IntegratedGradients", "Occlusion", "Saliency", "patch_feature_mask",
@@ -57,11 +58,11 @@ class _CaptumMethod(MapMethod):
     def estimate(self, work: Workload, options: dict[str, Any]) -> Estimate:
         return Estimate(work.forward(grad=True), "one forward kept for the backward", forwards=2)
 
-    def _compute(self, model: nn.Module, images: Tensor, target: Tensor | None,
-                 options: dict[str, Any]) -> tuple[Tensor, dict[str, Any], None]:
+    def _compute(self, forward: ForwardRecord, options: dict[str, Any]) -> tuple[Tensor, dict[str, Any], None]:
+        model = forward.model
         explainer = _captum(self.captum_class)(model)
-        x = images.detach().clone().requires_grad_(True)
-        attr = self._attribute(explainer, x, target, model.patch_size, options)  # (B, C, H, W) or (B, h, w)
+        x = forward.inputs.detach().clone().requires_grad_(True)
+        attr = self._attribute(explainer, x, forward.explained, model.patch_size, options)  # (B, C, H, W) or (B, h, w)
         maps = attr if attr.dim() == 3 else pool_to_patches(attr.detach(), model.patch_size, absolute=not self.signed)
         return maps.detach(), {"captum": self.captum_class, "pooling": "sum over channels and patch pixels"}, None
 

@@ -67,8 +67,9 @@ class BoxOracle(MapMethod):
     def estimate(self, work, options):
         return Estimate(4.0 * work.batch * work.pixels, "one (H, W) box mask per image", forwards=0)
 
-    def _compute(self, model, images, target, options, truth: GroundTruth):
-        maps = box_oracle_maps(truth.boxes, image_size=tuple(images.shape[-2:]), patch_size=model.patch_size)
+    def _compute(self, forward, options, truth: GroundTruth):
+        maps = box_oracle_maps(truth.boxes, image_size=tuple(forward.inputs.shape[-2:]),
+                               patch_size=forward.model.patch_size)
         return maps, {"reference": self.description,
                       "images_without_box": int(sum(len(b) == 0 for b in truth.boxes))}, None
 
@@ -93,13 +94,13 @@ class EvidenceOracle(MapMethod):
     def estimate(self, work, options):
         return Estimate(8.0 * work.batch * work.pixels, "the objects' (B, O, H, W) masks, read", forwards=0)
 
-    def _compute(self, model, images, target, options, truth: GroundTruth):
+    def _compute(self, forward, options, truth: GroundTruth):
         from ..metrics.evidence import evidence_oracle
 
         if not truth.has_evidence:
             raise ValueError("method 'evidence_oracle' needs scene masks and object importance; the data has no "
                              "scenes (score it on a generated benchmark: --data cluttered-digits)")
-        maps = evidence_oracle(truth.masks, truth.importance, patch_size=model.patch_size)
+        maps = evidence_oracle(truth.masks, truth.importance, patch_size=forward.model.patch_size)
         return torch.from_numpy(maps).float(), {"reference": self.description,
                                                 "importance": "probability drop, clipped at 0"}, None
 
@@ -128,10 +129,12 @@ class GreedyDeletionOracle(MapMethod):
         return Estimate(copies.forward() + 8.0 * copies.batch * work.pixels, "one forward of batch_size copies",
                         forwards=work.patches * (steps + 1) / 2, lower="fewer --steps or a smaller input")
 
-    def _compute(self, model, images, target, options):
+    def _compute(self, forward, options):
         from ..metrics.greedy_deletion import greedy_deletion
 
-        return _order_map(self, greedy_deletion(model, images, target, patch_size=model.patch_size, **options))
+        model = forward.model
+        return _order_map(self, greedy_deletion(model, forward.inputs, forward.explained,
+                                                patch_size=model.patch_size, **options))
 
 
 @register
@@ -155,10 +158,24 @@ class BeamDeletionOracle(MapMethod):
     cost = ("about 10x the greedy oracle: 3,700-4,100 forwards per image at 6x6 patches, 14,600 at 12x12 "
             "(width 4, expand 8, 20 steps; measured)")
 
-    def _compute(self, model, images, target, options):
+    def estimate(self, work, options):
+        from ..metrics.beam_deletion import beam_forwards
+
+        steps, width = count_option(options, "steps", 20), count_option(options, "width", 4)
+        side = max(int(round(work.patches ** 0.5)), 1)
+        grid = (side, max(work.patches // side, 1))
+        copies = work.with_batch(min(count_option(options, "batch_size", 512), work.batch * work.patches))
+        return Estimate(copies.forward() + 8.0 * copies.batch * work.pixels * (width + 1),
+                        "one forward of batch_size copies, the beam's width + 1 partial orders",
+                        forwards=beam_forwards(steps, grid, width=width, expand=count_option(options, "expand", 8)),
+                        lower="fewer --steps, a narrower beam (width) or a smaller input")
+
+    def _compute(self, forward, options):
         from ..metrics.beam_deletion import beam_deletion
 
-        return _order_map(self, beam_deletion(model, images, target, patch_size=model.patch_size, **options))
+        model = forward.model
+        return _order_map(self, beam_deletion(model, forward.inputs, forward.explained,
+                                              patch_size=model.patch_size, **options))
 
 
 def _order_map(method: MapMethod, found) -> tuple[torch.Tensor, dict, None]:

@@ -13,8 +13,8 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from ..capture import attention_layers
 from ..estimate import Estimate, Workload
+from ..model.capture import attention_layers
 from ._explicit import explicit_attention, target_logits
 from .base import MapMethod, register, select_layer, tokens_to_grid
 from .gradient import pool_to_patches
@@ -74,7 +74,8 @@ class CheferGeneric(MapMethod):
                         "a forward with every layer's (B, H, N, N) attention and its gradient, and float64 "
                         "(B, N, N) relevance products", forwards=2)
 
-    def _compute(self, model, images, target, options):
+    def _compute(self, forward, options):
+        model, images, target = forward.model, forward.inputs, forward.explained
         _need_cls(model, self.name)
         attentions, gradients, _ = _gradients(model, images, target)
         R = chefer_relevance(attentions, gradients)  # (B, N, N)
@@ -104,8 +105,9 @@ class AttnLRP(MapMethod):
                         "a forward with every layer's (B, H, N, N) attention, its halved-gradient copies and its "
                         "gradient", forwards=2)
 
-    def _compute(self, model, images, target, options):
-        x = images.detach().clone().requires_grad_(True)
+    def _compute(self, forward, options):
+        model, target = forward.model, forward.explained
+        x = forward.inputs.detach().clone().requires_grad_(True)
         _, _, (grad,) = _gradients(model, x, target, lrp=True, inputs=[x])
         relevance = (x.detach() * grad).float()  # (B, C, H, W)
         maps = pool_to_patches(relevance, model.patch_size)
@@ -137,7 +139,8 @@ class GradCAM(MapMethod):
     def estimate(self, work: Workload, options: dict[str, Any]) -> Estimate:
         return Estimate(work.forward(grad=True), "one forward kept for the backward", forwards=2)
 
-    def _compute(self, model, images, target, options):
+    def _compute(self, forward, options):
+        model, images, target = forward.model, forward.inputs, forward.explained
         layers = attention_layers(model)
         module = select_layer(layers, options["layer"])  # type: ignore[arg-type]
         seen: list[Tensor] = []

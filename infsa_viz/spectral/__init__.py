@@ -16,6 +16,15 @@ The maps built on these numerics (visits, Neumann, Perron, …) are methods of
 :mod:`infsa_viz.maps`. Reference: Roffo & Palmer, *Infinite Self-Attention*, arXiv 2603.00175.
 """
 
+from ..model.operators import (
+    DenseOperator,
+    InfSAOperator,
+    RankOneOperator,
+    SoftmaxOperator,
+    SpectralOperator,
+    as_operator,
+    mean_over_heads,
+)
 from .eigencheck import cosine_similarity, eigencheck, gaussian_baseline, perron_cosines
 from .graph import MATRICES, UNLEARNED_GAMMA, Discount, layer_graph, resolve_discount
 from .layers import NeumannResult, neumann_across_layers
@@ -28,15 +37,6 @@ from .markov import (
     start_vector,
 )
 from .montecarlo import MonteCarloResult, simulate_visits
-from .operators import (
-    DenseOperator,
-    InfSAOperator,
-    RankOneOperator,
-    SoftmaxOperator,
-    SpectralOperator,
-    as_operator,
-    mean_over_heads,
-)
 from .perron import PerronResult, eigenvalue_spectrum, linear_perron_estimate, perron_vector
 from .radius import check_gamma, collatz_wielandt_bounds, gamma_margin, spectral_radius
 from .summary import LayerSpectrum, layer_spectra

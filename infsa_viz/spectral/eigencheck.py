@@ -17,9 +17,9 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from ..attention import EPS
-from ..capture import capture_attention
-from .operators import InfSAOperator
+from ..model.blockwise import EPS
+from ..model.capture import capture_attention
+from ..model.operators import InfSAOperator
 from .perron import linear_perron_estimate, nilpotent, perron_vector
 
 __all__ = ["REASON_TEXT", "UNDEFINED_REASONS", "cosine_similarity", "eigencheck", "gaussian_baseline",
@@ -150,7 +150,7 @@ def eigencheck(
     """Cosine between Linear-InfSA's ``a`` and the dense Perron vectors of ``Â``, per layer × head.
 
     Args:
-        model: a model with :class:`~infsa_viz.attention.Attention` layers (any variant: ``a``
+        model: a model with :class:`~infsa_viz.model.attention.Attention` layers (any variant: ``a``
             and ``Â`` are built from each layer's recorded ``q``, ``k``).
         images: ``(B, C, H, W)``.
         layers: layer indices to check (default all).

@@ -1,7 +1,7 @@
 """The token graph of one recorded attention layer, as a spectral operator.
 
 What each variant applies is the attention class's own business
-(:meth:`~infsa_viz.attention.Attention.graph`): softmax's row-stochastic ``P``, pure InfSA's
+(:meth:`~infsa_viz.model.attention.Attention.graph`): softmax's row-stochastic ``P``, pure InfSA's
 ``Â``, Linear-InfSA's rank-one ``1·aᵀ``. ``matrix="infsa"`` reads every variant through InfSA's
 ``Â`` built from the layer's own ``q``, ``k``. ``head="mean"`` averages the heads' matrices (one
 chain per layer) and their ``ρ``; an integer selects one head.
@@ -15,9 +15,9 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from ..attention import PureInfSAAttention
-from ..capture import AttentionRecord
-from .operators import SpectralOperator, mean_over_heads
+from ..model.attention import PureInfSAAttention
+from ..model.capture import AttentionRecord
+from ..model.operators import SpectralOperator, mean_over_heads
 
 __all__ = ["MATRICES", "UNLEARNED_GAMMA", "Discount", "Head", "Matrix", "check_head", "layer_graph", "resolve_discount"]
 
@@ -88,7 +88,7 @@ def layer_graph(
     """The graph of one recorded layer as an operator with batch shape ``(B,)``, and its discount.
 
     Args:
-        record: one layer's :class:`~infsa_viz.capture.AttentionRecord`.
+        record: one layer's :class:`~infsa_viz.model.capture.AttentionRecord`.
         head: ``"mean"`` (mean of the heads' matrices) or a head index.
         matrix: ``"native"`` (what the layer applies) or ``"infsa"`` (``Â`` from its q, k).
         block_size: rows per block of the matrix-free operators (``None``: about 2 MiB).

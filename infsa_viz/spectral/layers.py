@@ -14,8 +14,8 @@ from typing import Any, Sequence
 import torch
 from torch import Tensor
 
+from ..model.operators import SpectralOperator, as_operator
 from .markov import Start, _start_label, start_vector
-from .operators import SpectralOperator, as_operator
 from .radius import GammaLike, as_gamma
 
 __all__ = ["NeumannResult", "neumann_across_layers"]

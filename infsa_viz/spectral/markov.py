@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .operators import SpectralOperator, as_operator, convergence
+from ..model.operators import SpectralOperator, as_operator, convergence
 from .radius import GammaLike, as_gamma, check_gamma
 
 __all__ = [

@@ -15,8 +15,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from ..model.operators import SpectralOperator, as_operator
 from .markov import Start, start_vector
-from .operators import SpectralOperator, as_operator
 from .radius import GammaLike, check_gamma
 
 __all__ = ["MonteCarloResult", "simulate_visits"]

@@ -17,8 +17,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..attention import EPS, linear_infsa_weights
-from .operators import RankOneOperator, SpectralOperator, as_operator, convergence
+from ..model.blockwise import EPS
+from ..model.functional import linear_infsa_weights
+from ..model.operators import RankOneOperator, SpectralOperator, as_operator, convergence
 
 __all__ = ["TOL_FLOOR_EPS", "PerronResult", "eigenvalue_spectrum", "linear_perron_estimate", "perron_vector"]
 

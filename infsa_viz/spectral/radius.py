@@ -25,7 +25,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from .operators import SpectralOperator, as_operator
+from ..model.operators import SpectralOperator, as_operator
 
 __all__ = ["as_gamma", "check_gamma", "collatz_wielandt_bounds", "gamma_margin", "spectral_radius"]
 

@@ -8,7 +8,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..capture import AttentionRecord
+from ..model.capture import AttentionRecord
 from .eigencheck import perron_cosines
 from .graph import Matrix, layer_graph
 from .markov import absorption_check
@@ -58,7 +58,7 @@ def layer_spectra(records: Sequence[AttentionRecord], *, matrix: Matrix = "nativ
     """Spectrum, absorption check and Linear-vs-Perron cosine of every layer × (head mean, heads).
 
     Args:
-        records: one forward's records (:func:`~infsa_viz.capture.capture_attention`).
+        records: one forward's records (:func:`~infsa_viz.model.capture.capture_attention`).
         matrix: ``"native"`` (what each layer applies) or ``"infsa"`` (``Â`` from its q, k).
         image: which image of the batch (default 0).
 

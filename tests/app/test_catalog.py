@@ -53,7 +53,7 @@ def test_find_models_lists_user_models_and_says_what_is_wrong(app, tmp_path, mak
 def test_a_state_dict_with_options_is_a_model_like_any_other(app, tmp_path, make_config):
     from safetensors.torch import save_file
 
-    from infsa_viz.timm_import import to_timm_state_dict
+    from infsa_viz.formats.timm import to_timm_state_dict
 
     model = VisionTransformer(make_config("softmax", num_classes=3, in_chans=3))
     save_file({k: v.contiguous() for k, v in to_timm_state_dict(model).items()}, tmp_path / "vit.safetensors")
@@ -65,8 +65,8 @@ def test_a_state_dict_with_options_is_a_model_like_any_other(app, tmp_path, make
 
 
 def test_short_names_are_unique(app):
-    entries = [app.catalog.ModelEntry("/a/m", "m", "softmax", 0), app.catalog.ModelEntry("/b/m", "m", "softmax", 0),
-               app.catalog.ModelEntry("/c/k", "k", "softmax", 0)]
+    entries = [app.catalog.ModelEntry("/a/m", "m", 0, "infsa-viz"), app.catalog.ModelEntry("/b/m", "m", 0, "infsa-viz"),
+               app.catalog.ModelEntry("/c/k", "k", 0, "infsa-viz")]
     assert app.catalog.short_names(entries) == {"/a/m": "/a/m", "/b/m": "/b/m", "/c/k": "k"}
 
 

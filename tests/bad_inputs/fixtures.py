@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from safetensors.torch import save_file
 
-from infsa_viz.vit import ViTConfig, VisionTransformer, save_model
+from infsa_viz.model import VisionTransformer, ViTConfig, save_model
 
 TINY = dict(img_size=48, in_chans=1, patch_size=8, embed_dim=16, depth=2, num_heads=2, num_classes=10)
 

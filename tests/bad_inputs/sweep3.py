@@ -30,7 +30,7 @@ EVALUATE = ("evaluate", "--models", "{model}", "--methods", "attention", "--n-im
 
 def _sized(root: Path, name: str, **changes: Any) -> Path:
     """A valid model of another input size or patch (random weights; built, never trained)."""
-    from infsa_viz.vit import ViTConfig, VisionTransformer, save_model
+    from infsa_viz.model import ViTConfig, VisionTransformer, save_model
 
     torch.manual_seed(0)
     return save_model(VisionTransformer(ViTConfig(**{**TINY, **changes})).eval(), root / name)

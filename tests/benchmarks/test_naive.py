@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from benchmarks.naive import NaiveAttention, naive_matrix
-from infsa_viz.attention import VARIANTS, build_attention
+from infsa_viz.model import VARIANTS, build_attention
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

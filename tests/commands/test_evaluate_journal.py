@@ -22,7 +22,7 @@ import torch
 
 from infsa_viz.cli import main
 from infsa_viz.evaluation.journal import Journal
-from infsa_viz.vit import ViTConfig, VisionTransformer, save_model
+from infsa_viz.model import VisionTransformer, ViTConfig, save_model
 
 ROOT = Path(__file__).resolve().parents[2]
 

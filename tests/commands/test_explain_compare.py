@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from infsa_viz.cli import main
-from infsa_viz.vit import ViTConfig, VisionTransformer, save_model
+from infsa_viz.model import VisionTransformer, ViTConfig, save_model
 
 
 @pytest.fixture(scope="module")

@@ -249,7 +249,7 @@ def test_classes_file_applies_to_class_folders_through_the_cli_inputs(tmp_path):
     import argparse
 
     from infsa_viz.commands._inputs import load_data
-    from infsa_viz.vit import ViTConfig, VisionTransformer
+    from infsa_viz.model import VisionTransformer, ViTConfig
 
     root = _class_folders(tmp_path / "data", ["dog", "cat"])
     (tmp_path / "classes.txt").write_text("cat\nbird\ndog\n")

@@ -17,7 +17,7 @@ from infsa_viz.evaluation import (
     seed_summary,
 )
 from infsa_viz.evaluation.comparisons import adjacent_methods, split_seed
-from infsa_viz.vit import VisionTransformer
+from infsa_viz.model import VisionTransformer
 from tests.evaluation.helpers import image_record as _record
 
 

@@ -11,8 +11,7 @@ import pytest
 from infsa_viz.data import test_split
 from infsa_viz.evaluation import EvalSettings, evaluate, score_images
 from infsa_viz.evaluation.journal import Journal, OutputLock, _decode, _encode
-from infsa_viz.vit import VisionTransformer
-
+from infsa_viz.model import VisionTransformer
 
 
 def test_encode_decode_is_exact():
@@ -190,7 +189,7 @@ def test_output_lock_under_a_file_is_one_clear_error(tmp_path):
 def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path):
     from benchmarks.reliability import kill_and_resume
 
-    result = kill_and_resume(tmp_path)
+    result = kill_and_resume(tmp_path, n_images=12)  # 18 chunks: the kill lands between the 2nd and the 15th
     assert 0 < result["killed_after_chunks"] < result["chunks"] and not result["report_written_before_resume"]
     assert result["resumed_message"] is not None
     assert result["equal_json"] and result["equal_csv"] and result["equal_images_csv"]
@@ -217,7 +216,7 @@ def test_an_edited_config_under_journal_gives_the_fresh_runs_figures(tmp_path, m
     import torch
 
     from infsa_viz.cli import main
-    from infsa_viz.vit import save_model
+    from infsa_viz.model import save_model
 
     torch.manual_seed(1)
     model_dir = save_model(VisionTransformer(make_config("pure_infsa", num_classes=10)), tmp_path / "m")
@@ -239,7 +238,7 @@ def test_an_edited_config_under_journal_gives_the_fresh_runs_figures(tmp_path, m
 
 def test_an_unchanged_model_reuses_its_chunks(tmp_path, make_config, caplog):
     from infsa_viz.cli import main
-    from infsa_viz.vit import save_model
+    from infsa_viz.model import save_model
 
     model_dir = save_model(VisionTransformer(make_config("softmax", num_classes=10)), tmp_path / "m")
     argv = ["evaluate", "--models", str(model_dir), "--methods", "attention", "--n-images", "4", "--chunk", "2",

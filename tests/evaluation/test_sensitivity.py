@@ -18,7 +18,7 @@ from infsa_viz.evaluation.sensitivity import (
     protocol_mean,
 )
 from infsa_viz.metrics import morf_aoc, perturbation_curves
-from infsa_viz.vit import VisionTransformer, ViTConfig
+from infsa_viz.model import VisionTransformer, ViTConfig
 
 F = np.linspace(0.0, 1.0, 11)
 

@@ -10,7 +10,7 @@ import pytest
 
 from infsa_viz.data import LabelledImages
 from infsa_viz.evaluation import TABLE_COLUMNS, EvalSettings, evaluate, records_csv, write_evaluation
-from infsa_viz.vit import VisionTransformer
+from infsa_viz.model import VisionTransformer
 
 
 def _evaluation(make_config):

@@ -16,7 +16,7 @@ import torch
 from torch.testing import assert_close
 
 from infsa_viz import capture_attention, load_model, prepare
-from infsa_viz.formats import describe_model, detect_format
+from infsa_viz.formats import describe_model, detect
 from infsa_viz.formats.hf import preprocessing_from_hf
 
 transformers = pytest.importorskip("transformers")
@@ -52,7 +52,7 @@ def test_logits_and_every_layers_attention_equal_transformers(tmp_path, case):
     architecture, changes = CASES[case]
     hf = build_hf(tmp_path / case, architecture, **changes)
     ours = load_model(tmp_path / case)
-    assert detect_format(tmp_path / case) == "transformers"
+    assert detect(tmp_path / case) == "transformers"
     assert ours.config.class_names == tuple(f"class {i}" for i in range(5))
     assert ours.num_prefix_tokens == (2 if architecture.startswith("DeiT") else 1)
     x = torch.randn(3, 3, 32, 32)
@@ -257,7 +257,7 @@ def test_unsupported_directories_are_named(tmp_path):
 
 
 def test_a_config_asking_for_a_huge_model_is_refused_before_building(tmp_path, monkeypatch):
-    from infsa_viz.vit import VisionTransformer
+    from infsa_viz.model import VisionTransformer
 
     build_hf(tmp_path)
     config = json.loads((tmp_path / "config.json").read_text())

@@ -10,7 +10,7 @@ from safetensors.torch import save_file
 from torch.testing import assert_close
 
 from infsa_viz import VisionTransformer, ViTConfig, load_model, save_model
-from infsa_viz.formats import detect_format, parse_model_spec, swap_attention
+from infsa_viz.formats import detect, parse_model_spec, swap_attention
 from infsa_viz.formats.timm import to_timm_state_dict
 
 SHIPPED = sorted(p for p in (Path(__file__).parents[2] / "models").glob("*") if (p / "config.json").is_file())
@@ -35,7 +35,7 @@ def test_spec_options_are_parsed_and_checked():
 def test_timm_state_dict_loads_through_the_loader_and_equals_the_source(tmp_path):
     source = _model(norm_eps=1e-6)
     save_file(to_timm_state_dict(source), tmp_path / "timm.safetensors")
-    assert detect_format(tmp_path / "timm.safetensors") == "timm"
+    assert detect(tmp_path / "timm.safetensors") == "timm"
     model = load_model(f"{tmp_path / 'timm.safetensors'}?num_heads=2")
     assert model.config.source["format"] == "timm" and not model.training
     x = torch.randn(2, 3, 16, 16)
@@ -63,7 +63,7 @@ def test_swapping_the_attention_keeps_the_shared_weights_and_rho_where_both_have
 def test_our_directories_load_as_before_and_state_options_are_refused_for_them(tmp_path):
     model = _model(attention="linear_infsa")
     save_model(model, tmp_path / "m")
-    assert detect_format(tmp_path / "m") == "infsa-viz"
+    assert detect(tmp_path / "m") == "infsa-viz"
     again = load_model(tmp_path / "m")
     x = torch.randn(1, 3, 16, 16)
     assert_close(again(x), model(x))
@@ -94,11 +94,9 @@ def test_paths_of_no_known_format_are_named(tmp_path):
         load_model(tmp_path / "other.safetensors", format="onnx")
 
 
-def test_the_former_option_name_still_converts_with_a_warning(tmp_path):
+def test_an_unknown_option_is_refused(tmp_path):
     save_model(_model(), tmp_path / "m")
-    with pytest.warns(DeprecationWarning, match="convert_to"):
-        assert load_model(f"{tmp_path / 'm'}?attention=pure_infsa").config.attention == "pure_infsa"
-    with pytest.warns(DeprecationWarning, match="convert_to"):
-        assert load_model(tmp_path / "m", attention="linear_infsa").config.attention == "linear_infsa"
+    with pytest.raises(ValueError, match="unknown option 'attention'"):
+        load_model(f"{tmp_path / 'm'}?attention=pure_infsa")
     with pytest.raises(TypeError, match="unexpected keyword"):
-        load_model(tmp_path / "m", colour="red")
+        load_model(tmp_path / "m", attention="linear_infsa")

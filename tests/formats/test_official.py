@@ -16,7 +16,7 @@ from safetensors.torch import save_file
 from torch.testing import assert_close
 
 from infsa_viz import capture_attention, load_model
-from infsa_viz.formats import describe_model, detect_format
+from infsa_viz.formats import describe_model, detect
 
 DIM, HEADS, DEPTH, PATCH, SIDE, CLASSES, HIDDEN = 24, 3, 2, 8, 4, 6, 40
 
@@ -99,7 +99,7 @@ def reference_forward(x, state, variant):
 def test_official_infsa_state_dict_matches_the_official_formulas(tmp_path, variant):
     state = official_state()
     save_file(state, tmp_path / "infsa.safetensors")
-    assert detect_format(tmp_path / "infsa.safetensors") == "official-infsa"
+    assert detect(tmp_path / "infsa.safetensors") == "official-infsa"
     model = load_model(f"{tmp_path / 'infsa.safetensors'}?num_heads={HEADS}&variant={variant}")
     assert model.config.attention == variant and model.config.norm_eps == 1e-6
     expected_rho = [[round(float(torch.sigmoid(torch.tensor(0.4 + i))), 6)] * HEADS for i in range(DEPTH)]
@@ -115,7 +115,7 @@ def test_official_infsa_state_dict_matches_the_official_formulas(tmp_path, varia
 def test_plain_torchvision_state_dict_matches_multihead_attention(tmp_path):
     state = official_state(infsa=False)
     save_file(state, tmp_path / "tv.safetensors")
-    assert detect_format(tmp_path / "tv.safetensors") == "torchvision"
+    assert detect(tmp_path / "tv.safetensors") == "torchvision"
     model = load_model(tmp_path / "tv.safetensors", num_heads=HEADS)
     x = torch.randn(2, 3, SIDE * PATCH, SIDE * PATCH)
     with torch.no_grad():

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from infsa_viz import load_model
-from infsa_viz.vit import VisionTransformer
+from infsa_viz.model import VisionTransformer
 from tests.bad_inputs.fixtures import build
 from tests.bad_inputs.sweep2 import BOMBS, READER_CASES
 

@@ -7,7 +7,7 @@ import torch
 from torch.testing import assert_close
 
 from infsa_viz.formats.timm import IMAGENET, from_timm_state_dict, to_timm_state_dict
-from infsa_viz.vit import ViTConfig, VisionTransformer
+from infsa_viz.model import VisionTransformer, ViTConfig
 
 
 def timm_like(in_chans=3) -> tuple[VisionTransformer, dict]:
@@ -59,8 +59,8 @@ def test_bad_state_dicts_are_named():
 def test_import_command(tmp_path, capsys):
     from safetensors.torch import save_file
 
-    from infsa_viz.cli import main
     from infsa_viz import load_model
+    from infsa_viz.cli import main
 
     _, state = timm_like(in_chans=1)
     save_file({k: v.contiguous() for k, v in state.items()}, str(tmp_path / "vit.safetensors"))
@@ -73,9 +73,3 @@ def test_import_command(tmp_path, capsys):
     (tmp_path / "vit.pt").write_bytes(b"pickle")
     assert main(["import-timm", str(tmp_path / "vit.pt"), "--num-heads", "3", "--out", str(tmp_path / "x")]) == 2
     assert "no pickle loading" in capsys.readouterr().err
-
-
-def test_the_former_import_path_still_works():
-    import infsa_viz.timm_import as old
-
-    assert old.from_timm_state_dict is from_timm_state_dict and old.IMAGENET is IMAGENET

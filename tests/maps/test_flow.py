@@ -41,7 +41,7 @@ def test_flow_equals_the_brute_force_min_cut():
 
 def test_attention_flow_map_reads_the_models_residual_attention(tiny_model):
     x = torch.randn(1, 1, 16, 16)
-    from infsa_viz.capture import capture_attention
+    from infsa_viz.model import capture_attention
 
     _, records = capture_attention(tiny_model, x)
     mats = [residual_attention(r.attention_matrix().mean(1).double())[0].numpy() for r in records]

@@ -8,7 +8,7 @@ import torch
 
 from infsa_viz.maps import METHODS, GroundTruth, attribute
 from infsa_viz.maps.reference import box_oracle_maps
-from infsa_viz.vit import ViTConfig, VisionTransformer
+from infsa_viz.model import VisionTransformer, ViTConfig
 
 
 def test_box_oracle_is_the_covered_share_of_each_patch():

@@ -9,7 +9,7 @@ from torch.testing import assert_close
 from infsa_viz.maps import attribute
 from infsa_viz.maps._explicit import explicit_attention
 from infsa_viz.maps.relevance import _gradients
-from infsa_viz.vit import VisionTransformer
+from infsa_viz.model import VisionTransformer
 
 
 @pytest.mark.parametrize("lrp", [False, True])
@@ -78,7 +78,7 @@ def test_attn_lrp_softmax_rule_is_the_deep_taylor_rule():
 
 def test_attn_lrp_uniform_rule_halves_a_product():
     """For z = a·b the uniform rule gives R_a = R_b = z/2 (input × gradient with half_gradient)."""
-    from infsa_viz.attention import half_gradient as _half
+    from infsa_viz.model import half_gradient as _half
 
     a = torch.tensor(3.0, requires_grad=True)
     b = torch.tensor(-2.0, requires_grad=True)
@@ -115,7 +115,7 @@ def test_batched_equals_unbatched(tiny_model, method):
 
 def test_each_variant_owns_its_lrp_rule_with_the_applied_value():
     """The LRP matrix of every variant has the value of its applied matrix (only gradients differ)."""
-    from infsa_viz.attention import ATTENTION_REGISTRY
+    from infsa_viz.model import ATTENTION_REGISTRY
 
     q, k = torch.randn(2, 3, 5, 4), torch.randn(2, 3, 5, 4)
     for cls in ATTENTION_REGISTRY.values():

@@ -6,10 +6,9 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from infsa_viz.capture import capture_attention
 from infsa_viz.maps import UNLEARNED_GAMMA, attribute, rollout
+from infsa_viz.model import VisionTransformer, ViTConfig, capture_attention
 from infsa_viz.spectral import fundamental_matrix, neumann_across_layers, perron_vector, spectral_radius
-from infsa_viz.vit import VisionTransformer, ViTConfig
 
 
 def _model(variant: str, **changes) -> VisionTransformer:

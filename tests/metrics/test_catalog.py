@@ -18,8 +18,8 @@ from infsa_viz.metrics import (
     deletion_insertion,
     energy_pointing_game,
 )
+from infsa_viz.model import VisionTransformer
 from infsa_viz.preprocess import Preprocessing, preprocess
-from infsa_viz.vit import VisionTransformer
 
 
 def _data(n: int = 4) -> LabelledImages:

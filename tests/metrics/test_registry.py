@@ -79,7 +79,7 @@ def toy_metric():
 def test_a_registered_metric_reaches_rows_columns_and_records(toy_metric, make_config):
     from infsa_viz.data import test_split
     from infsa_viz.evaluation import EvalSettings, evaluate, table_columns
-    from infsa_viz.vit import VisionTransformer
+    from infsa_viz.model import VisionTransformer
 
     assert "map_peak" in table_columns()
     model = VisionTransformer(make_config("softmax", num_classes=10)).eval()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from infsa_viz.vit import VisionTransformer, ViTConfig, save_model
+from infsa_viz.model import VisionTransformer, ViTConfig, save_model
 from scripts import meta_evaluation
 
 

@@ -6,8 +6,7 @@ import json
 
 import pytest
 
-from infsa_viz.attention import VARIANTS
-from infsa_viz.vit import VisionTransformer, ViTConfig, save_model
+from infsa_viz.model import VARIANTS, VisionTransformer, ViTConfig, save_model
 from scripts import paper_gap
 from scripts.doc_sections import markers, read_section
 

@@ -8,10 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from infsa_viz.attention import VARIANTS
 from infsa_viz.evaluation import compare
 from infsa_viz.io import write_json
-from infsa_viz.vit import VisionTransformer, ViTConfig, save_model
+from infsa_viz.model import VARIANTS, VisionTransformer, ViTConfig, save_model
 from scripts import verdict, verdict_benchmarks, verdict_text
 from scripts.doc_sections import markers, read_section
 from tests.evaluation.helpers import image_record

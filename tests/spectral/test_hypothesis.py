@@ -13,7 +13,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from infsa_viz.attention import infsa_affinity, linear_infsa_weights, softmax_matrix
+from infsa_viz.model import infsa_affinity, linear_infsa_weights, softmax_matrix
 from infsa_viz.spectral import expected_visits, gamma_margin, perron_vector
 
 DTYPES = [torch.float64, torch.float32, torch.bfloat16, torch.float16]

@@ -11,9 +11,9 @@ import torch
 
 from infsa_viz.commands import eigencheck as command
 from infsa_viz.data import TEST_SEED
+from infsa_viz.model import VisionTransformer, ViTConfig, save_model
 from infsa_viz.spectral import eigencheck, perron_cosines
 from infsa_viz.spectral.eigencheck import _stats
-from infsa_viz.vit import VisionTransformer, ViTConfig, save_model
 
 
 def _model(variant: str = "linear_infsa") -> VisionTransformer:

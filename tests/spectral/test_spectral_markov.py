@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from infsa_viz.attention import infsa_affinity, softmax_matrix
+from infsa_viz.model import infsa_affinity, softmax_matrix
 from infsa_viz.spectral import (
     DenseOperator,
     InfSAOperator,
@@ -16,9 +16,9 @@ from infsa_viz.spectral import (
     SoftmaxOperator,
     absorption_check,
     check_gamma,
-    gamma_margin,
     expected_visits,
     fundamental_matrix,
+    gamma_margin,
     mean_over_heads,
     simulate_visits,
     spectral_radius,

@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from infsa_viz.attention import linear_infsa_weights
+from infsa_viz.model import linear_infsa_weights
 from infsa_viz.spectral import (
     InfSAOperator,
     RankOneOperator,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from infsa_viz.capture import capture_attention
+from infsa_viz.model import capture_attention
 from infsa_viz.spectral import absorption_check, eigenvalue_spectrum, layer_graph, layer_spectra
 from infsa_viz.spectral.graph import UNLEARNED_GAMMA
 

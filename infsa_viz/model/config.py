@@ -1,9 +1,9 @@
-"""The architecture of a :class:`~infsa_viz.vit.VisionTransformer`: :class:`ViTConfig`.
+"""The architecture of a :class:`~infsa_viz.model.vit.VisionTransformer`: :class:`ViTConfig`.
 
 A config is validated when it is made (every error names the field, its value and what was
 expected) and round-trips through JSON (``to_dict`` / ``from_dict``); it carries what the model
 needs from its input (:class:`~infsa_viz.preprocess.Preprocessing`). Importable from
-:mod:`infsa_viz.vit` as well.
+:mod:`infsa_viz.model` as well.
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from .attention import DEFAULT_VARIANT, EPS, check_variant
-from .io import dataclass_from_json
-from .preprocess import CLUTTERED_DIGITS, Preprocessing
+from ..io import dataclass_from_json
+from ..preprocess import CLUTTERED_DIGITS, Preprocessing
+from .attention import DEFAULT_VARIANT, check_variant
+from .blockwise import EPS
 
 __all__ = ["ACTIVATIONS", "MAX_WIDTH", "POOLS", "ViTConfig", "num_tokens"]
 
@@ -29,7 +30,7 @@ MAX_WIDTH = 1 << 20
 
 @dataclass(frozen=True)
 class ViTConfig:
-    """Architecture of a :class:`~infsa_viz.vit.VisionTransformer`.
+    """Architecture of a :class:`~infsa_viz.model.vit.VisionTransformer`.
 
     Args:
         img_size: training image side (square); position embeddings are stored for this grid and
@@ -41,7 +42,7 @@ class ViTConfig:
         num_heads: heads per attention layer (must divide ``embed_dim``).
         mlp_ratio: MLP hidden width / ``embed_dim``.
         pool: ``"cls"`` (classify from a CLS token) or ``"mean"`` (mean of patch tokens).
-        attention: attention variant (a name in ``infsa_viz.attention.VARIANTS``).
+        attention: attention variant (a name in ``infsa_viz.model.attention.VARIANTS``).
         rho_init: initial ``ρ = sigmoid(logit)`` for InfSA variants, in (0, 1).
         rho_per_head: one learnable ``ρ`` per head instead of one per layer.
         num_classes: output classes.
@@ -55,7 +56,7 @@ class ViTConfig:
         distillation_token: a second prefix token after CLS (DeiT); needs ``pool="cls"``.
         distillation_head: logits are the mean of the CLS head and a second head on the
             distillation token (DeiT "with teacher"); needs ``distillation_token``.
-        infsa_eps: ε of the InfSA normalisations (see :mod:`infsa_viz.attention`; default 1e-6).
+        infsa_eps: ε of the InfSA normalisations (see :mod:`infsa_viz.model.attention`; default 1e-6).
         class_names: a name per class (e.g. a transformers ``id2label``), or ``None``.
         source: where the weights came from (``{"format": ..., ...}``, JSON), or ``None`` for a
             model trained here; informational, shown by ``infsa-viz info``.

@@ -1,6 +1,6 @@
 """The attention formulas as functions of per-head queries and keys, without the layers.
 
-:mod:`infsa_viz.attention` builds its modules on these; capture, spectral analysis and the maps
+:mod:`infsa_viz.model.attention` builds its modules on these; capture, spectral analysis and the maps
 call them directly to rebuild the matrix a layer applied:
 
 * :func:`softmax_matrix`: ``softmax(q kᵀ / √D)``, row-stochastic.
@@ -9,7 +9,7 @@ call them directly to rebuild the matrix a layer applied:
 * :func:`linear_infsa_weights`: Linear-InfSA's ``α``, ``q̄`` and key scores ``a`` in O(N·D).
 * :func:`half_gradient`: AttnLRP's uniform rule for a product of two activations.
 
-All are importable from :mod:`infsa_viz.attention` as well.
+All are importable from :mod:`infsa_viz.model` as well.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Data sources for :func:`infsa_viz.train.train`, already in the model's input format.
+"""Data sources for :func:`infsa_viz.train.loop.train`, already in the model's input format.
 
 A :class:`TrainData` holds one epoch's images as a pure function of ``(epoch, n, seed)`` and the
 held-out test split; :func:`cluttered_digits_data` and :func:`folder_data` build one. Importable
@@ -14,8 +14,8 @@ from typing import Any, Callable
 import torch
 from torch import Tensor
 
-from .preprocess import Preprocessing, preprocess
-from .vit import ViTConfig
+from ..model.config import ViTConfig
+from ..preprocess import Preprocessing, preprocess
 
 __all__ = ["TrainData", "cluttered_digits_data", "folder_data"]
 
@@ -55,7 +55,7 @@ def cluttered_digits_data(test_size: int, *, benchmark: str = "cluttered-digits"
             channels, preprocessing) through :func:`~infsa_viz.preprocess.prepare`. Default: the
             benchmark's own gray input with its normalisation.
     """
-    from .data import check_benchmark, test_split
+    from ..data import check_benchmark, test_split
 
     spec = check_benchmark(benchmark)
     config = spec.config
@@ -95,7 +95,7 @@ def folder_data(root: Path, *, image_size: int, channels: int = 3, model_input: 
     model to fine-tune) the images become that model's input instead, its own preprocessing
     unchanged (``image_size`` and ``channels`` are then the model's).
     """
-    from .data import FolderDataset
+    from ..data import FolderDataset
 
     splits = {}
     for split in ("train", "test"):

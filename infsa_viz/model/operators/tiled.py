@@ -1,13 +1,13 @@
 """Pure InfSA's and softmax's token graphs applied from ``q`` and ``k`` in tiles, never formed.
 
 * :class:`InfSAOperator` is pure InfSA's ``Â = ReLU(q kᵀ) / (‖ReLU(q kᵀ)‖_F + ε)`` applied with the
-  attention layer's own kernel (:func:`~infsa_viz.blockwise.tiled_relu_product`); the Frobenius
+  attention layer's own kernel (:func:`~infsa_viz.model.blockwise.tiled_relu_product`); the Frobenius
   norm is accumulated over the same tiles, so memory is ``O(tile + N)`` per (batch, head), never
   ``O(N²)``.
 * :class:`SoftmaxOperator` is the row-stochastic ``softmax(q kᵀ/√D)``, also in tiles (the row
   normalisers are streamed over key tiles once and cached).
 
-Both are importable from :mod:`infsa_viz.spectral.operators` too.
+Both are importable from :mod:`infsa_viz.model.operators` and :mod:`infsa_viz.spectral` too.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import torch
 from torch import Tensor
 
 from ..blockwise import EPS, tile_sizes, tiled_relu_product
-from .operator_base import SpectralOperator, compute_dtype
+from .base import SpectralOperator, compute_dtype
 
 __all__ = ["InfSAOperator", "SoftmaxOperator"]
 
@@ -44,8 +44,8 @@ def _check_block_size(block_size: int | None) -> int | None:
 class _BlockwiseQK(SpectralOperator):
     """Shared machinery: a ``q kᵀ``-based matrix computed in tiles of ``rows × cols`` entries.
 
-    Products run over tiles (:func:`~infsa_viz.blockwise.tile_sizes`: about 2²⁰ numbers per tile
-    across the batch, at most :data:`~infsa_viz.blockwise.KEY_BLOCK` key columns), so a tile of
+    Products run over tiles (:func:`~infsa_viz.model.blockwise.tile_sizes`: about 2²⁰ numbers per tile
+    across the batch, at most :data:`~infsa_viz.model.blockwise.KEY_BLOCK` key columns), so a tile of
     ``k`` stays in cache while every query block passes over it; ``block_size`` sets the rows.
     """
 
@@ -94,9 +94,9 @@ class _BlockwiseQK(SpectralOperator):
 class InfSAOperator(_BlockwiseQK):
     """Pure InfSA's ``Â = ReLU(q kᵀ) / (‖ReLU(q kᵀ)‖_F + ε)``, applied matrix-free.
 
-    Matches :func:`infsa_viz.attention.infsa_affinity` (same ``ε``), but keeps float64 inputs in
+    Matches :func:`infsa_viz.model.functional.infsa_affinity` (same ``ε``), but keeps float64 inputs in
     float64. Each product recomputes ``ReLU(q kᵀ)`` one tile at a time with the attention layer's
-    kernel (:func:`~infsa_viz.blockwise.tiled_relu_product`), so extra memory is one tile (about
+    kernel (:func:`~infsa_viz.model.blockwise.tiled_relu_product`), so extra memory is one tile (about
     2²⁰ numbers) plus ``O(N)``; ``xᵀÂ`` runs the same kernel on ``ReLU(k qᵀ) x``.
 
     Since ``‖Â‖_F ≤ 1``, the spectral radius is ``< 1`` and ``(I − γÂ)⁻¹`` exists for every

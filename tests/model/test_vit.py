@@ -8,7 +8,8 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from infsa_viz.vit import CONFIG_FILE, WEIGHTS_FILE, ViTConfig, VisionTransformer, load_model, save_model
+from infsa_viz.formats import load_model
+from infsa_viz.model import CONFIG_FILE, WEIGHTS_FILE, VisionTransformer, ViTConfig, save_model
 
 
 def test_forward_split_matches_forward(tiny_model):

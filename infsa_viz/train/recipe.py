@@ -10,9 +10,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._checks import check_memory
-from .estimate import Workload, available_memory
-from .vit import ViTConfig
+from .._checks import check_memory
+from ..estimate import Workload, available_memory
+from ..model.config import ViTConfig
 
 __all__ = ["MAX_EPOCHS", "TrainConfig"]
 

@@ -1,8 +1,8 @@
-"""Our saved-model directory: ``config.json`` (a :class:`~infsa_viz.vit.ViTConfig`) and
+"""Our saved-model directory: ``config.json`` (a :class:`~infsa_viz.model.config.ViTConfig`) and
 ``model.safetensors`` (the state dict), written by :func:`save_model`.
 
 Reading one back (no pickle) is :func:`infsa_viz.formats.load_model`. Importable from
-:mod:`infsa_viz.vit` as well.
+:mod:`infsa_viz.model` as well.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .io import atomic_write
+from ..io import atomic_write
 
 if TYPE_CHECKING:
     from .vit import VisionTransformer

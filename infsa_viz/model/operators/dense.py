@@ -1,4 +1,4 @@
-"""Token-graph operators: apply an ``N × N`` attention matrix without necessarily forming it.
+"""Dense, rank-one and head-mean token-graph operators, and :func:`as_operator`.
 
 Every spectral routine (visits, absorption, Perron vectors, Neumann-across-layers) takes either a
 dense tensor ``(..., N, N)`` or one of these operators, so the same solver runs on every variant:
@@ -6,12 +6,12 @@ dense tensor ``(..., N, N)`` or one of these operators, so the same solver runs 
 * :class:`DenseOperator` wraps a dense matrix.
 * :class:`InfSAOperator` is pure InfSA's ``Â = ReLU(q kᵀ) / (‖ReLU(q kᵀ)‖_F + ε)`` and
   :class:`SoftmaxOperator` the row-stochastic ``softmax(q kᵀ/√D)``, both applied from ``q`` and
-  ``k`` in tiles, never formed (:mod:`infsa_viz.spectral.tiled_operators`).
+  ``k`` in tiles, never formed (:mod:`infsa_viz.model.operators.tiled`).
 * :class:`RankOneOperator` is Linear-InfSA's ``1 · aᵀ`` (every row equals ``a``): ``O(N)``.
 * :func:`mean_over_heads` averages an operator over its last batch dimension (the heads).
 
-The interface, :class:`SpectralOperator`, is in :mod:`infsa_viz.spectral.operator_base`. Every
-operator is importable from here.
+The interface, :class:`SpectralOperator`, is in :mod:`infsa_viz.model.operators.base`. Every
+operator is importable from :mod:`infsa_viz.model.operators` and :mod:`infsa_viz.spectral`.
 
 Convention: ``matvec(x) = A x`` and ``rmatvec(x) = xᵀ A`` for vectors ``x (..., N)``
 broadcastable to ``(*batch_shape, N)``. Operators compute in ``float64`` when given float64
@@ -23,20 +23,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-# The interface and the tiled operators, re-exported: infsa_viz.spectral.operators.X keeps working.
-from .operator_base import DENSE_BUDGET, SpectralOperator, compute_dtype, convergence  # noqa: F401  (re-exported)
-from .tiled_operators import InfSAOperator, SoftmaxOperator
+from .base import SpectralOperator, compute_dtype
 
-__all__ = [
-    "DenseOperator",
-    "convergence",
-    "InfSAOperator",
-    "RankOneOperator",
-    "SoftmaxOperator",
-    "SpectralOperator",
-    "as_operator",
-    "mean_over_heads",
-]
+__all__ = ["DenseOperator", "RankOneOperator", "as_operator", "mean_over_heads"]
 
 
 class RankOneOperator(SpectralOperator):

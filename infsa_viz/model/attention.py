@@ -18,7 +18,7 @@ combined:
 
 The formulas as plain functions of ``q`` and ``k`` (:func:`softmax_matrix`,
 :func:`infsa_affinity`, :func:`linear_infsa_weights`, :func:`half_gradient`) live in
-:mod:`infsa_viz.attention_functional` and are importable from here too.
+:mod:`infsa_viz.model.functional`.
 
 Attention masks and causal flags are not supported by InfSA; every operator raises
 ``NotImplementedError`` for them rather than ignoring them.
@@ -34,15 +34,15 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .attention_functional import (  # noqa: F401  (the formulas; re-exported, so infsa_viz.attention.X keeps working)
+from .blockwise import EPS, blockwise_infsa, tile_sizes
+from .functional import (
     accumulation_dtype,
-    check_qk,
     half_gradient,
     infsa_affinity,
     linear_infsa_weights,
     softmax_matrix,
 )
-from .blockwise import EPS, blockwise_infsa, tile_sizes
+from .operators import InfSAOperator, RankOneOperator, SoftmaxOperator, SpectralOperator
 
 __all__ = [
     "ATTENTION_REGISTRY",
@@ -57,11 +57,7 @@ __all__ = [
     "build_attention",
     "check_impl",
     "check_variant",
-    "half_gradient",
-    "infsa_affinity",
-    "linear_infsa_weights",
     "set_infsa_impl",
-    "softmax_matrix",
 ]
 
 #: Pure InfSA's ``impl="auto"`` switches from the dense to the blockwise path above this many
@@ -136,8 +132,8 @@ class Attention(nn.Module):
         raise NotImplementedError
 
     @staticmethod
-    def graph(q: Tensor, k: Tensor, *, eps: float = EPS, block_size: int | None = None) -> Any:  # pragma: no cover
-        """The same matrix as a matrix-free :class:`~infsa_viz.spectral.SpectralOperator`."""
+    def graph(q: Tensor, k: Tensor, *, eps: float = EPS, block_size: int | None = None) -> SpectralOperator:  # pragma: no cover
+        """The same matrix as a matrix-free :class:`~infsa_viz.model.operators.SpectralOperator`."""
         raise NotImplementedError
 
     @staticmethod
@@ -181,9 +177,7 @@ class SoftmaxAttention(Attention):
         return softmax_matrix(q, k)
 
     @staticmethod
-    def graph(q: Tensor, k: Tensor, *, eps: float = EPS, block_size: int | None = None) -> Any:
-        from .spectral.operators import SoftmaxOperator
-
+    def graph(q: Tensor, k: Tensor, *, eps: float = EPS, block_size: int | None = None) -> SpectralOperator:
         return SoftmaxOperator(q, k, block_size=block_size)
 
     @staticmethod
@@ -227,7 +221,7 @@ class PureInfSAAttention(_RhoMixin):
 
     Two exact paths give the same result: ``"dense"`` forms ``S = ReLU(q kᵀ)`` (``O(N²)`` memory)
     and ``"blockwise"`` computes ``S v`` and ``‖S‖_F`` tile by tile in one pass
-    (:func:`~infsa_viz.blockwise.blockwise_infsa`; ``O(N·D)`` memory, backward by recomputing the
+    (:func:`~infsa_viz.model.blockwise.blockwise_infsa`; ``O(N·D)`` memory, backward by recomputing the
     tiles).
 
     Args:
@@ -275,9 +269,7 @@ class PureInfSAAttention(_RhoMixin):
         return infsa_affinity(q, k, eps=eps)
 
     @staticmethod
-    def graph(q: Tensor, k: Tensor, *, eps: float = EPS, block_size: int | None = None) -> Any:
-        from .spectral.operators import InfSAOperator
-
+    def graph(q: Tensor, k: Tensor, *, eps: float = EPS, block_size: int | None = None) -> SpectralOperator:
         return InfSAOperator(q, k, eps=eps, block_size=block_size)
 
     @staticmethod
@@ -307,9 +299,7 @@ class LinearInfSAAttention(_RhoMixin):
         return a.unsqueeze(-2).expand(*a.shape[:-1], a.shape[-1], a.shape[-1])
 
     @staticmethod
-    def graph(q: Tensor, k: Tensor, *, eps: float = EPS, block_size: int | None = None) -> Any:
-        from .spectral.operators import RankOneOperator
-
+    def graph(q: Tensor, k: Tensor, *, eps: float = EPS, block_size: int | None = None) -> SpectralOperator:
         return RankOneOperator(linear_infsa_weights(q, k, eps=eps)[2])
 
     @staticmethod

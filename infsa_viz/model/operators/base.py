@@ -2,8 +2,8 @@
 
 An operator is a batch of ``N × N`` matrices seen through products with vectors
 (``matvec(x) = A x``, ``rmatvec(x) = xᵀ A``); the spectral solvers need nothing else. The
-operators themselves are in :mod:`infsa_viz.spectral.operators` (dense, rank-one, head mean) and
-:mod:`infsa_viz.spectral.tiled_operators` (pure InfSA and softmax from ``q`` and ``k``, in tiles).
+operators themselves are in :mod:`infsa_viz.model.operators.dense` (dense, rank-one, head mean) and
+:mod:`infsa_viz.model.operators.tiled` (pure InfSA and softmax from ``q`` and ``k``, in tiles).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from infsa_viz.attention import (
+from infsa_viz.model import (
     ATTENTION_REGISTRY,
     VARIANTS,
     LinearInfSAAttention,

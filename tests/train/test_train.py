@@ -11,9 +11,10 @@ import torch
 from torch.testing import assert_close
 
 from infsa_viz.cli import main
+from infsa_viz.formats import load_model
+from infsa_viz.model import ViTConfig
 from infsa_viz.preprocess import Preprocessing
 from infsa_viz.train import TrainConfig, TrainData, train, training_report
-from infsa_viz.vit import ViTConfig, load_model
 
 SMALL = dict(img_size=48, patch_size=8, embed_dim=16, depth=1, num_heads=2)
 
@@ -94,7 +95,7 @@ def test_resume_after_interruption_equals_an_uninterrupted_run(tmp_path):
 def test_variants_share_the_recipe_and_initial_weights_except_attention():
     """Matched recipe: same seed → identical non-attention initial weights across variants."""
     torch.manual_seed(0)
-    from infsa_viz.vit import VisionTransformer
+    from infsa_viz.model import VisionTransformer
 
     states = []
     for variant in ("softmax", "pure_infsa"):
@@ -212,7 +213,7 @@ def test_a_fixed_data_seed_leaves_only_init_and_order_to_the_seed(tmp_path):
         config = TrainConfig(**{**recipe("softmax", epochs=1).to_dict(), "model": recipe("softmax").model,
                                 "seed": seed, "data_seed": 7})
         torch.manual_seed(seed)
-        from infsa_viz.vit import VisionTransformer
+        from infsa_viz.model import VisionTransformer
 
         inits.append(VisionTransformer(config.model).state_dict()["head.weight"].clone())
         card = train(config, tmp_path / f"s{seed}", data=data)

@@ -1,39 +1,24 @@
 """One Vision Transformer family for all attention variants: :class:`VisionTransformer`.
 
-The three variants differ only in the attention operator (see :mod:`infsa_viz.attention`);
+The three variants differ only in the attention operator (see :mod:`infsa_viz.model.attention`);
 everything else (patch embedding, pre-LN blocks, MLP, head) is shared. Parameter names follow
 timm (``patch_embed.proj``, ``cls_token``, ``pos_embed``, ``blocks.i.attn.qkv``, ...).
 
-The architecture is a :class:`ViTConfig` (:mod:`infsa_viz.vit_config`); :func:`save_model` writes
-a model's directory (:mod:`infsa_viz.vit_files`); both are importable from here. Reading a saved
-model (ours or another framework's) is :func:`infsa_viz.formats.load_model`.
+The architecture is a :class:`~infsa_viz.model.config.ViTConfig`; :func:`~infsa_viz.model.files.save_model`
+writes a model's directory. Reading a saved model (ours or another framework's) is
+:func:`infsa_viz.formats.load_model`.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .attention import build_attention
+from .config import ViTConfig
 
-# The config and the saved-model files, re-exported: infsa_viz.vit.X keeps working.
-from .vit_config import ACTIVATIONS, MAX_WIDTH, POOLS, ViTConfig, num_tokens  # noqa: F401  (re-exported)
-from .vit_files import CONFIG_FILE, WEIGHTS_FILE, save_model
-
-__all__ = [
-    "CONFIG_FILE",
-    "WEIGHTS_FILE",
-    "ViTConfig",
-    "VisionTransformer",
-    "MAX_WIDTH",
-    "count_parameters",
-    "num_tokens",
-    "save_model",
-    "state_shapes",
-]
+__all__ = ["VisionTransformer", "count_parameters", "state_shapes"]
 
 
 class PatchEmbed(nn.Module):
@@ -247,19 +232,6 @@ def state_shapes(config: ViTConfig) -> dict[str, tuple[int, ...]]:
         elif not any(k.startswith("blocks.") for k in shapes):  # all blocks where the first one stands
             shapes.update({f"blocks.{i}.{rest}": s for i in range(config.depth) for rest, s in block.items()})
     return shapes
-
-
-def __getattr__(name: str) -> Any:
-    """``infsa_viz.vit.load_model`` and ``check_fits`` moved to :mod:`infsa_viz.formats`; still importable here."""
-    if name == "load_model":
-        from .formats import load_model
-
-        return load_model
-    if name == "check_fits":
-        from .formats._state import check_fits
-
-        return check_fits
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def count_parameters(model: nn.Module) -> int:

@@ -1,6 +1,6 @@
 """The epoch checkpoint that makes training resumable: model, AdamW state and progress.
 
-After every epoch :func:`~infsa_viz.train.train` writes ``checkpoint/`` in its output directory
+After every epoch :func:`~infsa_viz.train.loop.train` writes ``checkpoint/`` in its output directory
 atomically (``state.safetensors`` + ``progress.json``, no pickle); resuming reads it back, so a
 resumed run gives the same result as an uninterrupted one.
 """
@@ -13,8 +13,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from .io import atomic_write, read_json, write_json
-from .vit import VisionTransformer
+from ..io import atomic_write, read_json, write_json
+from ..model.vit import VisionTransformer
 
 __all__ = ["CHECKPOINT_DIR", "load_checkpoint", "save_checkpoint"]
 

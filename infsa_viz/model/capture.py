@@ -22,7 +22,9 @@ from typing import Any, Iterator
 import torch
 from torch import Tensor, nn
 
-from .attention import ATTENTION_REGISTRY, EPS, Attention, infsa_affinity, linear_infsa_weights
+from .attention import ATTENTION_REGISTRY, Attention
+from .blockwise import EPS
+from .functional import infsa_affinity, linear_infsa_weights
 
 __all__ = [
     "AttentionRecord",
@@ -140,7 +142,7 @@ def attention_layers(model: nn.Module) -> list[Attention]:
     if not layers:
         raise RuntimeError(
             f"{type(model).__name__} has no recordable attention: it contains no "
-            "infsa_viz.attention.Attention module. Attention is read from our modules only; load "
+            "infsa_viz.model.attention.Attention module. Attention is read from our modules only; load "
             "transformers, timm, torchvision or official-InfSA checkpoints with infsa_viz.load_model, "
             "which converts them"
         )
@@ -157,7 +159,7 @@ def record_attention(model: nn.Module) -> Iterator[AttentionRecorder]:
         >>> rec[0].infsa_matrix().shape  # (B, H, N, N)
 
     Raises:
-        RuntimeError: if ``model`` has no :class:`~infsa_viz.attention.Attention` module.
+        RuntimeError: if ``model`` has no :class:`~infsa_viz.model.attention.Attention` module.
     """
     layers = attention_layers(model)
     index = {id(m): i for i, m in enumerate(layers)}

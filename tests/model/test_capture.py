@@ -7,9 +7,7 @@ import torch
 from torch import nn
 from torch.testing import assert_close
 
-from infsa_viz.attention import infsa_affinity, linear_infsa_weights
-from infsa_viz.capture import capture_attention, record_attention
-from infsa_viz.vit import VisionTransformer
+from infsa_viz.model import VisionTransformer, capture_attention, infsa_affinity, linear_infsa_weights, record_attention
 
 
 def test_one_record_per_layer_with_q_k_rho_and_grid(tiny_model, variant):

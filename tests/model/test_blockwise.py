@@ -1,4 +1,4 @@
-"""Blockwise pure InfSA (infsa_viz/blockwise.py) against the dense formula written out here."""
+"""Blockwise pure InfSA (infsa_viz/model/blockwise.py) against the dense formula written out here."""
 
 from __future__ import annotations
 
@@ -6,14 +6,16 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from infsa_viz.attention import (
+from infsa_viz.model import (
     BLOCKWISE_MIN_TOKENS,
     PureInfSAAttention,
+    VisionTransformer,
+    ViTConfig,
+    blockwise_infsa,
     build_attention,
     set_infsa_impl,
+    tile_sizes,
 )
-from infsa_viz.blockwise import blockwise_infsa, tile_sizes
-from infsa_viz.vit import VisionTransformer, ViTConfig
 
 
 def dense_reference(q, k, v):

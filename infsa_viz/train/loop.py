@@ -5,10 +5,9 @@ epoch the model, the AdamW state and the progress are written atomically to ``ch
 the output directory (safetensors + JSON, no pickle), and ``resume=True`` continues from there
 with the same result as an uninterrupted run (data and shuffling are functions of (seed, epoch)).
 
-This module holds the loop, :func:`train`. The recipe is :class:`TrainConfig`
-(:mod:`infsa_viz.train_recipe`), the data sources :mod:`infsa_viz.train_data`, the checkpoint
-:mod:`infsa_viz.train_checkpoint`, and scoring, cards and the accuracy report
-:mod:`infsa_viz.train_report`; every name of :data:`__all__` is importable from here.
+This module holds the loop, :func:`train`. The recipe is :class:`~infsa_viz.train.recipe.TrainConfig`,
+the data sources :mod:`infsa_viz.train.data`, the checkpoint :mod:`infsa_viz.train.checkpoint`, and
+scoring, cards and the accuracy report :mod:`infsa_viz.train.report`.
 """
 
 from __future__ import annotations
@@ -25,30 +24,18 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .distributed import Dist
-from .io import write_json
-from .progress import progress
-from .train_checkpoint import CHECKPOINT_DIR, load_checkpoint, save_checkpoint
+from ..distributed import Dist
+from ..io import write_json
+from ..model.files import WEIGHTS_FILE, save_model
+from ..model.vit import VisionTransformer, count_parameters
+from ..progress import progress
+from ..weights import file_sha256
+from .checkpoint import CHECKPOINT_DIR, load_checkpoint, save_checkpoint
+from .data import TrainData, cluttered_digits_data
+from .recipe import TrainConfig
+from .report import CARD_FILE, accuracy
 
-# The recipe, the data sources and the scoring, re-exported: infsa_viz.train.X keeps working.
-from .train_data import TrainData, cluttered_digits_data, folder_data
-from .train_recipe import TrainConfig
-from .train_report import CARD_FILE, accuracy, load_card, predict, training_report
-from .vit import WEIGHTS_FILE, VisionTransformer, count_parameters, save_model
-from .weights import file_sha256
-
-__all__ = [
-    "CARD_FILE",
-    "TrainConfig",
-    "TrainData",
-    "accuracy",
-    "cluttered_digits_data",
-    "folder_data",
-    "load_card",
-    "predict",
-    "train",
-    "training_report",
-]
+__all__ = ["train"]
 
 log = logging.getLogger(__name__)
 

@@ -11,9 +11,9 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from .io import read_json
-from .progress import progress
-from .train_data import cluttered_digits_data
+from ..io import read_json
+from ..progress import progress
+from .data import cluttered_digits_data
 
 __all__ = ["CARD_FILE", "accuracy", "finished_card", "load_card", "predict", "training_report"]
 
@@ -75,8 +75,8 @@ def training_report(model_dirs: list[str | Path], *, batch_size: int = 256) -> d
     Each model is loaded from disk and scored on the cluttered-digits test split it was trained
     for (the card's ``test_size``), so the report checks the card rather than copying it.
     """
-    from .data import BENCHMARKS
-    from .vit import load_model
+    from ..data import BENCHMARKS
+    from ..formats import load_model
 
     rows = []
     test_cache: dict[tuple[str, int], tuple[Tensor, Tensor]] = {}
