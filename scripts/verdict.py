@@ -56,8 +56,9 @@ DOCS = Path("docs") / "verdict.md"
 #: PR-AUC of the published evaluation) as the state-of-the-art attention-gradient baseline.
 METHODS = ("attention", "rollout", "visits", "perron", "chefer2021")
 #: Figures of the verdict and the factor that turns each into points: faithfulness by evidence (the
-#: rank correlation x 100), MoRF-AOC (in % already) and plausibility (box PR-AUC x 100).
-FIGURES = {"evidence_spearman": 100.0, "morf_aoc": 1.0, "box_pr_auc": 100.0}
+#: evidence mass accuracy x 100: the one figure the controlled meta-evaluation trusts for every model,
+#: docs/metrics.md), MoRF-AOC (in % already) and plausibility (box PR-AUC x 100).
+FIGURES = {"evidence_mass_accuracy": 100.0, "morf_aoc": 1.0, "box_pr_auc": 100.0}
 #: Row entries that are shares in [0, 1] (× 100 for points) besides the registry's percent figures.
 SHARES = ("accuracy", "chain_valid_images", "chain_valid_rows")
 #: The reproduction tolerance of issue #15, in points.
@@ -258,7 +259,7 @@ def html(record: dict[str, Any]) -> str:
     from infsa_viz.model import VARIANTS
 
     benchmarks = list(record["benchmarks"])
-    labels = {"evidence_spearman": "evidence rank correlation x 100", "morf_aoc": "MoRF-AOC %",
+    labels = {"evidence_mass_accuracy": "evidence mass accuracy x 100", "morf_aoc": "MoRF-AOC %",
               "box_pr_auc": "box PR-AUC %"}
     titles = [f"{b}: {labels.get(f, f)} (row means ± sd over seeds)" for b in benchmarks for f in FIGURES]
     fig = make_subplots(rows=max(1, len(benchmarks)), cols=len(FIGURES), subplot_titles=titles)

@@ -25,7 +25,7 @@ __all__ = ["FIGURE_NAMES", "SET_NAMES", "called_sentences", "detection_sentence"
            "readme_table", "verdict_tables"]
 
 #: How a verdict figure is named in the README (unit: points).
-FIGURE_NAMES = {"evidence_spearman": "evidence rank correlation x 100 (faithfulness)",
+FIGURE_NAMES = {"evidence_mass_accuracy": "evidence mass accuracy x 100 (faithfulness)",
                 "morf_aoc": "MoRF-AOC % (faithfulness, out of distribution)",
                 "box_pr_auc": "box PR-AUC x 100 (plausibility)"}
 _CALLS = {"higher": "higher", "lower": "lower", "not shown": "n.s."}
