@@ -61,12 +61,12 @@ def ceiling_of_model(model: Any, data: Any, maps: list[str]) -> dict[str, Any]:
         options = {"seed": morf["seed"]} if spec.seeded else {}
         found = attribute(model, x, method, target=y if spec.explains_class else None, **options).maps
         values[method] = aoc(perturbation_curves(model, x, found, y, patch_size=model.patch_size,
-                                                 score=s["score"], **morf))
+                                                 **morf))
     start = time.perf_counter()
-    greedy = greedy_deletion(model, x, y, patch_size=model.patch_size, score=s["score"], **morf)
+    greedy = greedy_deletion(model, x, y, patch_size=model.patch_size, **morf)
     greedy_seconds = time.perf_counter() - start
     start = time.perf_counter()
-    beam = beam_deletion(model, x, y, patch_size=model.patch_size, score=s["score"], **morf, **SEARCH)
+    beam = beam_deletion(model, x, y, patch_size=model.patch_size, **morf, **SEARCH)
     beam_seconds = time.perf_counter() - start
     with torch.no_grad():
         correct = (model(x).argmax(-1) == y).numpy()
@@ -79,7 +79,7 @@ def ceiling_of_model(model: Any, data: Any, maps: list[str]) -> dict[str, Any]:
                      "greedy_seconds_per_image": round(greedy_seconds / len(y), 3),
                      "beam_seconds_per_image": round(beam_seconds / len(y), 3),
                      "threads": torch.get_num_threads()},
-            "protocol": {"morf": {**morf, "score": s["score"]}, "search": beam.protocol["search"]}}
+            "protocol": {"morf": {**morf, "score": "target"}, "search": beam.protocol["search"]}}
 
 
 def exceedances(found: dict[str, Any]) -> dict[str, Any]:

@@ -62,7 +62,7 @@ VERDICT_BENCHMARKS: dict[str, VerdictBenchmark] = {b.name: b for b in (
     # (a conflicting image decided by the cue is the informative one, and "wrong" by the label).
     VerdictBenchmark("cued-digits", data="cued-digits", seeds="cued-digits", n_images=1000, greedy_images=100,
                      groups=("p10", "p100"),
-                     options=("--target", "predicted", "--score", "predicted", "--select", "all")),
+                     options=("--target", "predicted", "--select", "all")),
 )}
 
 #: Benchmarks that left the verdict, and why (``docs/verdict.md`` says the same).

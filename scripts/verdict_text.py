@@ -24,8 +24,10 @@ from scripts.doc_sections import VARIANT_NAMES
 __all__ = ["FIGURE_NAMES", "SET_NAMES", "called_sentences", "detection_sentence", "image_set_table", "morf_ceiling_table", "quality_table",
            "readme_table", "verdict_tables"]
 
-#: How a verdict figure is named in the README (unit: points).
+#: How a verdict figure is named in the README (unit: points); ``evidence_spearman`` was the
+#: verdict's faithfulness figure until the controlled meta-evaluation trusted it on 1 of 3 models.
 FIGURE_NAMES = {"evidence_mass_accuracy": "evidence mass accuracy x 100 (faithfulness)",
+                "evidence_spearman": "evidence rank correlation x 100 (faithfulness)",
                 "morf_aoc": "MoRF-AOC % (faithfulness, out of distribution)",
                 "box_pr_auc": "box PR-AUC x 100 (plausibility)"}
 _CALLS = {"higher": "higher", "lower": "lower", "not shown": "n.s."}

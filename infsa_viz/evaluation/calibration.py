@@ -4,7 +4,7 @@ Each replication simulates the per-image scores of ``V`` variants × ``S`` seeds
 for ``M = F · K`` cells (``F`` figures × ``K`` maps), and applies the verdict's own steps: images
 matched per seed (both models correct), one mean difference per seed,
 :func:`~.seed_stats.t_test_p`, :func:`~.stats.holm` across the family of ``M · (V − 1)``
-comparisons and :func:`~.verdict.call_rule`. The score of image ``i`` for the model of variant
+comparisons and :func:`~.seed_stats.call_rule`. The score of image ``i`` for the model of variant
 ``v`` and seed ``s`` in cell ``m = (f, k)`` is (points)::
 
     y = 60 + a_i + u[m, v, s] + δ[m, v] + e[m, v, s, i]
@@ -42,7 +42,7 @@ import numpy as np
 from .._checks import check_float, check_int
 from .seed_stats import t_test_p
 from .stats import holm
-from .verdict import ALPHA, MIN_SEEDS, call_rule
+from .seed_stats import ALPHA, MIN_SEEDS, call_rule
 
 __all__ = ["Scenario", "interval_coverage", "seed_differences", "simulate", "simulate_scores", "simulated_calls"]
 

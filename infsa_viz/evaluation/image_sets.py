@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .seed_stats import seed_t_test
+from .seed_stats import call_rule, seed_t_test
 from .stats import holm, significant
 
 __all__ = ["IMAGE_SETS", "image_set_calls", "seed_set_means"]
@@ -79,8 +79,6 @@ def image_set_calls(comparisons: Sequence[dict[str, Any]], *, alpha: float, min_
     adjusted p of the others is then an upper bound on what the complete family would give (Holm's
     adjusted p-values never decrease when any p-value grows).
     """
-    from .verdict import call_rule
-
     names = list(dict.fromkeys(name for c in comparisons for s in c["per_seed"] for name in s.get("image_sets", {})))
     for name in names:
         tests, stored = [], []

@@ -50,7 +50,7 @@ from ..metrics.registry import FIGURES
 from ..model.attention import DEFAULT_VARIANT, VARIANTS
 from .image_sets import IMAGE_SETS, image_set_calls, seed_set_means
 from .records import ImageRecord, per_image_figures
-from .seed_stats import detectable_difference, hierarchical_bootstrap, seed_t_test
+from .seed_stats import ALPHA, MIN_SEEDS, call_rule, detectable_difference, hierarchical_bootstrap, seed_t_test
 from .stats import compare_paired, holm, significant
 
 __all__ = ["ACCURACY_GAP", "ALPHA", "DETECTION_POWER", "MIN_SEEDS", "PAIRED_FIGURES", "PAPER_FIGURES", "call_rule",
@@ -68,10 +68,6 @@ PAPER_FIGURES: dict[str, dict[str, float]] = {
 #: importance, the figure the controlled meta-evaluation trusts for every model), MoRF-AOC, and
 #: plausibility (box PR-AUC).
 PAIRED_FIGURES = ("evidence_mass_accuracy", "morf_aoc", "box_pr_auc")
-#: Family-wise significance level of the calls (Holm-adjusted seed-level p-values).
-ALPHA = 0.05
-#: Seeds a call needs (issue #15: at least 3 training seeds per variant).
-MIN_SEEDS = 3
 #: Accuracy difference (points) above which a comparison is flagged.
 ACCURACY_GAP = 5.0
 #: The power of a comparison's detectable difference.
@@ -109,20 +105,6 @@ def verdict_methods(methods: Sequence[str]) -> list[str]:
     from ..maps import METHODS
 
     return [m for m in methods if m in METHODS and METHODS[m].role == "explanation"]
-
-
-def call_rule(difference: Any, p_holm: Any, n_seeds: Any, *, alpha: float = ALPHA,
-              min_seeds: int = MIN_SEEDS) -> np.ndarray:
-    """The call of each comparison: ``"higher"``/``"lower"`` where ``n_seeds >= min_seeds`` and the
-    Holm-adjusted seed-level ``p_holm < alpha`` (by the sign of ``difference``), else ``"not shown"``.
-
-    Vectorised (the calibration applies it to many simulated families at once); ``nan``
-    p-values never call.
-    """
-    d = np.asarray(difference, dtype=np.float64)
-    p = np.asarray(p_holm, dtype=np.float64)
-    called = (np.asarray(n_seeds) >= min_seeds) & (np.nan_to_num(p, nan=1.0) < alpha)
-    return np.where(called & (d > 0), "higher", np.where(called & (d < 0), "lower", "not shown"))
 
 
 def _r(value: float, digits: int = 6) -> float | None:

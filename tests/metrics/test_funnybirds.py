@@ -62,7 +62,7 @@ def test_shares_thresholds_and_absent_objects():
     with pytest.raises(ValueError, match="thresholds"):
         important_objects(shares, [])
     hidden = Scene(scene.background, scene.alternative_background,
-                   (scene.digits[0], np.zeros_like(scene.digits[1]), scene.digits[2]), scene.boxes, scene.labels)
+                   (scene.parts[0], np.zeros_like(scene.parts[1]), scene.parts[2]), scene.boxes, scene.labels)
     assert not hidden.masks()[1].any()  # a digit of zeros is absent: it is never above the background
     model = PlantedModel(0, bias=0.3).eval()
     both = completeness_checks(model, [hidden, scene], np.stack([FLAT, FLAT]))
