@@ -1,4 +1,4 @@
-"""Datasets of infsa-viz: packaged MNIST digits, cluttered digits (each image also a
+"""Datasets of infsa-viz: packaged MNIST digits, cluttered digits and cued digits (each image also a
 :class:`~infsa_viz.data.scenes.Scene` of named objects with masks), bring-your-own image folders.
 
 Box convention everywhere in this package: ``(x0, y0, x1, y1)`` in pixels with ``x1``/``y1``
@@ -15,6 +15,7 @@ from .cluttered import (
     generate_cluttered,
     generate_scenes,
 )
+from .cued import CUE_CONDITIONS, GLYPHS, CuedDigitsConfig, cue_conditions, cued_epoch, generate_cued
 from .folder import FolderDataset, parse_voc_boxes
 from .mnist import load_mnist_digits
 from .scenes import Scene, object_names
@@ -30,6 +31,12 @@ from .splits import (
 
 __all__ = [
     "BENCHMARKS",
+    "CUE_CONDITIONS",
+    "GLYPHS",
+    "CuedDigitsConfig",
+    "cue_conditions",
+    "cued_epoch",
+    "generate_cued",
     "PIXEL_MEAN",
     "PIXEL_STD",
     "TEST_SEED",

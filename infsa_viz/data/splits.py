@@ -18,7 +18,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..preprocess import CLUTTERED_DIGITS, Preprocessing
-from .cluttered import ClutteredDigitsConfig, _generate, _sample_stream
+from .cluttered import ClutteredDigitsConfig, _generate, _sample_stream, cluttered_epoch
+from .cued import CuedDigitsConfig, cued_epoch, generate_cued
 from .scenes import Scene
 
 __all__ = ["BENCHMARKS", "DEFAULT_BENCHMARK", "TEST_SEED", "TEST_SIZE", "Benchmark", "LabelledImages",
@@ -29,24 +30,43 @@ TEST_SEED = 20_260_301
 TEST_SIZE = 2_000
 
 
+SceneConfig = ClutteredDigitsConfig | CuedDigitsConfig
+
+
 @dataclass(frozen=True)
 class Benchmark:
-    """A named cluttered-digits configuration: generator settings, test split and normalisation.
+    """A named generated benchmark: generator settings, test split and normalisation.
 
     Attributes:
         name: the registry key (also the ``--data`` value of ``train`` and ``evaluate``).
-        config: the generator's settings (training and test images).
+        config: the generator's settings of the training images (and of the test images unless
+            ``test_config`` is given).
         test_seed: seed of the fixed test split.
         preprocessing: mean and standard deviation of ``pixel / 255`` of its training images,
             stored in the config of every model trained on it.
         description: one line: what makes it this benchmark.
+        test_config: the test split's settings where they differ from training's (the cued
+            benchmarks train at one cue agreement and share one test split), else ``None``.
     """
 
     name: str
-    config: ClutteredDigitsConfig
+    config: SceneConfig
     test_seed: int
     preprocessing: Preprocessing
     description: str
+    test_config: SceneConfig | None = None
+
+    @property
+    def evaluation_config(self) -> SceneConfig:
+        """The settings of the test split."""
+        return self.config if self.test_config is None else self.test_config
+
+    def training_images(self, epoch: int, *, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(images (n, S, S) uint8, labels (n,) int64)``: epoch ``epoch``'s training images of run seed ``seed``."""
+        if isinstance(self.config, CuedDigitsConfig):
+            return cued_epoch(epoch, n=n, seed=seed, config=self.config)
+        sample = cluttered_epoch(epoch, n=n, seed=seed, config=self.config)
+        return sample.images, sample.labels
 
 
 #: The benchmarks, by name. ``cluttered-digits`` is the published one (48 px, 36 tokens at patch 8);
@@ -55,6 +75,12 @@ class Benchmark:
 #: setting with eight 16-26 px distractors against 30-38 px targets was not learnable: the largest
 #: digit was too close in size to the others, and a softmax ViT stayed at chance for 5 epochs.) Its
 #: normalisation was measured on 20,000 training images (seed 0) and is re-measured in tests/data.
+#: ``cued-digits-p10`` and ``cued-digits-p100`` (:mod:`~infsa_viz.data.cued`): scenes of 0-3 distractors
+#: and, on 80 % of training images, a cue glyph that encodes the label with probability 0.1 (independent
+#: of it: useless) or 1.0 (a shortcut); one shared test split shows the cue on every image, agreeing
+#: with the label on about half. One normalisation for both, measured on 20,000 training images of p10.
+_CUED_TEST = CuedDigitsConfig(cue_agreement=0.5, cue_presence=1.0)
+_CUED_NORMALISATION = Preprocessing(mean=(0.1677,), std=(0.2113,))
 BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
     Benchmark("cluttered-digits", ClutteredDigitsConfig(), TEST_SEED, CLUTTERED_DIGITS,
               "48 px canvas, target 18-22 px, 2 distractors 9-12 px, faint photo background"),
@@ -63,6 +89,11 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
                                     distractor_size=(12, 20), background_intensity=0.5, mask_threshold=127),
               20_260_303, Preprocessing(mean=(0.2847,), std=(0.2328,)),
               "96 px canvas, target 36-44 px, 6 distractors 12-20 px, photo background at half intensity"),
+    *(Benchmark(f"cued-digits-p{round(100 * p)}", CuedDigitsConfig(cue_agreement=p, cue_presence=0.8),
+                20_260_305, _CUED_NORMALISATION,
+                f"48 px, 0-3 distractors, a class cue on 80 % of training images agreeing with the label with "
+                f"p = {p}; test: cue on every image, p = 0.5", test_config=_CUED_TEST)
+      for p in (0.1, 1.0)),
 )}
 DEFAULT_BENCHMARK = "cluttered-digits"
 
@@ -149,20 +180,31 @@ class LabelledImages:
         )
 
 
-@functools.lru_cache(maxsize=2)
+def _scene_split(config: SceneConfig, seed: int) -> tuple[np.ndarray, np.ndarray, list[Scene]]:
+    """``(images, labels, scenes)`` of the first :data:`TEST_SIZE` test images of ``config``'s generator."""
+    if isinstance(config, CuedDigitsConfig):
+        return generate_cued(TEST_SIZE, split="test", seed=seed, config=config)
+    sample, scenes = _generate(*_sample_stream(TEST_SIZE, "test", seed, 0), config)
+    return sample.images, sample.labels, scenes
+
+
+@functools.lru_cache(maxsize=4)
 def _full_test_split(benchmark: str) -> LabelledImages:
     spec = BENCHMARKS[benchmark]
-    config, seed = spec.config, spec.test_seed
-    sample, scenes = _generate(*_sample_stream(TEST_SIZE, "test", seed, 0), config)
-    for array in (sample.images, sample.labels, sample.target_boxes, sample.distractor_boxes,
-                  sample.distractor_labels):
+    config, seed = spec.evaluation_config, spec.test_seed
+    images, labels, scenes = _scene_split(config, seed)
+    others = [np.flatnonzero(scene.present[1:-1]) + 1 for scene in scenes]  # present non-target parts
+    negative_boxes = [scene.boxes[k] for scene, k in zip(scenes, others, strict=True)]
+    negative_labels = [scene.labels[k] for scene, k in zip(scenes, others, strict=True)]
+    for array in (images, labels, *negative_boxes, *negative_labels):
         array.setflags(write=False)
+    cued = isinstance(config, CuedDigitsConfig)
     return LabelledImages(
-        images=sample.images,
-        labels=sample.labels,
-        boxes=[b[None] for b in sample.target_boxes],
-        negative_boxes=list(sample.distractor_boxes),
-        negative_labels=list(sample.distractor_labels),
+        images=images,
+        labels=labels,
+        boxes=[scene.boxes[:1] for scene in scenes],
+        negative_boxes=negative_boxes,
+        negative_labels=negative_labels,
         names=[f"test:{i}" for i in range(TEST_SIZE)],
         scenes=tuple(scenes),
         description={
@@ -172,10 +214,11 @@ def _full_test_split(benchmark: str) -> LabelledImages:
             "size": TEST_SIZE,
             "settings": config.to_dict(),
             "settings_hash": config.settings_hash(),
-            "images": f"generate_cluttered(split='test', seed={seed}): image i depends only on "
-                      "(split, seed, i)",
-            "boxes": "target digit (positive); distractor digits are the negative boxes",
-            "negative_labels": "each distractor digit's class",
+            "images": f"{'generate_cued' if cued else 'generate_cluttered'}(split='test', seed={seed}): image i "
+                      "depends only on (split, seed, i)",
+            "boxes": "target digit (positive); " + ("distractor digits and the cue glyph" if cued
+                                                      else "distractor digits") + " are the negative boxes",
+            "negative_labels": "each distractor digit's class" + (" and the class the cue encodes" if cued else ""),
         },
     )
 

@@ -31,9 +31,6 @@ from ..preprocess import prepare
 
 __all__ = ["ObjectImportance", "object_importance"]
 
-_INTERVENTION_RULE = ("digit k: re-rendered without it (its pixels become the background and any digit under it); "
-                      "background: swapped for the alternative crop (the other sample photo, same scale and offset)")
-
 
 @dataclass(frozen=True, eq=False)
 class ObjectImportance:
@@ -140,7 +137,7 @@ def object_importance(
     out = torch.cat(logits)  # (B, O+1, M)
     if classes.max() >= out.shape[-1]:
         raise ValueError(f"target has class {int(classes.max())}; expected classes in [0, {out.shape[-1]})")
-    index = torch.as_tensor(classes, dtype=torch.long)[:, None, None].expand(B, O + 1, 1)
+    index = torch.tensor(classes, dtype=torch.long)[:, None, None].expand(B, O + 1, 1)
     logit = out.gather(2, index)[..., 0].numpy()  # (B, O+1)
     prob = torch.softmax(out, dim=-1).gather(2, index)[..., 0].numpy()
     return ObjectImportance(
@@ -148,7 +145,7 @@ def object_importance(
         clean_prob=prob[:, 0], clean_logit=logit[:, 0],
         prob_drop=prob[:, :1] - prob[:, 1:], logit_drop=logit[:, :1] - logit[:, 1:],
         masks=np.stack(masks),
-        protocol={"interventions": _INTERVENTION_RULE, "importance": "clean − changed softmax probability "
+        protocol={"interventions": found[0].intervention_rule, "importance": "clean − changed softmax probability "
                   "(prob_drop) and logit (logit_drop) of the explained class", "forwards_per_image": O + 1,
                   "masks": "visible pixels (infsa_viz.data.scenes), in the model's input pixels"},
     )

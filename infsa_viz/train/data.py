@@ -45,8 +45,8 @@ class TrainData:
 
 def cluttered_digits_data(test_size: int, *, benchmark: str = "cluttered-digits",
                           model_input: ViTConfig | None = None) -> TrainData:
-    """A cluttered-digits benchmark (:data:`~infsa_viz.data.BENCHMARKS`): fresh images every
-    epoch, the benchmark's fixed test split.
+    """A generated benchmark (:data:`~infsa_viz.data.BENCHMARKS`): fresh images every epoch, the
+    benchmark's fixed test split.
 
     Args:
         test_size: images in the held-out split.
@@ -55,7 +55,7 @@ def cluttered_digits_data(test_size: int, *, benchmark: str = "cluttered-digits"
             channels, preprocessing) through :func:`~infsa_viz.preprocess.prepare`. Default: the
             benchmark's own gray input with its normalisation.
     """
-    from ..data import check_benchmark, cluttered_epoch, test_split
+    from ..data import check_benchmark, test_split
 
     spec = check_benchmark(benchmark)
     config = spec.config
@@ -63,8 +63,8 @@ def cluttered_digits_data(test_size: int, *, benchmark: str = "cluttered-digits"
         model_input = ViTConfig(img_size=config.canvas_size, in_chans=1, preprocessing=spec.preprocessing)
 
     def epoch(index: int, n: int, seed: int) -> tuple[Tensor, Tensor]:
-        sample = cluttered_epoch(index, n=n, seed=seed, config=config)
-        return preprocess(model_input, sample.images), torch.as_tensor(sample.labels, dtype=torch.int64)
+        images, labels = spec.training_images(index, n=n, seed=seed)
+        return preprocess(model_input, images), torch.as_tensor(labels, dtype=torch.int64)
 
     test = test_split(test_size, benchmark=benchmark)
     return TrainData(

@@ -84,3 +84,30 @@ def test_training_epochs_keep_their_checksums(benchmark):
     sample = cluttered_epoch(3, n=300, seed=5, config=BENCHMARKS[benchmark].config)
     found = {name: _digest(getattr(sample, name)) for name in EPOCH_DIGESTS[benchmark]}
     assert found == EPOCH_DIGESTS[benchmark]
+
+
+# The cued benchmarks, pinned when their models were trained: the shared test split (every scene's
+# part boxes and classes concatenated) and epoch 3 of run seed 5 of each training setting.
+CUED_TEST_DIGESTS = {
+    "images": "c9d5010807372f5d0f270ed7268cfa93957cf6e03d127516959c53f73da9b955",
+    "labels": "4d2ec97eea994a70eed248313d2369d89a0366926a6df332b2c99014db3d9c38",
+    "part_boxes": "73d2dcbe58eac8a4816abaa7dca9d162ea608a4bdf17f3dc5e5fbb294fb3882c",
+    "part_labels": "fd7403ea3c0d32504a729bcd914cbf845bc3ecee70341c7e79cd15205adcbb29",
+}
+CUED_EPOCH_DIGESTS = {  # (images, labels) of cued_epoch(3, n=300, seed=5, config=<setting's config>)
+    "cued-digits-p10": ("60e1e05d0015d6ed440eb80a61520d2dec62a6c8da4ad834f9261085ba3c6a9c",
+                        "38a16d6b78c781c73e235c6d3895d1b387a9df443ef161a7600b74890781d1e0"),
+    "cued-digits-p100": ("bb0acd89340e14e941514dca81e33d11c445401d3bfb49d350b3de360b098adf",
+                         "38a16d6b78c781c73e235c6d3895d1b387a9df443ef161a7600b74890781d1e0"),
+}
+
+
+@pytest.mark.parametrize("benchmark", sorted(CUED_EPOCH_DIGESTS))
+def test_cued_splits_keep_their_checksums(benchmark):
+    split = test_split(benchmark=benchmark)
+    found = {"images": _digest(split.images), "labels": _digest(split.labels),
+             "part_boxes": _digest(np.concatenate([np.asarray(s.boxes) for s in split.scenes])),
+             "part_labels": _digest(np.concatenate([s.labels for s in split.scenes]))}
+    assert found == CUED_TEST_DIGESTS
+    images, labels = BENCHMARKS[benchmark].training_images(3, n=300, seed=5)
+    assert (_digest(images), _digest(labels)) == CUED_EPOCH_DIGESTS[benchmark]

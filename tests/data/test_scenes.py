@@ -21,7 +21,7 @@ from infsa_viz.data import (
 )
 from infsa_viz.data._render import PHOTO_DOWNSCALES, PHOTO_NAMES, alternative_photo, photo_crop
 
-CONFIGS = {name: b.config for name, b in BENCHMARKS.items()}
+CONFIGS = {name: b.config for name, b in BENCHMARKS.items() if isinstance(b.config, ClutteredDigitsConfig)}
 N_IMAGES = {"cluttered-digits": 120, "cluttered-digits-hard": 40}
 
 
@@ -34,7 +34,7 @@ def _naive_composite(scene: Scene, keep: list[int], background: np.ndarray) -> n
         for k in keep:
             x0, y0, x1, y1 = scene.boxes[k]
             if x0 <= x < x1 and y0 <= y < y1:
-                value = max(value, int(scene.digits[k][y - y0, x - x0]))
+                value = max(value, int(scene.parts[k][y - y0, x - x0]))
         out[y, x] = value
     return out
 
@@ -79,8 +79,8 @@ def test_removing_object_k_equals_the_scene_generated_without_it(benchmark, monk
 
 def test_any_subset_of_digits_removes_like_the_naive_composite():
     for scene in generate_scenes(3, split="test", seed=1):
-        digits = range(len(scene.digits))
-        for size in range(len(scene.digits) + 1):
+        digits = range(len(scene.parts))
+        for size in range(len(scene.parts) + 1):
             for removed in itertools.combinations(digits, size):
                 keep = [k for k in digits if k not in removed]
                 np.testing.assert_array_equal(scene.render(remove=removed),
@@ -96,7 +96,7 @@ def test_each_mask_covers_exactly_its_objects_visible_pixels(benchmark):
         masks = scene.masks()
         image = scene.render()
         assert masks.shape == (scene.num_objects, *image.shape) and masks.dtype == bool
-        for k in range(len(scene.digits)):  # a digit's pixels: those its removal changes
+        for k in range(len(scene.parts)):  # a digit's pixels: those its removal changes
             np.testing.assert_array_equal(masks[k], image != scene.render(remove=[k]))
             x0, y0, x1, y1 = scene.boxes[k]
             assert masks[k].sum() == masks[k][y0:y1, x0:x1].sum()
@@ -154,14 +154,14 @@ def test_interventions_stack_every_single_object_change():
     (scene,) = generate_scenes(1, split="test", seed=3)
     stack = scene.interventions()
     assert stack.shape == (scene.num_objects, 48, 48)
-    for k in range(len(scene.digits)):
+    for k in range(len(scene.parts)):
         np.testing.assert_array_equal(stack[k], scene.render(remove=[scene.object_names[k]]))
     np.testing.assert_array_equal(stack[-1], scene.render(swap_background=True))
 
 
 def test_scene_arrays_are_read_only_and_bad_requests_are_refused():
     (scene,) = generate_scenes(1, split="test", seed=3)
-    for array in (scene.background, scene.boxes, scene.labels, *scene.digits):
+    for array in (scene.background, scene.boxes, scene.labels, *scene.parts):
         with pytest.raises(ValueError):
             array.flat[0] = 1
     with pytest.raises(ValueError, match="background"):
@@ -173,7 +173,7 @@ def test_scene_arrays_are_read_only_and_bad_requests_are_refused():
         Scene(scene.background, scene.background, (np.ones((3, 3), np.uint8),), np.array([[46, 0, 49, 3]]),
               np.array([1]))
     with pytest.raises(ValueError, match="alternative_background"):
-        Scene(scene.background, scene.background[:4], scene.digits, scene.boxes, scene.labels)
+        Scene(scene.background, scene.background[:4], scene.parts, scene.boxes, scene.labels)
 
 
 def test_labelled_images_carry_scenes_through_subsets():
