@@ -17,6 +17,7 @@ import numpy as np
 import streamlit as st
 
 import figures
+import safe
 from infsa_viz.maps import METHODS
 from infsa_viz.overlay import ColourScale, colour_scale, encode_png, overlay, to_rgb
 
@@ -45,6 +46,10 @@ CSS = """<style>
   .infsa-cbar .ticks span::before {display: none;}
 }
 .st-key-grid_compact_tiles [data-testid="stImage"] img {max-width: 150px;}
+[data-testid="stMarkdownContainer"] table {display: block; max-width: 100%; overflow-x: auto;}
+[data-testid="stMain"] [data-testid="stHorizontalBlock"] {flex-wrap: wrap;}
+[data-testid="stMain"] [data-testid="stColumn"] {min-width: min(136px, 100%);}
+[data-testid="stDownloadButton"] button p {white-space: normal; overflow-wrap: anywhere;}
 </style>"""
 
 
@@ -217,7 +222,8 @@ def prediction_line(names: Sequence[str], probabilities: np.ndarray, label: int 
 
 
 def _name(names: Sequence[str], index: int) -> str:
-    return names[index] if 0 <= index < len(names) else f"class {index}"
+    """A class's name as markdown text (class names come from a model's config: escaped)."""
+    return safe.md(names[index], 60) if 0 <= index < len(names) else f"class {index}"
 
 
 def top_classes(names: Sequence[str], probabilities: np.ndarray, k: int = 3) -> str:

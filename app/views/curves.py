@@ -8,8 +8,11 @@ import streamlit as st
 import catalog
 import charts  # first: it waits for the warm-up imports (warmup.py) before plotly builds a figure
 import compute
+import exports
 import plotly.graph_objects as go
+import safe
 import sidebar
+import urlstate
 from infsa_viz.reports import dataset_curves, group_series, metrics_files, report_tables
 
 #: Charts of the known reports: file stem (or prefix) → (table, x, y, group) to plot.
@@ -68,12 +71,20 @@ image = sel.image
 st.header("This image")
 results = sidebar.each_model(sel, compute.explain, sel.method, sel.options)
 perturb, roc, pr = go.Figure(), go.Figure(), go.Figure()
+curves_rows: list[dict] = []
 for i, (entry, result) in enumerate(results):
-    label, color = entry.label, charts.colour(i)
+    label, color = safe.html(entry.label), charts.colour(i)  # plotly reads a little HTML in legends
     if isinstance(result, str):
-        st.error(f"{label}: {result}")
+        st.error(safe.line(f"{safe.md(entry.label)}: {safe.md(result)}"))
         continue
     record, curve = result.record, result.box_curve
+    curves_rows += [{"model": entry.name, "variant": entry.variant, "curve": name, "x": float(x), "y": float(y)}
+                    for name, xs, ys in (("morf", result.fractions, record.morf), ("lerf", result.fractions, record.lerf))
+                    for x, y in zip(xs, ys)]
+    if curve is not None:
+        curves_rows += [{"model": entry.name, "variant": entry.variant, "curve": name, "x": float(x), "y": float(y)}
+                        for name, xs, ys in (("roc", curve.fpr, curve.tpr), ("pr", curve.recall, curve.precision))
+                        for x, y in zip(xs, ys)]
     perturb.add_scatter(x=result.fractions, y=record.morf, mode="lines+markers", name=f"{label} MoRF",
                         legendgroup=label, line=dict(color=color))
     perturb.add_scatter(x=result.fractions, y=record.lerf, mode="lines", name=f"{label} LeRF",
@@ -84,7 +95,7 @@ for i, (entry, result) in enumerate(results):
         pr.add_scatter(x=curve.recall, y=curve.precision, mode="lines", name=f"{label} (AP {record.box_pr_auc:.3f})",
                        line=dict(color=color))
 steps = next((len(r.fractions) - 1 for _, r in results if not isinstance(r, str)), 0)
-st.caption(f"{image.source}, method **{sel.method}**: probability of the scored class (the label for models trained "
+st.caption(f"{safe.md(image.source)}, method **{sel.method}**: probability of the scored class (the label for models trained "
            f"on this image's classes, else the prediction) as ViT patches are removed most- (MoRF) or least-relevant "
            f"first (LeRF), mean baseline, {steps} steps: a fast MoRF drop and a slow LeRF drop are better. Box "
            "curves score every pixel of the bilinearly upsampled map against the target box.")
@@ -104,6 +115,12 @@ else:
     st.info("No ground-truth box for this image and these models (uploads and images of other classes have "
             "none): ROC / PR curves need one.")
 
+if curves_rows:
+    exports.buttons(exports.stem(image.base, "curves", sel.method), key="curves", table=lambda: curves_rows,
+                    records=lambda: [r.record for _, r in results if not isinstance(r, str)],
+                    settings=exports.settings(sel, extra={"curves": "morf/lerf: p(scored class) against the share "
+                                                          "of patches removed; roc/pr: box curves of the map"}))
+
 st.header("Dataset reports")
 files = metrics_files(catalog.ROOT / "metrics")
 if "attention-quality" in files:
@@ -116,7 +133,7 @@ if "attention-quality" in files:
     if entries:
         mean_perturb, mean_pr = go.Figure(), go.Figure()
         for i, e in enumerate(entries):
-            label, c = f"{e['variant']} · {Path(str(e['model'])).name}", e["curves"]
+            label, c = safe.html(f"{e['variant']} · {Path(str(e['model'])).name}"), e["curves"]
             if c.get("morf_mean"):
                 mean_perturb.add_scatter(x=c["fractions"], y=c["morf_mean"], mode="lines", name=f"{label} MoRF",
                                          legendgroup=label, line=dict(color=charts.colour(i)))
@@ -139,6 +156,7 @@ if "attention-quality" in files:
     if rows:
         with st.expander(f"Protocol of one {sel.method} row of the attention-quality report"):
             names = [f"{r.get('variant')} · {Path(str(r.get('model'))).name}" for r in rows]
+            urlstate.keep("protocol_row", list(range(len(rows))), 0)
             pick = st.selectbox("Row", range(len(rows)), format_func=names.__getitem__, key="protocol_row")
             if isinstance(rows[pick].get("protocol"), dict):
                 st.json(rows[pick]["protocol"])

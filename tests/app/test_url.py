@@ -3,7 +3,7 @@ values that do not fit the app are ignored."""
 
 from __future__ import annotations
 
-from tests.app.test_apptest import _app, _captions, _details, _ok
+from tests.app.test_apptest import _app, _captions, _details, _ok, _shown
 
 
 def _query(at) -> dict[str, str]:
@@ -45,6 +45,10 @@ def test_values_that_do_not_fit_are_ignored(shipped_models):
     assert at.selectbox(key="method").value == "attention" and at.selectbox(key="target").value == "predicted"
     assert at.selectbox(key="layer").value == -1 and at.radio(key="scale").value == "shared"
     assert len(_captions(at)) == len(shipped_models)
+    notices = [_shown(w.value) for w in at.main.warning]  # one line each, naming the parameter
+    for param in ("image", "method", "class", "layer", "head", "scale", "alpha", "set"):
+        assert sum(n.startswith(f"The link's {param}=") for n in notices) == 1, (param, notices)
+    assert all(len(n) <= 120 and "\n" not in n for n in notices)
 
 
 def test_a_link_to_an_upload_asks_for_the_file(shipped_models):
@@ -53,13 +57,14 @@ def test_a_link_to_an_upload_asks_for_the_file(shipped_models):
     at.run()
     _ok(at)
     assert at.radio(key="image_set").value == "upload"
-    assert any("upload it again" in e.value and "cat.png" in e.value for e in at.error)
+    assert any("upload it again" in _shown(e.value) and "cat.png" in _shown(e.value) for e in at.error)
 
 
-def test_a_model_typed_in_by_path_is_in_the_link_too(tmp_path, shipped_models, make_config):
+def test_a_model_typed_in_by_path_is_in_the_link_too(tmp_path, shipped_models, make_config, monkeypatch):
     from infsa_viz import VisionTransformer, save_model
 
     save_model(VisionTransformer(make_config("pure_infsa")), tmp_path / "mine")
+    monkeypatch.setenv("INFSA_VIZ_MODEL_ROOTS", str(tmp_path))  # a folder whose models may be typed in
     at = _app().run()
     at.multiselect(key="models").set_value([shipped_models[0].path]).run()
     at.text_input(key="extra_model").input(str(tmp_path / "mine")).run()
