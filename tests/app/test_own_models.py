@@ -16,7 +16,8 @@ from infsa_viz.preprocess import prepare
 from tests.app.conftest import FRUIT_CLASSES, PHOTO_CLASSES
 from tests.app.test_apptest import _app, _captions, _details, _figures, _ok, _shown
 
-PAGES = ["compare", "grid", "attention", "spectral", "gallery", "curves", "glossary"]
+PAGES = ["compare", "grid", "intervention", "slice", "checks", "attention", "spectral", "gallery", "curves",
+         "glossary"]
 DIGITS = tuple(f"digit {i}" for i in range(10))
 
 
@@ -45,6 +46,10 @@ def test_every_page_works_with_the_users_models(at, page, own_models, shipped_mo
     if page in ("compare", "grid", "spectral"):  # pages that draw every selected model's map
         own = [c for c in _captions(at) if "photo-vit6" in c or "fruit-deit64" in c]
         assert len(own) == (2 * len(at.multiselect(key="grid_methods").value) if page == "grid" else 2)
+    if page == "intervention":  # each model's prediction before and after, in its own class names
+        lines = _own_lines(at)
+        assert sum(any(f"**{n}**" in line for n in PHOTO_CLASSES) for line in lines) == 2
+        assert sum(any(f"**{n}**" in line for n in FRUIT_CLASSES) for line in lines) == 2
 
 
 def test_own_class_names_and_no_digit_label_scored_against_them(at, own_models, shipped_models):
