@@ -48,7 +48,13 @@ CSS = """<style>
 .st-key-grid_compact_tiles [data-testid="stImage"] img {max-width: 150px;}
 [data-testid="stMarkdownContainer"] table {display: block; max-width: 100%; overflow-x: auto;}
 [data-testid="stMain"] [data-testid="stHorizontalBlock"] {flex-wrap: wrap;}
-[data-testid="stMain"] [data-testid="stColumn"] {min-width: min(136px, 100%);}
+[data-testid="stMain"] [data-testid="stColumn"] {min-width: min(136px, 100%); flex-grow: 0;}
+.st-key-grid_header, .st-key-grid_tiles, .st-key-grid_compact_tiles {container-type: inline-size;}
+@container (max-width: 640px) {  /* narrow: each method's name and colour bar on a line above its tiles */
+  .st-key-grid_tiles [data-testid="stColumn"]:first-child,
+  .st-key-grid_compact_tiles [data-testid="stColumn"]:first-child {flex-basis: 100%; min-width: 100%;}
+  .st-key-grid_header [data-testid="stColumn"]:first-child {display: none;}
+}
 [data-testid="stDownloadButton"] button p {white-space: normal; overflow-wrap: anywhere;}
 </style>"""
 

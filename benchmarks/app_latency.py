@@ -73,16 +73,20 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def serve(log: Path, args: Sequence[str] = ()) -> tuple[subprocess.Popen, str]:
+def serve(log: Path, args: Sequence[str] = (), *, env: dict[str, str] | None = None,
+          path: Sequence[Path] = ()) -> tuple[subprocess.Popen, str]:
     """``streamlit run app`` (with ``-- args``) on a free local port, its output in ``log``;
-    ``(process, URL)`` once it answers its health check (``RuntimeError`` after 120 s or if it exits)."""
+    ``(process, URL)`` once it answers its health check (``RuntimeError`` after 120 s or if it exits).
+
+    The address is the repository's ``.streamlit/config.toml`` (127.0.0.1), as ``dev.py app`` serves
+    it; ``env`` adds environment variables and ``path`` folders in front of ``PYTHONPATH``."""
     port = _free_port()
     with log.open("w") as out:
         proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app", "--server.headless", "true",
-                                 "--server.port", str(port), "--server.address", "127.0.0.1",
-                                 *(["--", *args] if args else [])],
+                                 "--server.port", str(port), *(["--", *args] if args else [])],
                                 cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
-                                env={**os.environ, "PYTHONPATH": str(ROOT)})
+                                env={**os.environ, **(env or {}),
+                                     "PYTHONPATH": os.pathsep.join([*map(str, path), str(ROOT)])})
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:

@@ -32,7 +32,7 @@ names = {e.path: inputs.class_names(e) for e in catalog.loaded(sel.models)}
 st.caption(f"{safe.md(sel.image.source)}; layer and head from the sidebar where a method reads one layer; "
            f"class-explaining methods explain {safe.md(targets.describe(sel.target, list(names.values())))}.")
 widths = [1.3] + [1] * len(sel.models)
-header = st.columns(widths)
+header = st.container(key="grid_header").columns(widths)
 header[0].markdown("**method**")
 for column, entry in zip(header[1:], sel.models):
     column.markdown(f"**{safe.md(entry.label)}**")

@@ -90,3 +90,20 @@ def test_the_exported_png_is_the_tile_shown_with_its_boxes_and_settings(app):
     npz = np.load(io.BytesIO(app.exports.maps_npz({"m": view.map}, settings)))  # no pickle needed
     assert json.loads(str(npz["settings"])) == settings and npz["m"].shape == (6, 6)
     assert app.exports.table_csv([{"model": "=cmd", "x": 1.5}]) == "model,x\n'=cmd,1.5\n"
+
+
+def test_the_network_guard_logs_what_leaves_the_machine(tmp_path):
+    """The browser test's server guard (tests/app/netguard) records outside hosts, not this machine."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    log = tmp_path / "net.log"
+    code = ("import socket\n"
+            "for host in ('outside.invalid', '127.0.0.1', 'localhost'):\n"
+            "    try:\n        socket.getaddrinfo(host, 80)\n    except OSError:\n        pass\n")
+    guard = Path(__file__).resolve().parent / "netguard"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60,
+                   env={**os.environ, "PYTHONPATH": str(guard), "INFSA_VIZ_NET_LOG": str(log)})
+    assert log.read_text().splitlines() == ["resolve outside.invalid"]
