@@ -51,7 +51,7 @@ elif not shown:
     st.info("Select at least two models with the same patch grid to see a difference.")
 else:
     scale = colour_scale(diffs, "raw", signed=True, clip=sel.display.clip)
-    for column, (i, (entry, view)) in zip(st.columns(len(shown)), enumerate(shown)):
+    for column, (i, (entry, view)) in zip(st.columns(max(len(shown), 3)), enumerate(shown)):
         column.image(draw.tile_png(view, scale, i, sel.display), width="stretch", output_format="PNG",
                      caption=f"{safe.md(entry.label)} − {safe.md(reference.name)}")
     st.html(draw.colour_bar(scale, 0, "difference of mass shares (red: more than the reference)"))
@@ -85,7 +85,7 @@ for entry in sel.models:
     similar = randomise.similarity(view.map, random_map)
     st.markdown(f"**{safe.md(entry.label)}** — Spearman ρ {similar['spearman']:+.2f}, SSIM {similar['ssim']:.2f}"
                 + (" :orange[(still similar)]" if similar["spearman"] > FAIL_THRESHOLD else ""))
-    for column, (i, v), what in zip(st.columns(2), enumerate(pair), ("trained", f"randomised to {stage}")):
+    for column, (i, v), what in zip(st.columns(3), enumerate(pair), ("trained", f"randomised to {stage}")):
         column.image(draw.tile_png(v, scale, i, sel.display), width="stretch", output_format="PNG",
                      caption=f"{what} · {safe.md(entry.name)}")
         column.html(draw.colour_bar(scale, i, draw.short_unit(scale)))

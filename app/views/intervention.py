@@ -63,6 +63,10 @@ else:
         source = image.data.images[0]
         picture = go.Figure(go.Image(z=np.repeat(source[..., None], 3, -1) if source.ndim == 2 else source,
                                      hoverinfo="skip"))
+        h, w = source.shape[:2]
+        drawn = (st.session_state["occlude_x"], st.session_state["occlude_y"])
+        picture.add_shape(type="rect", x0=drawn[0][0] * w, x1=drawn[0][1] * w, y0=drawn[1][0] * h,
+                          y1=drawn[1][1] * h, line={"color": "red", "width": 2})
         picture.update_layout(height=260, margin={"l": 0, "r": 0, "t": 0, "b": 0}, dragmode="select",
                               xaxis={"visible": False}, yaxis={"visible": False})
         st.plotly_chart(picture, key="occlude_draw", on_select=_box_drawn, selection_mode="box",
@@ -89,14 +93,14 @@ for entry in sel.models:
         after = intervene.occluded(given, box, fill) if scene is None else \
             intervene.changed(given, scene, chosen) if chosen else given
         clean_view = compute.map_view(entry, image, sel.method, sel.options, target)
-        after_view = compute.map_view(entry, after, sel.method, sel.options, target) if after is not None else None
+        after_view = compute.map_view(entry, after, sel.method, sel.options, target)
     except ValueError as err:
         st.error(safe.line(f"{safe.md(entry.label)}: {safe.md(err)}"))
         continue
-    views = [clean_view] + ([after_view] if after_view is not None else [])
+    views = [clean_view, after_view]
     scale = draw.scale_of([v.map for v in views], sel.method, sel.display)
     before_p, after_p = compute.probabilities(entry, image), compute.probabilities(entry, after)
-    columns = st.columns(2)
+    columns = st.columns(3)  # clean, changed, the change in numbers (below them when narrow)
     for i, (column, view, what, probs, label) in enumerate(zip(
             columns, views, ("clean", "changed" if chosen or box else "unchanged"), (before_p, after_p),
             (given.label, after.label))):
@@ -108,11 +112,14 @@ for entry in sel.models:
             exported[f"{entry.name} {what}"] = view.map
             tiles.append((f"{entry.name} {what}", view))
     scales.append(scale)
-    st.html(draw.colour_bar(scale, 0, draw.short_unit(scale)) if scale.common_limits is not None else "")
     drop = before_p[target] - after_p[target]
-    st.markdown(f"p({safe.md(names[target] if target < len(names) else target)}) {before_p[target]:.3f} → "
-                f"{after_p[target]:.3f}: **Δp = {drop:+.3f}**" + ("" if spec.explains_class else
-                                                                 " (the class the evidence below is measured for)"))
+    with columns[2]:
+        st.markdown(f"p({safe.md(names[target] if target < len(names) else target)}) {before_p[target]:.3f} → "
+                    f"{after_p[target]:.3f}: **Δp = {drop:+.3f}**")
+        st.caption("the class the sidebar explains" + ("" if spec.explains_class else
+                                                        " (for the evidence below; this method explains none)"))
+        if scale.common_limits is not None:
+            st.html(draw.colour_bar(scale, 0, draw.short_unit(scale)))
     if scene is None:
         continue
     found = intervene.evidence(entry, given, scene, target, [clean_view.map, after_view.map])

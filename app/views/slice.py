@@ -64,10 +64,17 @@ with st.spinner(f"Classifying and scoring {n} images…"):
         except ValueError as err:
             st.error(safe.line(f"{safe.md(entry.label)}: {safe.md(err)}"))
             continue
+        undefined = []
         for figure in figures_of(chosen):
+            if not np.isfinite(values[figure.key]).any():  # no box or scene for this model: said, not shown
+                undefined.append(figure.label)
+                continue
             name = f"{figure.label} · {entry.name}"
             columns[name] = values[figure.key]
             figure_columns[name] = figure
+        if undefined:
+            st.caption(safe.line(f"{safe.md(entry.name)}: no value of {', '.join(undefined)} on these images"
+                                 f"{' (no boxes or scenes for its classes)' if labels is None else ''}", 200))
 
 keep = np.ones(n, dtype=bool)
 filters = st.columns(4)
