@@ -12,13 +12,18 @@ from __future__ import annotations
 import html as _html
 import re
 
-__all__ = ["MAX_LINE", "csv_cell", "html", "line", "md"]
+__all__ = ["MAX_LINE", "csv_cell", "html", "line", "md", "short_paths"]
 
 #: Longest notice line (characters); longer text ends in "…".
 MAX_LINE = 120
-#: Every ASCII punctuation character markdown, Streamlit's directives or KaTeX may read.
-_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~:$&\"'=^%@/;,?])")
+#: The characters that start markdown anywhere in a line: escapes, code, emphasis, links and images
+#: (and Streamlit's ``:colour[…]`` directives), HTML, KaTeX maths, strikethrough, tables, entities,
+#: e-mail autolinks.
+_MARKDOWN = re.compile(r"([\\`*_\[\]<>$~|&@])")
+#: What starts a block at the start of a line (heading, list, quote, setext rule, numbered list).
+_LEADING = re.compile(r"^(?:([#+\-=>])|(\d+)([.)]))")
 _SPACE = re.compile(r"\s+")
+_PATH = re.compile(r"(?<![\w.])/[^\s'\":]+")  # an absolute path, not a/b
 
 
 def _one_line(value: object, limit: int | None) -> str:
@@ -32,9 +37,12 @@ def _one_line(value: object, limit: int | None) -> str:
 
 def md(value: object, limit: int | None = 200) -> str:
     """``value`` as literal markdown text: one line (whitespace folded), at most ``limit``
-    characters (``None``: any length), every punctuation character backslash-escaped (CommonMark
-    shows an escaped character as itself, so the reader sees the text unchanged)."""
-    return _MARKDOWN.sub(r"\\\1", _one_line(value, limit))
+    characters (``None``: any length), every character that could start markup backslash-escaped
+    (CommonMark shows an escaped character as itself, so the reader sees the text unchanged), and
+    no bare URL left for the autolinker (``://`` and ``www.`` broken by an escape)."""
+    text = _MARKDOWN.sub(r"\\\1", _one_line(value, limit))
+    text = text.replace("://", r":\/\/").replace("www.", r"www\.")
+    return _LEADING.sub(lambda m: "\\" + m[1] if m[1] else f"{m[2]}\\{m[3]}", text)
 
 
 def html(value: object, limit: int | None = 200) -> str:
@@ -49,6 +57,12 @@ def csv_cell(value: object) -> object:
     if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
         return "'" + value
     return value
+
+
+def short_paths(text: str) -> str:
+    """``text`` with every absolute path cut to its last part (a one-line message has room for the
+    name, and need not tell the server's folders)."""
+    return _PATH.sub(lambda m: m.group(0).rstrip("/").rsplit("/", 1)[-1], text)
 
 
 def line(text: str, limit: int = MAX_LINE) -> str:

@@ -8,7 +8,6 @@ state (set here or by the URL), never from a ``value=`` argument, so a restored 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +35,6 @@ UPLOAD = "upload"
 FITS = {"model's own": None, "letterbox": "pad"}
 FUSIONS = method_options.FUSIONS
 _SELECTION = "_selection"
-_PATH = re.compile(r"/[^\s'\":]+")  # a path in a message: its last part is enough in one line
 DEFAULTS = {"method": "attention", "target": targets.DEFAULT, "layer": -1, "head": "mean",
             "upload_fit": "model's own", "colormap": "inferno", "alpha": 0.5, "scale": "shared", "clip": 99.0,
             "show_boxes": True}
@@ -73,18 +71,13 @@ def _step(key: str, count: int, step: int | None) -> None:
                              (current + step) % max(count, 1))
 
 
-def _short_paths(text: str) -> str:
-    """``text`` with every path cut to its last part (one line has room for the name, not the folders)."""
-    return _PATH.sub(lambda m: m.group(0).rstrip("/").rsplit("/", 1)[-1], text)
-
-
 def _problem_lines(found: list[ModelEntry], problems: list[str]) -> None:
     """One line per model that does not load and per folder that holds none (at most
     :data:`safe.MAX_LINE` characters), the full reasons in one expander."""
     sb = st.sidebar
     broken = [(e, catalog.load_error(e)) for e in found if catalog.load_error(e) is not None]
     lines = [f"{e.name}: does not load ({(error or '').split(':')[0]})" for e, error in broken]
-    lines += [_short_paths(p) for p in problems]
+    lines += [safe.short_paths(p) for p in problems]
     for text in lines:
         sb.warning(safe.line(safe.md(text)))
     if lines:
@@ -106,7 +99,7 @@ def _another_model(rules: access.Access) -> ModelEntry | None:
         entry = catalog.model_entry(rules.check(extra.strip()))
         catalog.get_model(entry)
     except ValueError as err:
-        sb.error(safe.line(f"Cannot load this model: {safe.md(_short_paths(str(err)))}"))
+        sb.error(safe.line(f"Cannot load this model: {safe.md(safe.short_paths(str(err)))}"))
         return None
     return entry
 

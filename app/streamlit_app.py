@@ -13,6 +13,7 @@ warmup.start()  # first: pandas loads while torch and the library do
 
 import streamlit as st  # noqa: E402
 
+import catalog  # noqa: E402
 import draw  # noqa: E402
 import plugins  # noqa: E402
 import safe  # noqa: E402
@@ -40,6 +41,7 @@ page = st.navigation([
 draw.page_style()
 urlstate.notice_area(st.container(key="notices"))
 sel = sidebar.render(page)
-for entry in sel.broken:  # once here, never per row of a page
-    urlstate.notice(f"{safe.md(entry.label, 60)}: cannot load the model; the sidebar says why", error=True)
+for entry in sel.broken:  # once here, never per row of a page; the sidebar's expander has the whole reason
+    why = safe.short_paths(catalog.load_error(entry) or "").split(": ", 1)[-1]  # the reason, not the type
+    urlstate.notice(f"{safe.md(entry.name, 40)} does not load: {safe.md(why)}", error=True)
 page.run()

@@ -18,9 +18,10 @@ def test_markdown_escape_leaves_no_markup_and_reads_the_same(app):
     text = app.safe.md(hostile, None)
     assert "\n" not in text
     bare = text
-    for c in "*<>![]():$`#":
+    for c in "*<>[]$`_~|&":
         bare = bare.replace("\\" + c, "")
-    assert not any(c in bare for c in "*<>![]():$`#")  # every markup character escaped
+    assert not any(c in bare for c in "*<>[]$`_~|&")  # every markup character escaped (a "#" mid-line is text)
+    assert "://" not in text and app.safe.md("1. x") == "1\\. x" and app.safe.md("- x") == "\\- x"
     import re
 
     assert re.sub(r"\\(.)", r"\1", text) == hostile.replace("\n", " ")  # the reader sees the text itself
@@ -28,6 +29,7 @@ def test_markdown_escape_leaves_no_markup_and_reads_the_same(app):
     assert len(app.safe.line("x" * 300)) == 120 and app.safe.line("x" * 300).endswith("…")
     cut = app.safe.line(app.safe.md("(" * 300, None))[:-1]
     assert (len(cut) - len(cut.rstrip("\\"))) % 2 == 0  # never half an escape before the ellipsis
+    assert app.safe.short_paths("'/srv/x/model.safetensors' holds NaN/Inf; /etc") == "'model.safetensors' holds NaN/Inf; etc"
     assert [app.safe.csv_cell(v) for v in ("=1+1", "-2", "@a", "ok", 3.5)] == ["'=1+1", "'-2", "'@a", "ok", 3.5]
 
 
