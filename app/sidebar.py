@@ -310,6 +310,22 @@ def require_inputs(sel: Selection) -> None:
         st.stop()
 
 
+def require_set(sel: Selection, page: str) -> tuple[str, Any]:
+    """The image set the sidebar shows and its images; the page (``page``: what it does, in a few
+    words) stops with a clear message when there is no model that loads or no set (an upload)."""
+    if not sel.models:
+        st.info("Select at least one model that loads in the sidebar.")
+        st.stop()
+    if sel.set_key is None:
+        st.info(f"The {page} a set of images: choose one under Images in the sidebar (uploads are one image).")
+        st.stop()
+    try:
+        return sel.set_key, inputs.set_data(sel.set_key)
+    except ValueError as err:
+        st.error(safe.line(safe.md(err), 300))
+        st.stop()
+
+
 def each_model(sel: Selection, compute_one: Any, method: str, options: dict[str, Any]) -> list[tuple[ModelEntry, Any]]:
     """``compute_one(entry, image, method, options, target)`` for every selected model: its
     result, or the one-line reason it does not apply."""

@@ -8,7 +8,6 @@ correctness and label filters apply only to a model trained on the set's classes
 import numpy as np
 import streamlit as st
 
-import catalog
 import compute
 import draw
 import exports
@@ -23,19 +22,8 @@ PER_ROW = 6
 
 sel = sidebar.selection()
 st.title("Gallery")
-usable = catalog.loaded(sel.models)
-if not usable:
-    st.info("Select at least one model that loads in the sidebar.")
-    st.stop()
-if sel.set_key is None:
-    st.info("The gallery shows a set of images: choose one under Images in the sidebar (uploads are one image).")
-    st.stop()
-set_key = sel.set_key
-try:
-    data = inputs.set_data(set_key)
-except ValueError as err:
-    st.error(str(err))
-    st.stop()
+set_key, data = sidebar.require_set(sel, "gallery shows")
+usable = sel.models
 by_path = {e.path: e for e in usable}
 urlstate.keep("gallery_model", list(by_path), usable[0].path)
 top = st.columns([2, 2, 1])

@@ -18,18 +18,7 @@ SIZES = [100, 200, 500, 1000, 2000]
 
 sel = sidebar.selection()
 st.title("Slice")
-if not sel.models:
-    st.info("Select at least one model that loads in the sidebar.")
-    st.stop()
-if sel.set_key is None:
-    st.info("The slice is a table of a set of images: choose one under Images in the sidebar (uploads are one image).")
-    st.stop()
-set_key = sel.set_key
-try:
-    data = inputs.set_data(set_key)
-except ValueError as err:
-    st.error(safe.line(safe.md(err), 300))
-    st.stop()
+set_key, data = sidebar.require_set(sel, "slice is a table of")
 sizes = [s for s in SIZES if s < len(data)] + [len(data)]
 urlstate.keep("slice_images", sizes, sizes[min(1, len(sizes) - 1)])
 metric_names = slicing.image_metrics()
