@@ -38,7 +38,7 @@ CSS = """<style>
 .infsa-cbar .ticks span:last-child {transform: translateX(-100%);}
 .infsa-cbar .ticks span:last-child::before {left: auto; right: 0;}
 .infsa-cbar .unit {font-size: 12px; line-height: 1.3; opacity: .8; overflow-wrap: anywhere;}
-@container (max-width: 240px) {.infsa-cbar .ticks .minor {display: none;}}
+@container (max-width: 300px) {.infsa-cbar .ticks .minor {display: none;}}
 @container (max-width: 150px) {
   .infsa-cbar .ticks {height: auto; display: flex; flex-wrap: wrap; justify-content: space-between; column-gap: .3rem;}
   .infsa-cbar .ticks span, .infsa-cbar .ticks span:first-child, .infsa-cbar .ticks span:last-child {
