@@ -15,6 +15,7 @@ import options as method_options
 import safe
 import sidebar
 import targets
+import urlstate
 from infsa_viz.maps import METHODS
 
 sel = sidebar.selection()
@@ -27,7 +28,8 @@ explains = f" Explains {safe.md(targets.describe(sel.target, list(names.values()
 settings = method_options.describe(sel.method, sel.options)
 st.caption(f"**{sel.method}** ({spec.family}): {spec.description}{'; ' + settings if settings else ''}.{explains} "
            f"Image: {safe.md(image.source)}.")
-show_figures = st.toggle("Per-map figures (MoRF-AOC, pointing game, box AUCs)", value=True, key="badges")
+urlstate.keep("badges", [True, False], True)  # a link's value, checked (no value= beside the session state)
+show_figures = st.toggle("Per-map figures (MoRF-AOC, pointing game, box AUCs)", key="badges")
 
 if show_figures and spec.explains_class:  # a gradient map is costly: compute it once, with its figures
     explained = sidebar.each_model(sel, compute.explain, sel.method, sel.options)

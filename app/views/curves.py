@@ -170,7 +170,8 @@ for stem, path in files.items():
     if _is_result(stem):
         _report(stem, path)
 developer = [(stem, path) for stem, path in files.items() if not _is_result(stem)]
+urlstate.keep("developer_reports", [True, False], False)
 if developer and st.toggle(f"Benchmark reports for developers ({len(developer)}: speed, latency, reliability)",
-                           value=False, key="developer_reports"):
+                           key="developer_reports"):
     for stem, path in developer:
         _report(stem, path)

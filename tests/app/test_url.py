@@ -120,6 +120,10 @@ def test_every_pages_own_state_is_in_the_link(shipped_models):
                           lambda at: at.selectbox(key="slice_correct").set_value("every model right")],
                 lambda c: (c.select_slider(key="slice_images").value, c.selectbox(key="slice_correct").value)
                 == (100, "every model right"))
+    _round_trip("curves", [lambda at: at.toggle(key="developer_reports").set_value(True)],
+                lambda c: c.toggle(key="developer_reports").value is True)
+    _round_trip("compare", [lambda at: at.toggle(key="badges").set_value(False)],
+                lambda c: c.toggle(key="badges").value is False)
     _round_trip("compare", [lambda at: at.selectbox(key="method").set_value("visits"),
                             lambda at: at.select_slider(key="gamma").set_value(0.5)],
                 lambda c: (c.selectbox(key="method").value, c.select_slider(key="gamma").value) == ("visits", 0.5))
