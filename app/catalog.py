@@ -2,9 +2,11 @@
 
 Models are the shipped ones (``models/*/``), any added with ``streamlit run app -- --models DIR``
 or :data:`MODELS_ENV`, and one typed into the sidebar: any path :func:`infsa_viz.load_model`
-reads (our directories, transformers ``save_pretrained`` directories, ``.safetensors`` state
-dicts with ``?num_heads=…`` options). Each is loaded once per server (``st.cache_resource``, one
-lock per model since attention capture hooks into the shared module) and reloaded when its files
+reads. What a path is, is the format registry's answer (:func:`infsa_viz.formats.detect`: our
+directories, transformers ``save_pretrained`` directories, ``.safetensors`` state dicts with
+``?num_heads=…`` options, and any format a plugin registers); what a model is (its attention
+variant) is its loaded config's. Each is loaded once per server (``st.cache_resource``, one lock
+per model since attention capture hooks into the shared module) and reloaded when its files
 change (``version``: the newest file's mtime).
 """
 
@@ -36,34 +38,23 @@ CARD_FILE = "card.json"
 @dataclass(frozen=True)
 class ModelEntry:
     """A model the app may show: ``path`` (absolute; a state dict may carry ``?options``),
-    ``name``, ``variant`` (its attention, ``"?"`` until loaded when the files do not say),
-    ``version`` (the newest file's mtime in ns, so a retrained model reloads) and ``format``."""
+    ``name``, ``version`` (the newest file's mtime in ns, so a retrained model reloads) and
+    ``format`` (the format registry's name for it, ``"?"`` for damaged files). Its ``variant`` is
+    the loaded model's config's (``"?"`` when it does not load)."""
 
     path: str
     name: str
-    variant: str
     version: int
-    format: str = "infsa-viz"
+    format: str
+
+    @property
+    def variant(self) -> str:
+        model, _, _ = _load(self.path, self.version)
+        return "?" if model is None else str(model.config.attention)
 
     @property
     def label(self) -> str:
         return f"{self.variant} · {self.name}"
-
-
-def describe_path(path: Path) -> tuple[str, str]:
-    """``(format, variant)`` of a model path from its files, without loading weights.
-
-    The app's one question to the library about what a path is: the format registry's
-    :func:`infsa_viz.formats.detect`. ``ValueError`` when it is no model.
-    """
-    kind = detect(path)
-    variant = "?"
-    if kind == "infsa-viz":
-        config = read_json(path / CONFIG_FILE)
-        variant = str(config.get("attention", "?")) if isinstance(config, dict) else "?"
-    elif kind in ("transformers", "timm", "torchvision"):
-        variant = "softmax"  # these formats hold softmax ViTs; official InfSA files say it on load
-    return kind, variant
 
 
 def model_entry(spec: str | Path) -> ModelEntry:
@@ -73,16 +64,16 @@ def model_entry(spec: str | Path) -> ModelEntry:
     if not path.exists():
         raise ValueError(f"model {text!r} does not exist")
     try:
-        kind, variant = describe_path(path)
+        kind = detect(path)  # the format registry says what the path is
     except ValueError:
         if not ((path / CONFIG_FILE).is_file() or path.suffix == ".safetensors"):
             raise
-        kind, variant = "?", "?"  # a model whose files are damaged: listed, and its load error shown
-    if kind == "infsa-viz" and not any(path.glob("*.safetensors")):
+        kind = "?"  # a model whose files are damaged: listed, and its load error shown
+    if kind != "?" and path.is_dir() and (path / CONFIG_FILE).is_file() and not any(path.glob("*.safetensors")):
         raise ValueError(f"{text!r} has a config but no weights yet")
     files = [f for f in path.iterdir() if f.is_file()] if path.is_dir() else [path]
     query = str(spec)[len(text):]
-    return ModelEntry(str(path.resolve()) + query, path.name, variant, max(f.stat().st_mtime_ns for f in files), kind)
+    return ModelEntry(str(path.resolve()) + query, path.name, max(f.stat().st_mtime_ns for f in files), kind)
 
 
 def _models_in(root: Path) -> tuple[list[ModelEntry], list[str]]:
@@ -94,10 +85,10 @@ def _models_in(root: Path) -> tuple[list[ModelEntry], list[str]]:
             return [], [str(err)]
     entries, problems = [], []
     for sub in sorted(root.iterdir()):
-        if sub.is_dir() or sub.suffix == ".safetensors":
-            try:
-                entries.append(model_entry(sub))
-            except ValueError as err:
+        try:
+            entries.append(model_entry(sub))
+        except ValueError as err:
+            if sub.is_dir():  # a file no format claims is not a model: left out silently
                 problems.append(str(err))
     return entries, problems
 
@@ -185,13 +176,6 @@ def load_error(entry: ModelEntry) -> str | None:
 def loaded(entries: list[ModelEntry]) -> list[ModelEntry]:
     """The entries that load."""
     return [e for e in entries if load_error(e) is None]
-
-
-def with_variant(entry: ModelEntry) -> ModelEntry:
-    """The entry with the variant its loaded model states (files of some formats do not say)."""
-    if entry.variant != "?" or load_error(entry) is not None:
-        return entry
-    return ModelEntry(entry.path, entry.name, get_model(entry)[0].config.attention, entry.version, entry.format)
 
 
 # ------------------------------------------------------------------------------ what it knows

@@ -1,13 +1,14 @@
 """Plotly charts of the Curves & reports page: legends under the plot (never squeezing it), axes
-titled for people, shares as percentages, the better direction stated (from :mod:`figures`)."""
+titled for people, shares as percentages, the better direction stated (each column's
+:class:`~infsa_viz.metrics.registry.Figure`, :func:`infsa_viz.reports.figure`)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-import figures
 import warmup
+from infsa_viz.reports import axis_title, figure
 
 warmup.settled()  # before plotly reads sys.modules["pandas"]
 import plotly.graph_objects as go  # noqa: E402
@@ -68,10 +69,10 @@ def bars(rows: list[dict], x: str, y: str, group: str) -> go.Figure:
                      "arrayminus": [0 if c is None else max(0.0, r[y] - c[0]) for r, c in zip(members, cis)]}
         fig.add_bar(name=name, x=[str(r.get(x)) for r in members], y=[r[y] for r in members], error_y=error,
                     marker_color=colour(i))
-    fig_y = figures.figure(y)
+    fig_y = figure(y)
     return layout(fig, entries=len(groups), barmode="group",
                   title=f"{fig_y.label} by {x}" + (" (error bars: 95 % CI)" if with_ci else ""),
-                  xaxis_title=x, yaxis_title=figures.axis_title(y), legend_title_text=group,
+                  xaxis_title=x, yaxis_title=axis_title(y), legend_title_text=group,
                   yaxis_tickformat=".0%" if fig_y.percent else None)
 
 

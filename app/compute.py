@@ -1,12 +1,15 @@
 """What the app computes, cached: model inputs, predictions, maps, figures and spectra.
 
 Every value comes from the library: each model's own preprocessing
-(:func:`infsa_viz.preprocess.prepare`), the maps (:func:`infsa_viz.maps.attribute`), their
-per-image figures (:func:`infsa_viz.evaluation.score_images`) and the spectra
+(:func:`infsa_viz.preprocess.prepare`), one forward record per model and image
+(:class:`infsa_viz.forward.ForwardRecord`: its logits, the class a target names), the maps
+(:func:`infsa_viz.maps.attribute`), their per-image figures (:func:`infsa_viz.evaluation.score_images`,
+the metrics the registry marks for single images) and the spectra
 (:func:`infsa_viz.spectral.layer_spectra`). ``st.cache_data`` keys are the model's path and
 version, the image's key (which records its resize and whether its label is used), the method,
-its options and the class explained. Pages pass the image they show; :func:`inputs.for_model`
-turns it into what each model is given.
+its options and the class explained; a map is computed once, whether it is drawn alone or with its
+figures. Pages pass the image they show; :func:`inputs.for_model` turns it into what each model is
+given.
 """
 
 from __future__ import annotations
@@ -27,10 +30,10 @@ from catalog import ModelEntry
 from inputs import ImageChoice
 
 from infsa_viz.evaluation import EvalSettings, ImageRecord, score_images
+from infsa_viz.forward import ForwardRecord
 from infsa_viz.io import read_json
-from infsa_viz.maps import METHODS, attribute
-from infsa_viz.metrics import BoxCurve, box_curves
-from infsa_viz.model import capture_attention
+from infsa_viz.maps import METHODS, MapResult, attribute
+from infsa_viz.metrics.registry import image_metrics
 from infsa_viz.preprocess import Prepared, prepare
 from infsa_viz.spectral import LayerSpectrum, layer_spectra
 
@@ -40,10 +43,6 @@ from infsa_viz.spectral import LayerSpectrum, layer_spectra
 if "OMP_NUM_THREADS" not in os.environ:
     torch.set_num_threads(1)
 
-#: The per-image figures the app shows: MoRF/LeRF, box AUCs and the pointing game. The
-#: evaluation's further protocols (deletion/insertion, ROAD, sanity) stay in ``infsa-viz evaluate``.
-FIGURES_PROTOCOL = dict(metrics=("perturbation", "evidence", "box_auc", "pointing_game"), subsample=0,
-                        road_images=0, sanity_images=0)
 #: Images per forward pass when a whole set is classified.
 BATCH = 64
 # ---------------------------------------------------------------------------- model inputs
@@ -51,11 +50,6 @@ BATCH = 64
 def _prepared(path: str, version: int, image_key: str, _image: ImageChoice) -> Prepared:
     model = catalog.model_at(path, version)[0]
     return prepare(inputs.input_config(model, _image), _image.data.images)
-
-
-def model_input_at(path: str, version: int, image: ImageChoice) -> Prepared:
-    """:func:`model_input` of a model path and version, for an image already given to it."""
-    return _prepared(path, version, image.key, image)
 
 
 def model_input(entry: ModelEntry, image: ImageChoice) -> Prepared:
@@ -91,9 +85,32 @@ def label_for(entry: ModelEntry, image: ImageChoice) -> int | None:
     return inputs.for_model(image, entry).label
 
 
+def _record(path: str, version: int, image: ImageChoice, target: Any = None, classes: Any = None) -> ForwardRecord:
+    """The forward record of an image already given to a model: its cached input and logits (no
+    forward), its label (``-1``: none for this model) and the target or explicit classes."""
+    model = catalog.model_at(path, version)[0]
+    prepared = _prepared(path, version, image.key, image)
+    logits = torch.from_numpy(_logits(path, version, image.key, image))[None]
+    return ForwardRecord(model, prepared.tensor, labels=[-1 if image.label is None else image.label], target=target,
+                         prepared=prepared, logits=logits, classes=None if classes is None else torch.tensor([classes]),
+                         name="class")
+
+
+def record(entry: ModelEntry, image: ImageChoice, target: targets.Target = targets.DEFAULT) -> ForwardRecord:
+    """The image's :class:`~infsa_viz.forward.ForwardRecord` for this model, explaining ``target``."""
+    image = inputs.for_model(image, entry)
+    return _record(entry.path, entry.version, image, target)
+
+
+def record_at(path: str, version: int, image: ImageChoice) -> ForwardRecord:
+    """:func:`record` of a model path and version, for an image already given to it."""
+    return _record(path, version, image)
+
+
 def class_index(entry: ModelEntry, image: ImageChoice, target: targets.Target) -> int:
-    """The class ``target`` names for this model and image (``ValueError``: not one of its classes)."""
-    return targets.resolve(target, probabilities(entry, image), label_for(entry, image))
+    """The class ``target`` names for this model and image, as the library's record resolves it (an
+    image without a label for this model: its prediction; ``ValueError``: not one of its classes)."""
+    return int(record(entry, image, target).explained[0])
 
 
 # ------------------------------------------------------------------------- whole image sets
@@ -160,12 +177,12 @@ class MapView:
 
 @dataclass(frozen=True, eq=False)
 class Explained:
-    """A :class:`MapView` with every per-image figure the evaluation computes for it."""
+    """A :class:`MapView` with the per-image figures and curves of the metrics the registry marks
+    for single images (:func:`infsa_viz.metrics.registry.image_metrics`), and their protocols."""
 
     view: MapView
     record: ImageRecord
-    fractions: np.ndarray  # (K + 1,) x of record.morf / record.lerf
-    box_curve: BoxCurve | None
+    protocols: dict[str, Any]
 
 
 def _view(result: Any, target: int | None, validity: dict[str, Any] | None, prepared: Prepared,
@@ -177,37 +194,48 @@ def _view(result: Any, target: int | None, validity: dict[str, Any] | None, prep
 
 
 @st.cache_data(show_spinner=False, max_entries=2048)
+def _map_result(path: str, version: int, image_key: str, method: str, options_json: str, target: int | None,
+                _image: ImageChoice) -> MapResult:
+    """The one computation of a map (``target``: the class a class-explaining method explains)."""
+    _, lock = catalog.model_at(path, version)
+    forward = _record(path, version, _image, classes=target)  # its cached logits take the lock themselves
+    with lock:
+        return attribute(forward, method, **json.loads(options_json))
+
+
+@st.cache_data(show_spinner=False, max_entries=2048)
 def _map_view(path: str, version: int, image_key: str, method: str, options_json: str, target: int | None,
               _image: ImageChoice) -> MapView:
-    model, lock = catalog.model_at(path, version)
-    prepared = _prepared(path, version, image_key, _image)
-    with lock:
-        result = attribute(model, prepared.tensor, method, target=target, **json.loads(options_json))
+    result = _map_result(path, version, image_key, method, options_json, target, _image)
     return _view(result, None if result.target is None else int(result.target[0]),
-                 None if result.validity is None else result.validity.for_image(0), prepared, _image.data)
+                 None if result.validity is None else result.validity.for_image(0),
+                 _prepared(path, version, image_key, _image), _image.data)
 
 
 @st.cache_data(show_spinner=False, max_entries=2048)
 def _explain(path: str, version: int, image_key: str, method: str, options_json: str, target: int | None,
-             _image: ImageChoice) -> Explained:
+             _image: ImageChoice, metrics: tuple[str, ...] = ()) -> Explained:
     model, lock = catalog.model_at(path, version)
-    protocol = EvalSettings(**FIGURES_PROTOCOL, **({} if target is None else {"target": target}))
-    prepared = _prepared(path, version, image_key, _image)  # once: for the scores and for the overlay
+    result = _map_result(path, version, image_key, method, options_json, target, _image)  # the drawn map, scored
+    # a class-explaining map is scored for the class it explains; any other map for the image's label
+    # (its prediction where the image has no label for this model), as the evaluation's default target
+    forward = _record(path, version, _image, target="label", classes=target)
+    protocol = EvalSettings(metrics=metrics, **({} if target is None else {"target": target}))
     with lock:
         records, result, protocols = score_images(
             model, _image.data, method, protocol=protocol, name=Path(path).name,
             indices=None if _image.index is None else [_image.index], options=json.loads(options_json),
-            prepared=prepared)
-    view = _view(result, records[0].target, records[0].validity, prepared, _image.data)
-    curve = box_curves(result.maps, [view.boxes], image_size=int(prepared.tensor.shape[-1]))[0]
-    return Explained(view=view, record=records[0], fractions=protocols["steps"][0], box_curve=curve)
+            record=forward, result=result)
+    view = _view(result, records[0].target, records[0].validity, forward.prepared, _image.data)
+    return Explained(view=view, record=records[0], protocols=protocols)
 
 
 def _call(compute: Any, entry: ModelEntry, image: ImageChoice, method: str, options: dict[str, Any],
-          target: targets.Target) -> Any:
+          target: targets.Target, *extra: Any) -> Any:
     image = inputs.for_model(image, entry)
     cls = class_index(entry, image, target) if METHODS[method].explains_class else None
-    return compute(entry.path, entry.version, image.key, method, json.dumps(options, sort_keys=True), cls, image)
+    return compute(entry.path, entry.version, image.key, method, json.dumps(options, sort_keys=True), cls, image,
+                   *extra)
 
 
 def map_view(entry: ModelEntry, image: ImageChoice, method: str, options: dict[str, Any],
@@ -220,7 +248,7 @@ def explain(entry: ModelEntry, image: ImageChoice, method: str, options: dict[st
             target: targets.Target = targets.DEFAULT) -> Explained:
     """The map of ``method`` and its figures (cached); ``target`` only for methods that explain a
     class. ``ValueError`` for bad options, a class the model lacks, or a model that does not load."""
-    return _call(_explain, entry, image, method, options, target)
+    return _call(_explain, entry, image, method, options, target, tuple(image_metrics()))
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -249,10 +277,10 @@ def set_views(entry: ModelEntry, set_key: str, indices: list[int], method: str,
 # --------------------------------------------------------------------------------- spectra
 @st.cache_data(show_spinner=False, max_entries=512)
 def _spectra(path: str, version: int, image_key: str, matrix: str, _image: ImageChoice) -> list[LayerSpectrum]:
-    model, lock = catalog.model_at(path, version)
-    x = _prepared(path, version, image_key, _image).tensor
+    _, lock = catalog.model_at(path, version)
+    forward = _record(path, version, _image)
     with lock:
-        _, records = capture_attention(model, x)
+        records = forward.attention
     return layer_spectra(records, matrix=matrix)
 
 

@@ -16,9 +16,9 @@ from typing import Any, Sequence
 import numpy as np
 import streamlit as st
 
-import figures
 import safe
 from infsa_viz.maps import METHODS
+from infsa_viz.metrics.registry import Figure, image_figures
 from infsa_viz.overlay import ColourScale, colour_scale, encode_png, overlay, to_rgb
 
 DISPLAY_PX = 288  # overlays are zoomed (nearest) to about this side: 48 px inputs are drawn 6x
@@ -173,31 +173,22 @@ def validity_line(validity: dict[str, Any] | None) -> str | None:
     return f":green[{text}]" if validity["holds"] else f":orange[{text}]"
 
 
-def _fmt(value: Any, spec: str) -> str:
-    return "n/a" if value is None or not math.isfinite(value) else format(value, spec)
+def figures_row(record: Any, shown: Sequence[Figure] | None = None) -> dict[str, str]:
+    """One map's per-image figures as table cells: every figure the metric registry shows for single
+    images (:func:`~infsa_viz.metrics.registry.image_figures`), as its declaration formats it
+    (``n/a`` where undefined).
 
-
-#: The per-map figures of the figures table, in order, with their number format.
-TABLE_FIGURES = (("morf_aoc", ".1f"), ("lerf_auc", ".1f"), ("evidence_spearman", "+.2f"), ("pointing_hit", ""),
-                 ("box_roc_auc", ".3f"), ("box_pr_auc", ".3f"))
-
-
-def figures_row(record: Any) -> dict[str, str]:
-    """One map's per-image figures as table cells (``n/a`` where undefined).
-
-    MoRF/LeRF are shown only where the model predicts the class they track (``scored``), as the
-    evaluation scores them only on correctly classified images: from a class of tiny probability,
-    removing patches can multiply it and the AOC, normalised by that probability, means nothing."""
+    Figures whose row mean counts only the ``"scored"`` images are shown only where the model
+    predicts the class they track (``scored``), as the evaluation scores them only on correctly
+    classified images: from a class of tiny probability, removing patches can multiply it and an
+    area normalised by that probability means nothing."""
     predicted = int(np.argmax(record.logits)) if getattr(record, "logits", None) is not None else record.scored
     row = {}
-    for name, spec in TABLE_FIGURES:
-        value = getattr(record, name, math.nan)
-        if name in ("morf_aoc", "lerf_auc") and predicted != record.scored:
-            row[name] = "n/a (not the predicted class)"
-        elif name == "pointing_hit":
-            row[name] = "n/a" if not math.isfinite(value) else ("hit" if value else "miss")
+    for figure in image_figures() if shown is None else shown:
+        if figure.images == "scored" and predicted != record.scored:
+            row[figure.key] = "n/a (not the predicted class)"
         else:
-            row[name] = _fmt(value, spec)
+            row[figure.key] = figure.format_value(getattr(record, figure.key, math.nan))
     return row
 
 
@@ -209,10 +200,28 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def figures_table(rows: Sequence[tuple[str, Any]]) -> str:
-    """The per-map figures of several models as one small markdown table (all: higher is better)."""
-    header = ["model", *(figures.figure(name).label for name, _ in TABLE_FIGURES)]
-    body = [[label, *figures_row(record).values()] for label, record in rows]
+    """The per-map figures of several models as one small markdown table, a column per figure the
+    registry shows for single images (its label)."""
+    shown = image_figures()
+    header = ["model", *(figure.label for figure in shown)]
+    body = [[label, *figures_row(record, shown).values()] for label, record in rows]
     return markdown_table(header, body)
+
+
+def figures_caption() -> str:
+    """What the figures table's columns are, from their declarations: their directions, and which
+    figures follow only the predicted class."""
+    shown = image_figures()
+    directions = {figure.direction for figure in shown}
+    scored = [figure.label for figure in shown if figure.images == "scored"]
+    text = f"all: {directions.pop()}" if len(directions) == 1 else "; ".join(
+        f"{figure.label}: {figure.direction}" for figure in shown)
+    return text + (f"; {' / '.join(scored)} of the class each model predicts" if scored else "")
+
+
+def figures_names() -> str:
+    """The figures table's columns in a few words (``MoRF-AOC, LeRF-AUC, …``)."""
+    return ", ".join(figure.label for figure in image_figures())
 
 
 def prediction_line(names: Sequence[str], probabilities: np.ndarray, label: int | None) -> str:

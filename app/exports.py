@@ -23,8 +23,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import streamlit as st
 
-import safe
 from infsa_viz import __version__
+from infsa_viz.io import csv_cell
 from infsa_viz.maps import METHODS
 from infsa_viz.overlay import ColourScale, encode_png, overlay, overlay_grid, with_colorbar
 
@@ -117,21 +117,37 @@ def png_with_text(png: bytes, text: str, key: str = PNG_KEY) -> bytes:
 
 
 def table_csv(rows: Sequence[dict[str, Any]]) -> str:
-    """Rows as CSV, every cell escaped for spreadsheets (:func:`safe.csv_cell`)."""
+    """CSV of a page's table rows (columns in order of first appearance), every text cell escaped against
+    spreadsheet formulas (:func:`infsa_viz.io.csv_cell`): model, method and class names are outside text."""
     buffer = io.StringIO()
     columns = list(dict.fromkeys(k for row in rows for k in row))
     writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
     for row in rows:
-        writer.writerow({k: safe.csv_cell(v) for k, v in row.items()})
+        writer.writerow({k: csv_cell(v) for k, v in row.items()})
     return buffer.getvalue()
 
 
+def array_names(names: Sequence[str], *, taken: Sequence[str] = ()) -> list[str]:
+    """A file-safe, distinct array name per map name (:func:`stem`; names that differ only in
+    punctuation, or that meet a ``taken`` name, get ``-2``, ``-3`` … in order, so no map is lost)."""
+    out: list[str] = []
+    for name in names:
+        base = candidate = stem(name)
+        count = 1
+        while candidate in out or candidate in taken:
+            count += 1
+            candidate = f"{base}-{count}"
+        out.append(candidate)
+    return out
+
+
 def maps_npz(maps: dict[str, np.ndarray], settings: dict[str, Any] | None = None) -> bytes:
-    """An ``.npz`` of the raw maps (one ``(h, w)`` float32 array per name) and, when given, the
-    settings as ``settings`` (a JSON string: ``json.loads(str(npz["settings"]))``)."""
+    """An ``.npz`` of the raw maps (one ``(h, w)`` float32 array per name, :func:`array_names`) and, when
+    given, the settings as ``settings`` (a JSON string: ``json.loads(str(npz["settings"]))``)."""
     buffer = io.BytesIO()
-    arrays = {stem(name): np.asarray(m, np.float32) for name, m in maps.items()}
+    names = array_names(list(maps), taken=() if settings is None else ("settings",))
+    arrays = {key: np.asarray(m, np.float32) for key, m in zip(names, maps.values())}
     if settings is not None:
         arrays["settings"] = np.array(_json(settings))
     np.savez(buffer, **arrays)

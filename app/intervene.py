@@ -4,10 +4,10 @@ with a box occluded, and each model's per-object evidence, from the library.
 The changed image is the library's (:meth:`infsa_viz.data.Scene.intervene`: a digit removed, the
 cued target swapped for another digit, the background swapped for its alternative crop); the
 per-object evidence is :func:`infsa_viz.evaluation.interventions.object_importance` of the clean
-scene, and a map's share and density on each object are
-:func:`infsa_viz.metrics.evidence.object_mass` / :func:`~infsa_viz.metrics.evidence.object_density`
-on the object masks that function returns. Changed images are :class:`inputs.ImageChoice` s like
-any other, so every cached map, probability and figure of :mod:`compute` applies to them.
+scene, and a map's share and density on each object are :func:`infsa_viz.metrics.object_mass` /
+:func:`~infsa_viz.metrics.object_density` on the object masks that function returns. Changed images
+are :class:`inputs.ImageChoice` s like any other, so every cached map, probability and figure of
+:mod:`compute` applies to them.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from catalog import ModelEntry
 from inputs import ImageChoice
 from infsa_viz.data import LabelledImages, Scene
 from infsa_viz.evaluation.interventions import ObjectImportance, object_importance
-from infsa_viz.metrics.evidence import object_density, object_mass
+from infsa_viz.metrics import object_density, object_mass
 
-__all__ = ["FILLS", "Evidence", "changed", "evidence", "occluded", "scene_of", "shown_objects"]
+__all__ = ["FILLS", "Evidence", "changed", "object_evidence", "occluded", "scene_of", "shown_objects"]
 
 #: How an occluded box is filled: the image's mean colour, black or white.
 FILLS = ("mean colour", "black", "white")
@@ -105,11 +105,11 @@ class Evidence:
     each map given, the share and density of its positive mass on each object ``(O,)``."""
 
     importance: ObjectImportance
-    mass: tuple[np.ndarray, ...]
-    density: tuple[np.ndarray, ...]
+    shares: tuple[np.ndarray, ...]
+    densities: tuple[np.ndarray, ...]
 
 
-def evidence(entry: ModelEntry, image: ImageChoice, scene: Scene, target: int,
+def object_evidence(entry: ModelEntry, image: ImageChoice, scene: Scene, target: int,
              maps: Sequence[np.ndarray]) -> Evidence:
     """:func:`object_importance` of ``entry`` on ``image``'s ``scene`` explaining ``target``
     (cached by the image as it is given the model), with each map's :func:`object_mass` and
@@ -121,5 +121,5 @@ def evidence(entry: ModelEntry, image: ImageChoice, scene: Scene, target: int,
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # a map without positive mass: nan, shown as such
-            mass = tuple(object_mass(m[None], masks)[0] for m in maps)
-    return Evidence(found, mass, tuple(object_density(m[None], masks)[0] for m in maps))
+            shares = tuple(object_mass(m[None], masks)[0] for m in maps)
+    return Evidence(found, shares, tuple(object_density(m[None], masks)[0] for m in maps))

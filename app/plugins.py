@@ -3,7 +3,8 @@
 ``streamlit run app -- --plugins examples/toy_plugin.py mypkg.attributions`` (or
 ``INFSA_VIZ_PLUGINS``, ``os.pathsep``-separated) imports each once per server before the first
 page; the app then lists what they register, since every page reads the library's registries.
-A plugin that fails to import is reported in one line and the others still load.
+A plugin that fails to import — whatever it raises, ``SystemExit`` included — is reported in one line
+naming it, and the others still load.
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ def load_plugins(specs: list[str]) -> list[str]:
                     raise
             else:
                 importlib.import_module(spec)
-        except Exception as error:  # a user's module may raise anything; one line, the others load
+        except KeyboardInterrupt:
+            raise
+        except BaseException as error:  # noqa: BLE001 - a user's module may raise anything, even SystemExit
             problems.append(f"plugin {spec!r} did not load: {type(error).__name__}: {error}")
     return problems

@@ -12,7 +12,7 @@ from __future__ import annotations
 import html as _html
 import re
 
-__all__ = ["MAX_LINE", "csv_cell", "html", "line", "md", "short_paths"]
+__all__ = ["MAX_LINE", "html", "line", "md", "short_paths"]
 
 #: Longest notice line (characters); longer text ends in "…".
 MAX_LINE = 120
@@ -49,14 +49,6 @@ def html(value: object, limit: int | None = 200) -> str:
     """``value`` as literal HTML text (``&``, ``<``, ``>``, quotes as entities), one line, at most
     ``limit`` characters."""
     return _html.escape(_one_line(value, limit), quote=True)
-
-
-def csv_cell(value: object) -> object:
-    """A CSV cell a spreadsheet will not run: text starting with ``=``, ``+``, ``-``, ``@``, a tab
-    or a carriage return gets a leading ``'`` (OWASP's rule); numbers pass unchanged."""
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + value
-    return value
 
 
 def short_paths(text: str) -> str:

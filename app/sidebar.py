@@ -120,7 +120,7 @@ def _model_choices(found: list[ModelEntry], problems: list[str], rules: access.A
     extra = _another_model(rules)
     if extra is not None and extra.path not in {e.path for e in entries}:
         entries.append(extra)
-    return [catalog.with_variant(e) for e in entries]
+    return entries
 
 
 def _upload() -> tuple[ImageChoice | None, str | None]:
@@ -212,6 +212,7 @@ def _method_choice(models: list[ModelEntry], image: ImageChoice | None, page: st
     depth = max((c.depth for c in configs), default=1)
     heads = min((c.num_heads for c in configs), default=1)
     classes = max((c.num_classes for c in configs), default=1)
+    fewest = min((c.num_classes for c in configs), default=1)
     fuses = "head" in spec.defaults and spec.defaults["head"] in FUSIONS and not spec.per_layer
     applies = spec.per_layer or page in LAYER_PAGES
     reason = ("" if spec.per_layer else f" (the {page} page's own views)") if applies else \
@@ -227,7 +228,7 @@ def _method_choice(models: list[ModelEntry], image: ImageChoice | None, page: st
                         if fuses and not applies else ("'mean' fuses the heads" + reason) if applies else reason)
     options = selector_options(method, layer=layer, head=head, strict=False) | method_options.controls(method)
     labelled = image is not None and image.label is not None
-    choices = targets.choices(classes, labelled=labelled)
+    choices = targets.choices(classes, labelled=labelled, fewest=fewest)
     _keep("target", choices, targets.DEFAULT)
     names = [inputs.class_names(e) for e in catalog.loaded(models)]
     target = sb.selectbox("Explain class", choices, key="target",

@@ -21,25 +21,32 @@ import compute
 import inputs
 from catalog import ModelEntry
 from infsa_viz.data import LabelledImages, cue_conditions
+from infsa_viz.estimate import Workload
 from infsa_viz.evaluation import EvalSettings, score_images
 from infsa_viz.metrics.registry import METRICS, RowMetric, figures_of
 
-__all__ = ["CHUNK", "cues", "default_metrics", "figures", "image_metrics", "predictions"]
+__all__ = ["CHUNK", "FEW_FORWARDS", "cues", "default_metrics", "figures", "predictions", "scored_metrics"]
 
 #: Images scored per cached call.
 CHUNK = 100
+#: Model passes per image a metric chosen by default may make (a scene's objects changed one at a time).
+FEW_FORWARDS = 5
 
 
-def image_metrics() -> list[str]:
-    """The registered per-image metrics (row metrics such as the sanity checks run on the Checks page)."""
+def scored_metrics() -> list[str]:
+    """The registered per-image metrics (row metrics, such as the sanity checks, run on the Checks page)."""
     return [name for name, m in METRICS.items() if not isinstance(m, RowMetric)]
 
 
-def default_metrics() -> list[str]:
-    """Metrics cheap enough for a few hundred images: those that need no perturbed forwards
-    beyond the scene's objects (localisation and evidence)."""
-    return [name for name in image_metrics() if METRICS[name].category in ("localisation", "evidence")
-            and not METRICS[name].redraws]
+def default_metrics(entries: Sequence[ModelEntry]) -> list[str]:
+    """Metrics cheap enough for a few hundred images: by their own estimate
+    (:meth:`~infsa_viz.metrics.registry.Metric.estimate`), at most :data:`FEW_FORWARDS` model passes
+    per image on every selected model that loads, and no maps of other classes."""
+    settings = EvalSettings().resolved()
+    works = [w for e in catalog.loaded(list(entries))
+             if (w := Workload.of(catalog.get_model(e)[0], batch=CHUNK)) is not None]
+    return [name for name in scored_metrics() if works and not METRICS[name].redraws
+            and all(METRICS[name].estimate(w, settings).forwards <= FEW_FORWARDS for w in works)]
 
 
 def predictions(entry: ModelEntry, set_key: str, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:

@@ -1,9 +1,10 @@
 """Token-level attention of one model on one image: every layer × head row of a query token, and
 the absorbing-chain reading (expected visits from that token, the Perron vector, validity).
 
-A thin composition of library calls (:func:`infsa_viz.model.capture.capture_attention`,
-:meth:`~infsa_viz.model.capture.AttentionRecord.attention_matrix`, :func:`infsa_viz.spectral.expected_visits`,
-:func:`~infsa_viz.spectral.perron_vector`, :func:`~infsa_viz.spectral.absorption_check`), cached.
+A thin composition of library calls (the attention of the image's forward record,
+:attr:`~infsa_viz.forward.ForwardRecord.attention`; :meth:`~infsa_viz.model.capture.AttentionRecord.attention_matrix`,
+:func:`infsa_viz.spectral.expected_visits`, :func:`~infsa_viz.spectral.perron_vector`,
+:func:`~infsa_viz.spectral.absorption_check`), cached.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import torch
 from catalog import ModelEntry
 from inputs import ImageChoice
 
-from infsa_viz.model import AttentionRecord, capture_attention
+from infsa_viz.model import AttentionRecord
 from infsa_viz.spectral import absorption_check, expected_visits, perron_vector
 from infsa_viz.spectral.graph import resolve_discount
 
@@ -64,10 +65,10 @@ def head_gamma(gammas: np.ndarray, learned: bool, head: int | str) -> tuple[floa
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _attention(path: str, version: int, image_key: str, _image: ImageChoice) -> Attention:
-    model, lock = catalog.model_at(path, version)
-    x = compute.model_input_at(path, version, _image).tensor
+    _, lock = catalog.model_at(path, version)
+    forward = compute.record_at(path, version, _image)  # the image's cached input and logits
     with lock:
-        _, records = capture_attention(model, x)
+        records = forward.attention
     matrices = np.stack([r.attention_matrix()[0].double().numpy() for r in records])  # (L, H, N, N)
     gamma = np.stack([layer_gamma(r, matrices.shape[1]) for r in records])
     grid = records[0].grid

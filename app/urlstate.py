@@ -77,7 +77,7 @@ def _range(text: str) -> tuple[float, float]:
 
 
 def _gamma(text: str) -> str | float:
-    return "learned" if text == "learned" else _number(1e-6, 1.0)(text)
+    return "learned" if text == "learned" else _number(1e-6, 1.0)(text)  # options.LEARNED
 
 
 def _class(text: str) -> Any:

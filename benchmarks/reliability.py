@@ -1,8 +1,12 @@
 """Reliability under hostile input, interruption and load (``python -m benchmarks reliability``).
 
-Three parts, each recorded in ``metrics/reliability.json``:
+Four parts, each recorded in ``metrics/reliability.json``:
 
-* the bad-input matrix (``tests/bad_inputs``): every case run again, counted per surface;
+* the bad-input matrix (``tests/bad_inputs``): every case run again (those too slow for CI too),
+  counted per surface, with each memory-limited case's peak resident memory and every case's time;
+* the estimates before work: for map methods whose memory grows as ``N²``, the memory a call is
+  estimated to hold (:mod:`infsa_viz.estimate`) beside the peak it really adds (``VmHWM`` of a child
+  after ``clear_refs``), at 1,025 tokens;
 * kill and resume: a real ``infsa-viz evaluate`` child is SIGKILLed at a seeded random point of
   its journal, the same command is run again, and its report is compared with an uninterrupted
   run's (JSON without the command line, CSV and per-image CSV, byte for byte);
@@ -38,30 +42,88 @@ def bad_input_matrix() -> dict[str, Any]:
 
     Cases marked ``pending`` (they wait on another engineer's change) are listed, not run.
     """
-    from tests.bad_inputs.cases import MEMORY_LIMIT, all_cases, run_case
+    from tests.bad_inputs.cases import MEMORY_LIMIT, TIME_LIMIT, all_cases, run_case
     from tests.bad_inputs.fixtures import build
 
     tried: Counter[str] = Counter()
     passed: Counter[str] = Counter()
-    failures, memory, pending = [], [], []
+    failures, memory, pending, handled, seconds = [], [], [], [], {}
     with tempfile.TemporaryDirectory() as tmp:
         paths = build(Path(tmp))
         for case in all_cases():
+            name = f"{case.surface}:{case.id}"
             if case.pending:
-                pending.append({"case": f"{case.surface}:{case.id}", "why": case.pending})
+                pending.append({"case": name, "why": case.pending})
                 continue
+            start = time.monotonic()
             outcome = run_case(case, paths)
+            seconds[name] = round(time.monotonic() - start, 2)
             tried[case.surface] += 1
             passed[case.surface] += outcome.passed
             if not outcome.passed:
-                failures.append({"case": f"{case.surface}:{case.id}", "why": outcome.why, "message": outcome.message})
+                failures.append({"case": name, "why": outcome.why, "message": outcome.message})
+            if case.expect == "ok":
+                handled.append({"case": name, "passed": outcome.passed, "seconds": seconds[name],
+                                "ci": case.ci})
             if case.memory:
-                memory.append({"case": f"{case.surface}:{case.id}", "passed": outcome.passed,
-                               "peak_rss_mib": outcome.peak_mib, "message": outcome.message})
+                memory.append({"case": name, "passed": outcome.passed, "peak_rss_mib": outcome.peak_mib,
+                               "seconds": seconds[name], "message": outcome.message})
+    slowest = max(seconds, key=seconds.get, default=None)
     return {"tried": dict(tried), "passed": dict(passed), "total_tried": sum(tried.values()),
             "total_passed": sum(passed.values()), "failures": failures, "pending": pending,
+            "handled_not_refused": handled,
             "memory_limit_mib": MEMORY_LIMIT // 2**20, "memory_limited_cases": memory,
-            "max_peak_rss_mib": max((m["peak_rss_mib"] for m in memory), default=None)}
+            "max_peak_rss_mib": max((m["peak_rss_mib"] or 0 for m in memory), default=None),
+            "time_limit_s": TIME_LIMIT, "slowest_case": slowest, "slowest_case_seconds": seconds.get(slowest),
+            "refusal_seconds_max": max((s for n, s in seconds.items() if n not in {h["case"] for h in handled}),
+                                       default=None)}
+
+
+#: Map methods whose memory grows as N² (the estimate matters most), measured by :func:`estimate_accuracy`.
+ESTIMATED_METHODS = ("attention", "rollout", "visits", "perron", "neumann", "chefer2021", "attn_lrp", "tam",
+                     "saliency", "integrated_gradients")
+_ESTIMATE_CHILD = """
+import json, sys, torch
+from infsa_viz.estimate import Workload
+from infsa_viz.maps import METHODS, attribute
+from infsa_viz.model import ViTConfig, VisionTransformer
+from benchmarks.worker import _memory_snapshot
+method, side, batch, variant = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+torch.set_num_threads(1)
+torch.manual_seed(0)
+model = VisionTransformer(ViTConfig(img_size=side, patch_size=8, embed_dim=16, depth=2, num_heads=2,
+                                    attention=variant)).eval()
+x = torch.randn(batch, 1, side, side)
+attribute(model, torch.randn(1, 1, 16, 16), method)  # lazy set-up (imports, kernels) out of the peak
+open("/proc/self/clear_refs", "w").write("5")  # reset VmHWM to the current resident set
+before = _memory_snapshot()["rss_bytes"]
+attribute(model, x, method)
+work = Workload.of(model, x)
+print(json.dumps({"estimate": METHODS[method].estimate(work, METHODS[method].resolve({})).bytes,
+                  "peak_added": _memory_snapshot()["peak_rss_bytes"] - before, "tokens": work.tokens}))
+"""
+
+
+def estimate_accuracy(*, side: int = 256, batch: int = 2, variant: str = "pure_infsa") -> dict[str, Any]:
+    """Per method of :data:`ESTIMATED_METHODS`: its estimate and the peak resident memory one call really
+    adds, in a fresh child (1,025 tokens at the default ``side``, ``batch`` images, one thread)."""
+    rows = []
+    for method in ESTIMATED_METHODS:
+        child = subprocess.run([sys.executable, "-c", _ESTIMATE_CHILD, method, str(side), str(batch), variant],
+                               capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                               timeout=600)
+        if child.returncode != 0:
+            rows.append({"method": method, "error": child.stderr.strip().splitlines()[-1:]})
+            continue
+        found = json.loads(child.stdout.strip().splitlines()[-1])
+        rows.append({"method": method, "tokens": found["tokens"], "estimate_mib": round(found["estimate"] / 2**20, 1),
+                     "peak_added_mib": round(found["peak_added"] / 2**20, 1),
+                     "ratio": round(found["peak_added"] / found["estimate"], 2) if found["estimate"] else None})
+    ratios = [r["ratio"] for r in rows if r.get("ratio") is not None]
+    return {"what": "estimate (infsa_viz.estimate: the dominant float32 tensors a call holds) against the peak "
+                    "resident memory the call adds (VmHWM after clear_refs, minus VmRSS before), one child per "
+                    f"method, {variant}, batch {batch}, {side}x{side} px at patch 8",
+            "methods": rows, "ratio_min": min(ratios, default=None), "ratio_max": max(ratios, default=None)}
 
 
 def _report(path: Path) -> dict[str, Any]:

@@ -1,15 +1,18 @@
 """Extending infsa-viz in one module: a metric, a map method, a reference map and a model format.
 
-Importing this module registers all four; nothing in the package changes. The evaluation
-(``infsa_viz.evaluate`` and ``infsa-viz evaluate``), the CLI's choices and help, the metric docs
-and the app then know them, because every one of them reads the registries::
+Importing this module registers all four; nothing in the package or the app changes. The
+evaluation (``infsa_viz.evaluate`` and ``infsa-viz evaluate``), the CLI's choices and help, the
+metric docs and the app (the method in its menu, the metric as a column of Side by side's figures
+table and of its exports, a ``.toyvit`` model listed and explained) then know them, because every
+one of them reads the registries::
 
     python -c "import examples.toy_plugin, infsa_viz.cli as c; c.main(['evaluate', '--help'])"
     streamlit run app -- --plugins examples/toy_plugin.py
 
 * ``centre_bias``: a map method (an explanation): distance to the image border, a "centre bias" map;
 * ``centre_oracle``: a reference map (a ceiling) that reads the images' ground truth (the boxes);
-* ``map_peak``: a metric, the map's largest value after normalising it by its mass;
+* ``map_peak``: a metric, the map's largest value after normalising it by its mass (shown for single
+  images: ``image_format``);
 * ``.toyvit``: a model format, a JSON file holding a config and a seed (random weights).
 """
 
@@ -45,8 +48,9 @@ class CentreBias(MapMethod):
     description = "distance of each patch to the image border (a centre-bias map that ignores the model)"
     cost = "none"
 
-    def _compute(self, model, images, target, options):
-        return _centre(images, model.patch_size), {"rule": "min distance to the border + 1, in patches"}, None
+    def _compute(self, forward, options):  # forward: the images' ForwardRecord (inputs, logits, target, attention)
+        maps = _centre(forward.inputs, forward.model.patch_size)
+        return maps, {"rule": "min distance to the border + 1, in patches"}, None
 
 
 @register
@@ -61,8 +65,8 @@ class CentreOracle(MapMethod):
     description = "reference: 1 on the patches whose centre lies inside a target box"
     cost = "none (reads the boxes)"
 
-    def _compute(self, model, images, target, options, truth: GroundTruth):
-        p = model.patch_size
+    def _compute(self, forward, options, truth: GroundTruth):
+        p, images = forward.model.patch_size, forward.inputs
         h, w = images.shape[-2] // p, images.shape[-1] // p
         centres_y, centres_x = np.meshgrid(np.arange(h) * p + p / 2, np.arange(w) * p + p / 2, indexing="ij")
         maps = np.zeros((images.shape[0], h, w), dtype=np.float32)
@@ -79,7 +83,7 @@ class MapPeak(Metric):
     name = "map_peak"
     category = "complexity"
     rule = "max(m) / sum(|m|) over patches"
-    figures = (Figure("map_peak", "map peak", None, "share of the map's mass", ranked=False),)
+    figures = (Figure("map_peak", "map peak", None, "share of the map's mass", ranked=False, image_format=".3f"),)
 
     def score(self, ctx: Scoring) -> Scores:
         flat = ctx.maps.flatten(1).double()

@@ -11,6 +11,8 @@ Example:
     >>> model = infsa_viz.load_model("models/pure-infsa-vit4")
     >>> x = infsa_viz.preprocess(model, images)                # (B, C, H, W)
     >>> infsa_viz.attribute(model, x, "visits").maps           # (B, h, w)
+    >>> record = infsa_viz.forward_record(model, images)       # one forward, read by every map
+    >>> infsa_viz.attribute(record, "visits").maps
 """
 
 from importlib import import_module
@@ -18,6 +20,7 @@ from typing import Any
 
 from ._version import __version__
 from .formats import load_model
+from .forward import ForwardRecord, forward_record
 from .model import (
     ATTENTION_REGISTRY,
     VARIANTS,
@@ -59,6 +62,7 @@ __all__ = [
     "AttentionRecord",
     "EvalSettings",
     "Figure",
+    "ForwardRecord",
     "GroundTruth",
     "MapResult",
     "METHODS",
@@ -81,6 +85,7 @@ __all__ = [
     "__version__",
     "build_attention",
     "capture_attention",
+    "forward_record",
     "infsa_affinity",
     "linear_infsa_weights",
     "load_model",

@@ -11,15 +11,17 @@ one line (``--debug`` shows the traceback). The benchmarks (``python -m benchmar
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import logging
+import os
 import sys
 import traceback
-from typing import Sequence
+from typing import Callable, Sequence
 
 from ._version import __version__
 
-__all__ = ["COMMANDS", "build_parser", "main"]
+__all__ = ["COMMANDS", "build_parser", "main", "script_main", "script_parser"]
 
 #: Subcommand name → (module path, one-line help). Help text lives here so --help imports nothing.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -88,7 +90,8 @@ def main(argv: Sequence[str] | None = None, *, commands: dict[str, tuple[str, st
         return 2
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format=f"{prog}: %(message)s", stream=sys.stderr)
-    try:
+
+    def run() -> int:
         if args.threads is not None:
             if args.threads < 1:
                 raise ValueError(f"--threads={args.threads} must be a positive integer")
@@ -96,19 +99,50 @@ def main(argv: Sequence[str] | None = None, *, commands: dict[str, tuple[str, st
 
             torch.set_num_threads(args.threads)
         return int(importlib.import_module(commands[args.command][0]).run(args) or 0)
+
+    return _one_line(run, f"{prog} {args.command}", debug=args.debug)
+
+
+def _one_line(run: Callable[[], int], who: str, *, debug: bool) -> int:
+    """``run()``'s exit code; a ``ValueError`` (bad input) is one line on stderr and 2, an interruption
+    130, any other failure one line and 1 (the traceback only with ``debug``)."""
+    try:
+        return run()
     except ValueError as err:
-        if args.debug:
+        if debug:
             traceback.print_exc()
-        print(f"{prog} {args.command}: error: {err}", file=sys.stderr)
+        print(f"{who}: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"{prog} {args.command}: interrupted", file=sys.stderr)
+        print(f"{who}: interrupted", file=sys.stderr)
         return 130
     except Exception as err:  # noqa: BLE001 - the CLI's last line of defence
-        if args.debug:
+        if debug:
             traceback.print_exc()
-        print(f"{prog} {args.command}: failed: {type(err).__name__}: {err}", file=sys.stderr)
+        print(f"{who}: failed: {type(err).__name__}: {err}", file=sys.stderr)
         return 1
+
+
+def script_parser(prog: str, description: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser of a maintainer script (``scripts/``): usage errors are one line and exit 2."""
+    return _Parser(prog=prog, description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def script_main(prog: str) -> Callable[[Callable[..., int]], Callable[..., int]]:
+    """Decorator of a maintainer script's ``main(argv) -> int``: its errors as the CLI's (one line on
+    stderr; bad input, a ``ValueError``, exits 2; any other failure 1; a traceback only with
+    ``INFSA_VIZ_DEBUG=1``); argparse's exits become the returned code."""
+    def wrap(main: Callable[..., int]) -> Callable[..., int]:
+        @functools.wraps(main)
+        def guarded(argv: Sequence[str] | None = None) -> int:
+            try:
+                return _one_line(lambda: main(argv), prog, debug=os.environ.get("INFSA_VIZ_DEBUG") == "1")
+            except SystemExit as stop:  # argparse: --help, or a usage error already printed in one line
+                return stop.code if isinstance(stop.code, int) else 2
+
+        return guarded
+
+    return wrap
 
 
 if __name__ == "__main__":  # python -m infsa_viz.cli (torchrun uses this)

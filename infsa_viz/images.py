@@ -5,6 +5,10 @@ The limits are checked on what the file's header declares (PNG ``IHDR``, JPEG ``
 pixels, and the bytes the decoder will allocate (width × height × channels × bytes per sample),
 so a small file that would expand to gigabytes (a decompression bomb, a 16-bit RGBA PNG) is
 refused without allocating its pixels.
+
+The EXIF orientation a camera records (a JPEG's APP1 ``Exif`` segment, a PNG's ``eXIf`` chunk;
+tag 274, values 1–8) is applied after decoding, as every photo viewer does, so a phone photo is
+explained upright: the decoded array is the image as it is meant to be seen.
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["MAX_DECODED_BYTES", "MAX_IMAGE_BYTES", "MAX_IMAGE_DECODED_BYTES", "MAX_IMAGE_PIXELS", "ImageHeader",
-           "check_decoded_budget", "decode_image", "image_header", "image_size", "read_image"]
+           "apply_orientation", "check_decoded_budget", "decode_image", "exif_orientation", "image_header",
+           "image_size", "read_image"]
 
 #: Refuse files above 20 MB and images above 50 megapixels (decompression bombs).
 MAX_IMAGE_BYTES = 20 * 1024 * 1024
@@ -94,6 +99,69 @@ def image_header(data: bytes) -> ImageHeader | None:
     return None
 
 
+_ORIENTATION_TAG = 0x0112
+
+
+def _tiff_orientation(tiff: bytes) -> int:
+    """The orientation (tag 274) of the first IFD of a TIFF-structured EXIF block; 1 if absent or damaged."""
+    if len(tiff) < 8 or tiff[:2] not in (b"II", b"MM"):
+        return 1
+    order = "<" if tiff[:2] == b"II" else ">"
+    magic, offset = struct.unpack(order + "HI", tiff[2:8])
+    if magic != 42 or offset + 2 > len(tiff):
+        return 1
+    (count,) = struct.unpack(order + "H", tiff[offset:offset + 2])
+    for i in range(min(count, (len(tiff) - offset - 2) // 12)):
+        entry = tiff[offset + 2 + 12 * i:offset + 14 + 12 * i]
+        tag, kind, _n = struct.unpack(order + "HHI", entry[:8])
+        if tag == _ORIENTATION_TAG and kind == 3:  # SHORT, stored in the first two bytes of the value
+            (value,) = struct.unpack(order + "H", entry[8:10])
+            return value if 1 <= value <= 8 else 1
+    return 1
+
+
+def exif_orientation(data: bytes) -> int:
+    """The EXIF orientation (1–8) a JPEG (APP1 ``Exif``) or PNG (``eXIf`` chunk) records; 1 (upright)
+    when there is none or it cannot be read."""
+    if data.startswith(b"\xff\xd8"):
+        i = 2
+        while i + 4 <= len(data) and data[i] == 0xFF:
+            marker = data[i + 1]
+            if marker == 0xFF:  # fill byte
+                i += 1
+                continue
+            if marker in (0xD9, 0xDA):  # end of image, start of scan: no metadata after this
+                break
+            (length,) = struct.unpack(">H", data[i + 2:i + 4])
+            body = data[i + 4:i + 2 + length]
+            if marker == 0xE1 and body.startswith(b"Exif\0\0"):
+                return _tiff_orientation(body[6:])
+            i += 2 + length
+        return 1
+    if data.startswith(_PNG):
+        i = len(_PNG)
+        while i + 8 <= len(data):
+            length, kind = struct.unpack(">I4s", data[i:i + 8])
+            if kind == b"eXIf":
+                return _tiff_orientation(data[i + 8:i + 8 + length])
+            if kind in (b"IDAT", b"IEND"):
+                break
+            i += 12 + length
+    return 1
+
+
+def apply_orientation(image: np.ndarray, orientation: int) -> np.ndarray:
+    """``image`` ``(H, W[, C])`` as EXIF ``orientation`` says it is meant to be seen (the transposes of
+    Pillow's ``ImageOps.exif_transpose``): 2 mirrors it, 3 turns it 180°, 4 flips it, 5 transposes it,
+    6 turns it 90° clockwise, 7 transposes it across the other diagonal, 8 turns it 90° anticlockwise."""
+    ops = {1: lambda a: a, 2: lambda a: a[:, ::-1], 3: lambda a: a[::-1, ::-1], 4: lambda a: a[::-1],
+           5: lambda a: a.swapaxes(0, 1), 6: lambda a: np.rot90(a, -1), 7: lambda a: a[::-1, ::-1].swapaxes(0, 1),
+           8: lambda a: np.rot90(a, 1)}
+    if orientation not in ops:
+        raise ValueError(f"orientation={orientation!r} is invalid; expected an EXIF orientation 1 to 8")
+    return np.ascontiguousarray(ops[orientation](image))
+
+
 def image_size(data: bytes) -> tuple[int, int] | None:
     """``(width, height)`` from a PNG, JPEG or BMP header without decoding; ``None`` if not one of those.
 
@@ -108,7 +176,8 @@ def image_size(data: bytes) -> tuple[int, int] | None:
 
 def decode_image(data: bytes, *, name: str = "image", max_bytes: int = MAX_IMAGE_BYTES,
                  max_pixels: int = MAX_IMAGE_PIXELS, max_decoded_bytes: int = MAX_IMAGE_DECODED_BYTES) -> np.ndarray:
-    """PNG/JPEG/BMP bytes → uint8 array ``(H, W)`` (gray) or ``(H, W, 3)`` (RGB; alpha dropped).
+    """PNG/JPEG/BMP bytes → uint8 array ``(H, W)`` (gray) or ``(H, W, 3)`` (RGB; alpha dropped), turned
+    upright by its EXIF orientation (:func:`exif_orientation`).
 
     Raises:
         ValueError: empty, too large a file, not an image, too many pixels, or too many decoded
@@ -144,7 +213,7 @@ def decode_image(data: bytes, *, name: str = "image", max_bytes: int = MAX_IMAGE
         image = cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
     elif image.ndim == 3 and image.shape[2] == 1:
         image = image[..., 0]
-    return image
+    return apply_orientation(image, exif_orientation(data))
 
 
 def read_image(path: str | Path) -> np.ndarray:

@@ -11,7 +11,11 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-__all__ = ["atomic_write", "dataclass_from_json", "read_json", "write_json"]
+__all__ = ["atomic_write", "csv_cell", "dataclass_from_json", "read_json", "write_json"]
+
+#: What a spreadsheet reads as the start of a formula (OWASP, "CSV Injection"): ``=``, ``+``, ``-``,
+#: ``@``, a tab and a carriage return.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def atomic_write(path: str | Path, data: bytes | str) -> Path:
@@ -45,6 +49,14 @@ def atomic_write(path: str | Path, data: bytes | str) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def csv_cell(value: Any) -> Any:
+    """``value`` safe for a CSV cell a spreadsheet opens: text that starts like a formula gets a leading
+    ``'`` (OWASP's rule against CSV injection); numbers, and text that does not, stay as they are."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
 
 
 def write_json(path: str | Path, obj: Any) -> Path:

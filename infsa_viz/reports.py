@@ -1,17 +1,72 @@
-"""Reading the JSON reports in ``metrics/`` for display: tables of flat rows and chart series.
+"""Reading the JSON reports in ``metrics/`` for display: tables of flat rows, chart series and the
+figures they hold.
 
 Every report (evaluation, training, eigencheck, benchmarks) is a JSON object whose top-level
 lists of objects are tables (``results``, ``cases``, ``per_layer``, …); these helpers flatten
-them for the app's reports page (or any notebook).
+them for the app's reports page (or any notebook). A column is read as a
+:class:`~infsa_viz.metrics.registry.Figure`: a metric's (the registry's declaration) or one of the
+few report figures no metric declares (:data:`REPORT_FIGURES`: accuracy, probability, rank,
+latency); :data:`REPORT_CHARTS` says which column of which report is charted.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
-__all__ = ["MAX_LIST_IN_TABLE", "dataset_curves", "group_series", "metrics_files", "report_tables"]
+from .metrics.declarations import Figure
+
+__all__ = ["EXPECTED_REPORTS", "MAX_LIST_IN_TABLE", "REPORT_CHARTS", "REPORT_FIGURES", "RESULT_REPORTS", "ReportChart",
+           "axis_title", "dataset_curves", "figure", "group_series", "metrics_files", "report_tables"]
+
+#: Figures of models and reports that no metric declares (a metric's figures are in the registry).
+REPORT_FIGURES: dict[str, Figure] = {f.name: f for f in (
+    Figure("probability", "p(predicted)", None, "probability", percent=True, ranked=False,
+           description="the model's softmax probability of its predicted class"),
+    Figure("accuracy", "accuracy", True, "share of images", percent=True, ranked=False),
+    Figure("test_accuracy", "test accuracy", True, "share of images", percent=True, ranked=False),
+    Figure("mean_rank", "mean rank", False, "rank", ranked=False),
+    Figure("latency_s", "latency", False, "s", ranked=False),
+)}
+
+
+class ReportChart(NamedTuple):
+    """A chart of one report: its table, the x column, the y column (``None``: the reader picks one of
+    the numeric columns, the first ranked metric figure first) and the column grouping the bars."""
+
+    table: str
+    x: str
+    y: str | None
+    group: str
+
+
+#: Charts of the known reports: file stem (or prefix before ``-``) → its chart.
+REPORT_CHARTS = {
+    "training": ReportChart("results", "variant", "test_accuracy", "model"),
+    "attention-quality": ReportChart("results", "method", None, "variant"),
+    "eigencheck": ReportChart("per_layer", "layer", "left.mean", "variant"),
+}
+#: Reports about the models and maps (the others are the developers' benchmarks).
+RESULT_REPORTS = ("training", "attention-quality", "verdict", "headroom", "eigencheck")
+#: Reports a reader should find (a trailing ``*``: any report with that prefix).
+EXPECTED_REPORTS = ("training", "attention-quality", "eigencheck-*")
+
+
+def figure(name: str) -> Figure:
+    """The declaration of a column: a metric's figure (by name or per-image key), a report figure,
+    or, for an undeclared name, a plain descriptive one (a dotted column reads its last part)."""
+    from .metrics.registry import FIGURES
+
+    key = name.split(".")[-1]
+    known = {**{f.key: f for f in FIGURES.values()}, **FIGURES, **REPORT_FIGURES}
+    return known.get(key, Figure(key, key.replace("_", " "), None, "", ranked=False))
+
+
+def axis_title(name: str) -> str:
+    """``"MoRF-AOC (higher is better)"``: a column's label with its direction, for an axis."""
+    declared = figure(name)
+    return declared.label + ("" if declared.higher_is_better is None else f" ({declared.direction})")
 
 
 def metrics_files(directory: str | Path) -> dict[str, Path]:

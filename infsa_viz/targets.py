@@ -2,8 +2,11 @@
 
 Every reader of a "class to explain" — the CLI's ``--target``, the evaluation settings, the app's
 "Explain class" box, :func:`infsa_viz.maps.attribute` and the sanity checks — goes through
-:meth:`Target.parse` and :meth:`Target.resolve`, so the vocabulary below is defined here only
-(as pytorch-grad-cam makes targets objects and Captum validates one ``TargetType`` once):
+:meth:`Target.parse` (:func:`target_for_models` for several models) and is resolved once, by the
+images' :class:`~infsa_viz.forward.ForwardRecord`, so the vocabulary below is defined here only
+(as pytorch-grad-cam makes targets objects and Captum validates one ``TargetType`` once). The
+class a map explains is also the class every metric scores (the probability MoRF tracks, the
+class the evidence removes objects for):
 
 * ``"label"``: the ground-truth label of each image (an image without one is an error);
 * ``"predicted"``: the model's prediction (``"top 1"`` is the same class);
@@ -22,7 +25,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-__all__ = ["TARGET_WORDS", "Target", "TargetKind"]
+__all__ = ["TARGET_WORDS", "Target", "TargetKind", "target_for_models"]
 
 TargetKind = Literal["label", "predicted", "rank", "class"]
 
@@ -196,3 +199,29 @@ class Target:
         names = list(class_names or [])
         index = int(self.value)  # type: ignore[arg-type]
         return f"class {index} ({names[index]})" if index < len(names) else f"class {index}"
+
+
+def target_for_models(value: Any, models: Sequence[tuple[str, Any]], *, name: str = "target") -> Target:
+    """One :class:`Target` for several models, parsed once and checked against every model.
+
+    A class given by name is looked up in the class names the models share (``ValueError`` when
+    they name their classes differently: give an index); the target is then validated against each
+    model's number of classes (:meth:`Target.validate`, naming the model).
+
+    Args:
+        value: anything :meth:`Target.parse` reads.
+        models: ``(name, model)`` pairs; each model's ``config`` gives ``class_names`` and ``num_classes``.
+        name: the parameter's name in error messages (``"--target"`` in the CLI).
+    """
+    configs = [(label, getattr(model, "config", None)) for label, model in models]
+    try:
+        target = Target.parse(value, name=name)
+    except ValueError:
+        names = {tuple(getattr(c, "class_names", None) or ()) for _, c in configs}
+        if len(names) != 1:
+            raise ValueError(f"{name}={value!r} names a class by name, but the models name their classes "
+                             "differently; give a class index") from None
+        target = Target.parse(value, class_names=names.pop() or None, name=name)
+    for label, config in configs:
+        target.validate(getattr(config, "num_classes", None), name=name, model=label)
+    return target

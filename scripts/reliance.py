@@ -3,9 +3,10 @@ r"""What the cued-digits models rely on, measured (maintainer script).
     python scripts/reliance.py                     # every seed model of both cued settings
     python scripts/reliance.py --seeds 0,1 --out /tmp/reliance.json
 
-For each trained model ``models/seeds/<benchmark>/<variant>-seed<k>`` of ``cued-digits-p10`` and
-``cued-digits-p100`` (one shared test split, 2,000 images; the cue on every image, agreeing with the
-label on about half), :func:`infsa_viz.evaluation.reliance.cue_reliance` measures how the model
+For each trained model ``models/seeds/cued-digits/<setting>/<variant>-seed<k>`` (settings ``p10``:
+trained on ``cued-digits-p10``, the cue independent of the label; ``p100``: on ``cued-digits-p100``,
+the cue a shortcut), on their shared test split ``cued-digits`` (2,000 images; the cue on every
+image, agreeing with the label on about half), :func:`infsa_viz.evaluation.reliance.cue_reliance` measures how the model
 decides on conflicting images (by the cue, by the digit, by neither) and
 :func:`~infsa_viz.evaluation.interventions.object_importance` the drop of the explained class when
 each object alone is changed in distribution (the target swapped for another class's digit, a
@@ -29,7 +30,9 @@ if str(ROOT) not in sys.path:  # run as a file: the repository's package and scr
     sys.path.insert(0, str(ROOT))
 
 SEEDS_DIR = Path("models") / "seeds"
-SETTINGS = ("cued-digits-p10", "cued-digits-p100")
+#: The training settings: subfolders of models/seeds/cued-digits, and the shared test split.
+SETTINGS = ("p10", "p100")
+DATA = "cued-digits"
 OUT = Path("metrics") / "reliance-cued-digits.json"
 
 
@@ -61,7 +64,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Per setting and variant: mean / min / max over seeds of the headline figures."""
     out: dict[str, Any] = {}
     for row in rows:
-        entry = out.setdefault(row["benchmark"], {}).setdefault(row["variant"], {"models": 0, "_rows": []})
+        entry = out.setdefault(row["setting"], {}).setdefault(row["variant"], {"models": 0, "_rows": []})
         entry["models"] += 1
         entry["_rows"].append(row)
     for variants in out.values():
@@ -99,22 +102,22 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(args.threads)
     found = []
-    for benchmark in SETTINGS:
+    for setting in SETTINGS:
         for variant in VARIANTS:
-            for folder in sorted((args.seeds_dir / benchmark).glob(f"{variant}-seed*")):
+            for folder in sorted((args.seeds_dir / DATA / setting).glob(f"{variant}-seed*")):
                 seed = folder.name.rsplit("seed", 1)[1]
                 if (folder / "card.json").is_file() and seed.isdigit() and (
                         args.seeds is None or int(seed) in args.seeds):
-                    found.append((benchmark, variant, int(seed), folder))
+                    found.append((setting, variant, int(seed), folder))
     if not found:
-        parser.error(f"no trained model under {args.seeds_dir}/{{{','.join(SETTINGS)}}} for --seeds {args.seeds}")
+        parser.error(f"no trained model under {args.seeds_dir / DATA}/{{{','.join(SETTINGS)}}} for --seeds {args.seeds}")
     rows = []
-    for benchmark, variant, seed, folder in progress(found, desc="models", unit="model"):
-        rows.append({"benchmark": benchmark, "seed": seed, **measure(folder, benchmark, batch_size=args.batch_size)})
+    for setting, variant, seed, folder in progress(found, desc="models", unit="model"):
+        rows.append({"setting": setting, "seed": seed, **measure(folder, DATA, batch_size=args.batch_size)})
     summary = summarise(rows)
     difference = {}
     for variant in VARIANTS:
-        low, high = (summary.get(b, {}).get(variant, {}).get("decided_by_cue") for b in SETTINGS)
+        low, high = (summary.get(s, {}).get(variant, {}).get("decided_by_cue") for s in SETTINGS)
         if low and high:
             difference[variant] = round(high["mean"] - low["mean"], 4)
     write_json(Path(args.out), {

@@ -8,10 +8,11 @@ r"""Are InfSA maps better than softmax maps? Every benchmark's seeds evaluated, 
     python scripts/verdict.py --metrics /tmp/again --threads 2 && python scripts/verdict.py --compare /tmp/again
                                                  # reproduce: every figure within 0.5 points?
 
-For each benchmark of :data:`infsa_viz.data.BENCHMARKS` with trained seeds in
-``models/seeds/<benchmark>/<variant>-seed<k>/`` this runs (resumable: a killed run continues)
+For each benchmark of the verdict (:data:`scripts.verdict_benchmarks.VERDICT_BENCHMARKS`: name,
+data, seed folder, images, groups of models) with trained seeds in
+``models/seeds/<folder>/[<group>/]<variant>-seed<k>/`` this runs (resumable: a killed run continues)
 
-    infsa-viz evaluate --models <every seed model> --data BENCHMARK --methods METHODS --references
+    infsa-viz evaluate --models <every seed model> --data DATA --methods METHODS --references
         --n-images N --subsample 0 --road-images 0 --sanity-images 0 --threads T
         --out metrics/verdict-<benchmark>.json
 
@@ -20,12 +21,15 @@ models of one seed: statements about those trained models), ``benchmark_quality`
 ``across_seeds``), ``seeds`` (mean ± sd over seeds) and ``verdict`` (each variant against softmax
 with the trained model as the unit, :mod:`infsa_viz.evaluation.verdict`: per seed, the mean
 difference on the images both models classify correctly; the seed differences' t-test,
-Holm-adjusted over figures × maps × variants, makes the call; a hierarchical-bootstrap interval).
+Holm-adjusted over figures × maps × variants, makes the call; t-, simultaneous and
+hierarchical-bootstrap intervals, the detectable difference and the call under each image set).
 ``metrics/verdict.json`` gathers what the README shows from every benchmark's report (for every
-variant × map × figure: the seed-level difference in points, its interval, raw and Holm p, seeds
-and matched images), ``metrics/verdict.html`` plots the seed means with their spread, and the
-``verdict-tables`` section of ``docs/verdict.md`` (:func:`scripts.verdict_text.verdict_tables`) is
-rewritten from it.
+variant × map × figure: the seed-level difference in points, its intervals, raw and Holm p, the
+detectable difference, seeds, matched images and the image-set sensitivity; a report written
+before those fields gets them recomputed from its seed differences and rows, as far as it stores
+them), ``metrics/verdict.html`` plots the seed means with their spread, and the
+``verdict-tables`` and ``verdict-image-sets`` sections of ``docs/verdict.md``
+(:mod:`scripts.verdict_text`) are rewritten from it.
 The protocols beyond MoRF-AOC and box PR-AUC (deletion/insertion, ROAD, sanity) are off here:
 ``metrics/attention-quality.json`` runs them on the shipped models.
 """
@@ -42,6 +46,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 if __package__ in (None, ""):  # run as a file (python scripts/x.py): make "scripts" importable
     sys.path.insert(0, str(ROOT))
+from infsa_viz.cli import script_main, script_parser  # noqa: E402
+from scripts.verdict_benchmarks import VERDICT_BENCHMARKS, seed_models  # noqa: E402
+
 SEEDS_DIR = Path("models") / "seeds"
 METRICS = Path("metrics")
 DOCS = Path("docs") / "verdict.md"
@@ -49,57 +56,39 @@ DOCS = Path("docs") / "verdict.md"
 #: PR-AUC of the published evaluation) as the state-of-the-art attention-gradient baseline.
 METHODS = ("attention", "rollout", "visits", "perron", "chefer2021")
 #: Figures of the verdict and the factor that turns each into points: faithfulness by evidence (the
-#: rank correlation x 100), MoRF-AOC (in % already) and plausibility (box PR-AUC x 100).
-FIGURES = {"evidence_spearman": 100.0, "morf_aoc": 1.0, "box_pr_auc": 100.0}
-#: MoRF-AOC's ceiling, the greedy deletion oracle, costs about 10x (48 px) to 38x (96 px) MoRF: it is
-#: scored, beside the verdict's maps, on these first images of each benchmark.
-GREEDY_IMAGES = {"cluttered-digits": 200, "cluttered-digits-hard": 50}
+#: evidence mass accuracy x 100: the one figure the controlled meta-evaluation trusts for every model,
+#: docs/metrics.md), MoRF-AOC (in % already) and plausibility (box PR-AUC x 100).
+FIGURES = {"evidence_mass_accuracy": 100.0, "morf_aoc": 1.0, "box_pr_auc": 100.0}
 #: Row entries that are shares in [0, 1] (× 100 for points) besides the registry's percent figures.
 SHARES = ("accuracy", "chain_valid_images", "chain_valid_rows")
 #: The reproduction tolerance of issue #15, in points.
 TOLERANCE = 0.5
-#: Test images per benchmark (the first N): a 144-token image of the hard benchmark costs about four
-#: times a 36-token one, so it is scored on 500 (9 models x 7 maps: about 37 min on the 2-core box,
-#: 17 chunks of 50 images a minute in two processes).
-N_IMAGES = {"cluttered-digits": 1000, "cluttered-digits-hard": 500}
-
-
-def seed_models(benchmark: str, root: Path = SEEDS_DIR) -> list[str]:
-    """``root/<benchmark>/<variant>-seed<k>`` model folders, variants in registry order, then seeds."""
-    from infsa_viz.evaluation.verdict import split_seed
-    from infsa_viz.model import VARIANTS
-
-    folder = root / benchmark
-    found = []
-    for sub in sorted(folder.iterdir()) if folder.is_dir() else []:
-        base, seed = split_seed(sub.name)
-        if seed is not None and base in VARIANTS and (sub / "config.json").is_file():
-            found.append((VARIANTS.index(base), seed, str(sub)))
-    return [path for *_, path in sorted(found)]
+#: Test images per benchmark (the first N), from the benchmarks' entries.
+N_IMAGES = {b.name: b.n_images for b in VERDICT_BENCHMARKS.values()}
 
 
 def evaluate_argv(benchmark: str, models: list[str], args: argparse.Namespace) -> list[str]:
-    n_images = N_IMAGES.get(benchmark, 1000) if args.n_images is None else args.n_images
-    argv = ["evaluate", "--models", ",".join(models), "--data", benchmark, "--methods", ",".join(METHODS),
+    entry = VERDICT_BENCHMARKS[benchmark]
+    n_images = entry.n_images if args.n_images is None else args.n_images
+    argv = ["evaluate", "--models", ",".join(models), "--data", entry.data, "--methods", ",".join(METHODS),
             "--references", "--n-images", str(n_images), "--subsample", "0", "--road-images", "0",
             "--sanity-images", "0", "--out", str(args.metrics / f"verdict-{benchmark}.json")]
     if args.journal is not None:
         argv += ["--journal", str(args.journal / benchmark)]
-    return argv + (["--threads", str(args.threads)] if args.threads else [])
+    return argv + list(entry.options) + (["--threads", str(args.threads)] if args.threads else [])
 
 
 def greedy_argv(benchmark: str, models: list[str], args: argparse.Namespace) -> list[str]:
     """The MoRF ceiling run: the verdict's maps, the random map and the greedy deletion oracle, MoRF only,
-    on :data:`GREEDY_IMAGES` images (``metrics/verdict-<benchmark>-greedy.json``)."""
-    n_images = GREEDY_IMAGES.get(benchmark, 100)
-    if args.n_images is not None:
-        n_images = min(n_images, args.n_images)
-    argv = ["evaluate", "--models", ",".join(models), "--data", benchmark, "--methods",
+    on the benchmark's ``greedy_images`` (``metrics/verdict-<benchmark>-greedy.json``)."""
+    entry = VERDICT_BENCHMARKS[benchmark]
+    n_images = entry.greedy_images if args.n_images is None else min(entry.greedy_images, args.n_images)
+    argv = ["evaluate", "--models", ",".join(models), "--data", entry.data, "--methods",
             ",".join([*METHODS, "random", "greedy_deletion"]), "--metrics", "perturbation", "--n-images",
             str(n_images), "--sanity-images", "0", "--out", str(args.metrics / f"verdict-{benchmark}-greedy.json")]
     if args.journal is not None:
         argv += ["--journal", str(args.journal / f"{benchmark}-greedy")]
-    return argv + (["--threads", str(args.threads)] if args.threads else [])
+    return argv + list(entry.options) + (["--threads", str(args.threads)] if args.threads else [])
 
 
 def morf_ceiling(report: dict[str, Any]) -> dict[str, Any]:
@@ -147,11 +136,59 @@ def seed_level(comparison: dict[str, Any], scale: float) -> dict[str, Any]:
             "image_level": {"difference_ci": _interval(image.get("difference_ci"), scale),
                             "p_bootstrap_holm": image.get("p_bootstrap_holm"),
                             "p_wilcoxon_holm": image.get("p_wilcoxon_holm")} if image else None})
-    return {key: comparison[key] for key in ("figure", "method", "variant", "baseline", "seeds", "n_seeds", "t", "p",
-                                             "p_holm", "call", "reason", "accuracy_gap", "accuracy_flag")} | {
+        per_seed[-1]["image_sets"] = {name: _scaled(entry["difference"], scale)
+                                      for name, entry in s.get("image_sets", {}).items()}
+    image_sets = {name: {**entry, **{k: _scaled(entry.get(k), scale) for k in ("difference", "sd_seeds") if k in entry}}
+                  for name, entry in comparison.get("image_sets", {}).items()}
+    return {key: comparison.get(key) for key in ("group", "figure", "method", "variant", "baseline", "seeds", "n_seeds",
+                                                 "t", "p", "p_holm", "call", "reason", "family", "accuracy_gap",
+                                                 "accuracy_flag")} | {
         "difference": _scaled(comparison["difference"], scale), "ci": _interval(comparison["ci"], scale),
-        "ci_t": _interval(comparison["ci_t"], scale), "sd_seeds": _scaled(comparison["sd_seeds"], scale),
-        "matched_images": comparison["matched_images"], "per_seed": per_seed}
+        "ci_t": _interval(comparison["ci_t"], scale), "ci_simultaneous": _interval(comparison["ci_simultaneous"], scale),
+        "detectable_difference": _scaled(comparison["detectable_difference"], scale),
+        "sd_seeds": _scaled(comparison["sd_seeds"], scale), "matched_images": comparison["matched_images"],
+        "image_sets": image_sets, "per_seed": per_seed}
+
+
+def completed(report: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None]:
+    """The report's seed-level comparisons with every field of the current verdict, and a note on what a
+    report written before them lacks.
+
+    ``family``, ``ci_simultaneous`` and ``detectable_difference`` are recomputed from the seed
+    differences (:func:`infsa_viz.evaluation.verdict.detection`). Image sets a report did not store
+    come, where they can, from its rows (each model's own row mean: ``own_correct`` for a figure
+    averaged over the correctly classified images, ``all`` for one averaged over every image where
+    it is defined), then :func:`infsa_viz.evaluation.image_sets.image_set_calls` tests them.
+    """
+    import copy
+
+    from infsa_viz.evaluation.image_sets import image_set_calls
+    from infsa_viz.evaluation.verdict import detection
+    from infsa_viz.metrics.registry import FIGURES as REGISTRY
+
+    protocol = report.get("verdict", {}).get("protocol", {})
+    comparisons = copy.deepcopy([c for c in report.get("verdict", {}).get("comparisons", []) if "p_holm" in c])
+    if not comparisons:
+        return comparisons, None
+    if "family" not in comparisons[0]:
+        detection(comparisons, alpha=protocol.get("alpha", 0.05))
+    if all("image_sets" in s for c in comparisons for s in c["per_seed"]):
+        return comparisons, None
+    rows = {(r["model"], r["method"]): r for r in report["results"]}
+    correct = report["protocol"].get("settings", {}).get("select") == "correct"
+    for c in comparisons:
+        name = "all" if REGISTRY[c["figure"]].images == "all" else "own_correct" if correct else None
+        for s in c["per_seed"]:
+            v, b = (rows.get((m, c["method"]), {}).get(c["figure"]) for m in (s["variant_model"], s["baseline_model"]))
+            s["image_sets"] = {"matched": {"difference": s.get("difference")}}
+            if name and v is not None and b is not None:
+                s["image_sets"][name] = {"difference": v - b}
+    image_set_calls(comparisons, alpha=protocol.get("alpha", 0.05), min_seeds=protocol.get("min_seeds", 3))
+    return comparisons, ("the report predates the image-set means (issue #35): 'all' for the figures averaged over "
+                         "every image and 'own_correct' for those averaged over the correct images come from each "
+                         "model's row mean (its own images where the figure is defined); the other sets are not "
+                         "stored (the per-image scores of misclassified images are not in the report): rerun "
+                         "python scripts/verdict.py")
 
 
 def summarise(report: dict[str, Any], path: str, greedy: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -170,8 +207,8 @@ def summarise(report: dict[str, Any], path: str, greedy: dict[str, Any] | None =
                 "accuracy": _points(s["figures"].get("accuracy"), 100.0),
                 **{f: _points(s["figures"].get(f), scale) for f, scale in FIGURES.items()}} for s in seeds]
     verdict = report.get("verdict", {})
-    comparisons = [seed_level(c, FIGURES[c["figure"]]) for c in verdict.get("comparisons", [])
-                   if c["figure"] in FIGURES and "p_holm" in c]
+    complete, sets_note = completed(report)
+    comparisons = [seed_level(c, FIGURES[c["figure"]]) for c in complete if c["figure"] in FIGURES]
     note = None if comparisons or not verdict.get("comparisons") else (
         "the report predates the seed-level verdict (issue #28); rerun python scripts/verdict.py")
     variant_of = {split_seed(r["model"])[0]: r["variant"] for r in report["results"]}
@@ -183,7 +220,7 @@ def summarise(report: dict[str, Any], path: str, greedy: dict[str, Any] | None =
     return {"report": path, "dataset": report["dataset"].get("name"), "n_images": report["dataset"].get("n_images"),
             "command": report["protocol"].get("command"), "models": list(dict.fromkeys(r["model"] for r in report["results"])),
             "figures": figures, "verdict": comparisons, "verdict_protocol": verdict.get("protocol"),
-            **({"verdict_note": note} if note else {}),
+            **({"verdict_note": note} if note else {}), **({"image_sets_note": sets_note} if sets_note else {}),
             "benchmark_quality": quality,
             "morf_ceiling": None if greedy is None else morf_ceiling(greedy),
             "quality_goals": report.get("benchmark_quality", {}).get("goals")}
@@ -191,19 +228,25 @@ def summarise(report: dict[str, Any], path: str, greedy: dict[str, Any] | None =
 
 def summary(reports: dict[str, Path], command: str) -> dict[str, Any]:
     from infsa_viz.evaluation.verdict import PAPER_FIGURES
-    from infsa_viz.io import read_json
+    from infsa_viz.evaluation.writer import read_report
 
     def greedy(path: Path) -> dict[str, Any] | None:
         twin = path.with_name(path.stem + "-greedy.json")
-        return read_json(twin) if twin.is_file() else None
+        return read_report(twin) if twin.is_file() else None
 
     return {"protocol": {"command": command, "methods": list(METHODS), "figures": list(FIGURES),
                          "unit": "points: evidence rank correlation x 100, MoRF-AOC in %, box PR-AUC x 100, "
                                  "accuracy in %",
                          "spread": "mean, sample sd (ddof 1), min and max over training seeds; per_seed_ci: each "
-                                   "seed's own 95 % bootstrap interval over images"},
+                                   "seed's own 95 % bootstrap interval over images",
+                         "images": {"figures": "each model's table row: evidence rank correlation and box PR-AUC over "
+                                               "every image where defined, MoRF-AOC over the model's correctly "
+                                               "classified images",
+                                    "verdict": "differences, intervals and calls: the images both models of a seed "
+                                               "classify correctly (matched); per_seed baseline_mean / variant_mean "
+                                               "on the same images; image_sets: the call under each image set"}},
             "paper": PAPER_FIGURES,
-            "benchmarks": {b: summarise(read_json(p), str(p), greedy(p)) for b, p in reports.items()}}
+            "benchmarks": {b: summarise(read_report(p), str(p), greedy(p)) for b, p in reports.items()}}
 
 
 def html(record: dict[str, Any]) -> str:
@@ -216,9 +259,9 @@ def html(record: dict[str, Any]) -> str:
     from infsa_viz.model import VARIANTS
 
     benchmarks = list(record["benchmarks"])
-    labels = {"evidence_spearman": "evidence rank correlation x 100", "morf_aoc": "MoRF-AOC %",
+    labels = {"evidence_mass_accuracy": "evidence mass accuracy x 100", "morf_aoc": "MoRF-AOC %",
               "box_pr_auc": "box PR-AUC %"}
-    titles = [f"{b}: {labels.get(f, f)} (mean ± sd over seeds)" for b in benchmarks for f in FIGURES]
+    titles = [f"{b}: {labels.get(f, f)} (row means ± sd over seeds)" for b in benchmarks for f in FIGURES]
     fig = make_subplots(rows=max(1, len(benchmarks)), cols=len(FIGURES), subplot_titles=titles)
     shown = set()
     for row, benchmark in enumerate(benchmarks, start=1):
@@ -270,7 +313,7 @@ def largest_difference(report: dict[str, Any], other: dict[str, Any]) -> tuple[f
 
 def compare(args: argparse.Namespace) -> int:
     """``--compare DIR``: each ``metrics/verdict-<benchmark>.json`` against ``DIR``'s (writes nothing)."""
-    from infsa_viz.io import read_json
+    from infsa_viz.evaluation.writer import read_report
 
     worst, found = 0.0, 0
     for benchmark in args.benchmarks:
@@ -278,7 +321,8 @@ def compare(args: argparse.Namespace) -> int:
         if not (ours.is_file() and other.is_file()):
             print(f"# {benchmark}: {ours if not ours.is_file() else other} does not exist", file=sys.stderr)
             continue
-        difference, where, compared = largest_difference(read_json(ours), read_json(other))
+        difference, where, compared = largest_difference(read_report(ours, parts=("results",)),
+                                                         read_report(other, parts=("results",)))
         found += compared
         print(f"{benchmark}: {compared} figures compared, largest difference {difference:.4g} points"
               + (f" ({where})" if where else ""), file=sys.stderr)
@@ -289,10 +333,11 @@ def compare(args: argparse.Namespace) -> int:
     return 0 if worst <= TOLERANCE else 1
 
 
+@script_main("verdict.py")
 def main(argv: list[str] | None = None) -> int:
-    from infsa_viz.data import BENCHMARKS
+    from scripts.verdict_benchmarks import RETIRED, VERDICT_BENCHMARKS as BENCHMARKS
 
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = script_parser("verdict.py", __doc__)
     parser.add_argument("--benchmarks", default=",".join(BENCHMARKS),
                         type=lambda t: [b for b in t.split(",") if b], help="comma-separated (default all)")
     parser.add_argument("--n-images", type=int, default=None,
@@ -312,7 +357,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     unknown = [b for b in args.benchmarks if b not in BENCHMARKS]
     if unknown:
-        parser.error(f"--benchmarks: {unknown} are not benchmarks; expected some of {list(BENCHMARKS)}")
+        why = "".join(f"; {b} left the verdict: {RETIRED[b]}" for b in unknown if b in RETIRED)
+        parser.error(f"--benchmarks: {unknown} are not benchmarks of the verdict; expected some of {list(BENCHMARKS)}"
+                     + why)
+    if not args.benchmarks:
+        parser.error(f"--benchmarks names no benchmark; expected some of {list(BENCHMARKS)}")
+    for name in ("n_images", "threads"):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')}={getattr(args, name)} must be a positive integer")
 
     if args.compare is not None:
         return compare(args)
@@ -320,6 +372,16 @@ def main(argv: list[str] | None = None) -> int:
     from infsa_viz.cli import main as cli
     from infsa_viz.evaluation.writer import write_plotly_js
     from infsa_viz.io import atomic_write, write_json
+    from scripts import verdict_text
+    from scripts.doc_sections import read_section, write_section
+
+    def check_docs() -> None:
+        """The docs file and its section exist: checked before an evaluation runs or a file is written."""
+        if not args.docs.is_file():
+            raise ValueError(f"--docs={str(args.docs)!r} does not exist; expected a markdown file with the "
+                             "verdict-tables section")
+        for section in ("verdict-tables", "verdict-image-sets"):
+            read_section(args.docs, section)
 
     reports = {}
     for benchmark in args.benchmarks:
@@ -329,6 +391,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"# {benchmark}: no seed models in {args.seeds_dir / benchmark}", file=sys.stderr)
             continue
         if not args.summary_only:
+            check_docs()
             for command in (evaluate_argv(benchmark, models, args), greedy_argv(benchmark, models, args)):
                 print("infsa-viz " + shlex.join(command), file=sys.stderr)
                 code = cli(command)
@@ -340,20 +403,20 @@ def main(argv: list[str] | None = None) -> int:
         print("no report to summarise", file=sys.stderr)
         return 2
     record = summary(reports, "python scripts/verdict.py " + shlex.join(sys.argv[1:] if argv is None else argv))
-    write_json(args.metrics / "verdict.json", record)
-    from scripts import verdict_text
-    from scripts.doc_sections import write_section
-
+    sections = {"verdict-tables": verdict_text.verdict_tables(record),  # everything is made before the first
+                "verdict-image-sets": verdict_text.image_set_table(record)}  # file is written
     try:
-        write_section(args.docs, "verdict-tables", verdict_text.verdict_tables(record))
-    except (ValueError, FileNotFoundError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    try:
-        write_plotly_js(args.metrics)
-        atomic_write(args.metrics / "verdict.html", html(record))
+        page = html(record)
     except ImportError:
+        page = None
         print("plotly is not installed: verdict.html not written", file=sys.stderr)
+    check_docs()
+    write_json(args.metrics / "verdict.json", record)
+    for section, table in sections.items():
+        write_section(args.docs, section, table)
+    if page is not None:
+        write_plotly_js(args.metrics)
+        atomic_write(args.metrics / "verdict.html", page)
     print(f"wrote {args.metrics / 'verdict.json'}", file=sys.stderr)
     return 0
 

@@ -1,11 +1,16 @@
 r"""The verdict in words and tables, from ``metrics/verdict.json`` (``python scripts/verdict.py``).
 
-* :func:`readme_table`: the README's compact table: per benchmark and figure, the raw attention
-  map's seed-level difference of each InfSA variant from softmax with its interval and call;
-* :func:`called_sentences`: one plain sentence per called difference (any map, either way);
+* :func:`readme_table`: the README's compact table: per benchmark and figure, softmax's raw
+  attention map on the matched images and each InfSA variant's seed-level difference from it, with
+  the intervals the test uses (t, simultaneous), the call and, where nothing is called, the
+  detectable difference;
+* :func:`called_sentences`: one plain sentence per called difference (any map, either way), with
+  the same test on the other image sets;
+* :func:`detection_sentence`: how large a difference the comparisons can see (range, median);
 * :func:`morf_ceiling_table`: MoRF-AOC's headroom under its ceiling, the greedy deletion oracle;
 * :func:`quality_table`: benchmark quality (headroom and spread of the maps), per variant;
-* :func:`verdict_tables`: every comparison, for ``docs/verdict.md``.
+* :func:`verdict_tables`: every comparison with every interval, for ``docs/verdict.md``;
+* :func:`image_set_table`: every comparison's call under each image set, for ``docs/verdict.md``.
 
 Differences are in points: the evidence rank correlation x 100, MoRF-AOC in %, box PR-AUC x 100.
 """
@@ -16,11 +21,11 @@ from typing import Any
 
 from scripts.doc_sections import VARIANT_NAMES
 
-__all__ = ["FIGURE_NAMES", "called_sentences", "morf_ceiling_table", "quality_table", "readme_table",
-           "verdict_tables"]
+__all__ = ["FIGURE_NAMES", "SET_NAMES", "called_sentences", "detection_sentence", "image_set_table", "morf_ceiling_table", "quality_table",
+           "readme_table", "verdict_tables"]
 
 #: How a verdict figure is named in the README (unit: points).
-FIGURE_NAMES = {"evidence_spearman": "evidence rank correlation x 100 (faithfulness)",
+FIGURE_NAMES = {"evidence_mass_accuracy": "evidence mass accuracy x 100 (faithfulness)",
                 "morf_aoc": "MoRF-AOC % (faithfulness, out of distribution)",
                 "box_pr_auc": "box PR-AUC x 100 (plausibility)"}
 _CALLS = {"higher": "higher", "lower": "lower", "not shown": "n.s."}
@@ -38,25 +43,40 @@ def _signed(value: float | None) -> str:
     return "–" if value is None else f"{value:+.1f}"
 
 
-def _comparison_cell(c: dict[str, Any] | None) -> str:
-    """``+1.2 [−0.3, +2.8] · p 0.41 · n.s.`` (differences in points; p Holm-adjusted, seed level)."""
-    if c is None or c["difference"] is None:
+def _interval(pair: list[float | None] | None, brackets: str = "[]") -> str:
+    """``[−5.0, +0.8]`` (``–`` when undefined)."""
+    if not pair or pair[0] is None:
         return "–"
-    low, high = c["ci"]
-    call = {"higher": "**higher**", "lower": "**lower**"}.get(c["call"], "n.s.")
-    flag = f" ⚠ accuracy {c['accuracy_gap']:+.1f}" if c["accuracy_flag"] else ""
-    p = "–" if c["p_holm"] is None else f"{c['p_holm']:.2g}"
-    return f"{_signed(c['difference'])} [{_signed(low)}, {_signed(high)}] · p {p} · {call}{flag}"
+    return f"{brackets[0]}{_signed(pair[0])}, {_signed(pair[1])}{brackets[1]}"
+
+
+def _call(c: dict[str, Any]) -> str:
+    return {"higher": "**higher**", "lower": "**lower**"}.get(c["call"], "n.s.")
+
+
+def _groups(bench: dict[str, Any]) -> dict[str | None, str]:
+    """The benchmark's groups of models (folders) and how a table names them (nothing for one group)."""
+    groups = list(dict.fromkeys(c.get("group") for c in bench["verdict"]))
+    return {g: "" if len(groups) == 1 else f" · {(g or '').rsplit('/', 1)[-1]}" for g in groups}
+
+
+def _benches(record: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The benchmarks whose summary holds seed-level comparisons (a summary written before them holds none)."""
+    benches = {b: {**bench, "verdict": [c for c in bench["verdict"] if "p_holm" in c]}
+               for b, bench in record["benchmarks"].items()}
+    return {b: bench for b, bench in benches.items() if bench["verdict"]}
+
+
+def _family(bench: dict[str, Any]) -> int:
+    return max((c.get("family") or 0 for c in bench["verdict"]), default=0)
 
 
 def verdict_tables(record: dict[str, Any]) -> str:
-    """The final verdict tables of ``docs/verdict.md``: per benchmark, each map and figure, every InfSA
-    variant's seed-level difference from softmax with its hierarchical-bootstrap interval, the
-    Holm-adjusted seed-level p and the call; accuracies and matched images beside."""
-    # a summary written before the seed-level verdict (issue #28) holds other comparisons: none to show
-    benches = {b: {**bench, "verdict": [c for c in bench["verdict"] if "p_holm" in c]}
-               for b, bench in record["benchmarks"].items()}
-    benches = {b: bench for b, bench in benches.items() if bench["verdict"]}
+    """The final verdict tables of ``docs/verdict.md``: per benchmark, every comparison (map × figure ×
+    variant) with the seed-level difference from softmax, its 95 % t-interval, the simultaneous
+    interval at 1 − 0.05/m, the hierarchical-bootstrap interval, the Holm-adjusted p, the call, the
+    detectable difference at 80 % power and the fewest matched images of a seed."""
+    benches = _benches(record)
     if not benches:
         return ("*Pending*: the committed reports predate the seed-level verdict; `python scripts/verdict.py` "
                 "writes these tables once the seed models are evaluated.")
@@ -65,29 +85,55 @@ def verdict_tables(record: dict[str, Any]) -> str:
         variants = list(dict.fromkeys(c["variant"] for c in bench["verdict"]))
         accuracy = {e["variant"]: e["accuracy"] for e in bench["figures"] if e["method"] == bench["verdict"][0]["method"]}
         seeds = {e["variant"]: len(e["seeds"]) for e in bench["figures"]}
-        out += [f"**{benchmark}** ({bench['n_images']} test images). Test accuracy on them, mean ± sd over seeds: "
+        m = _family(bench)
+        out += [f"**{benchmark}** ({bench['n_images']} test images; family of {m} comparisons). Test accuracy on them, "
+                "mean ± sd over seeds: "
                 + "; ".join(f"{VARIANT_NAMES.get(v, v)} {accuracy[v]['mean']:.1f} ± {accuracy[v]['sd'] or 0:.1f} % "
                             f"({seeds[v]} seeds)" for v in ("softmax", *variants) if accuracy.get(v)) + ".", "",
-                "| figure | map | " + " | ".join(f"{VARIANT_NAMES.get(v, v)} − softmax [95 % CI] · p (Holm) · call"
-                                                  for v in variants) + " | matched images per seed (min) |",
-                "|---|---|" + "---|" * len(variants) + "---:|"]
-        cells = {(c["figure"], c["method"], c["variant"]): c for c in bench["verdict"]}
-        for figure, method in dict.fromkeys((c["figure"], c["method"]) for c in bench["verdict"]):
-            mine = [cells.get((figure, method, v)) for v in variants]
-            matched = min(c["matched_images"]["min"] for c in mine if c)
-            out.append(f"| {figure} | {method} | " + " | ".join(_comparison_cell(c) for c in mine) + f" | {matched} |")
+                f"| map | figure | variant − softmax | difference | 95 % t-interval | simultaneous "
+                + (f"{100 - 5 / m:.2f} % " if m else "")
+                + "| bootstrap 95 % | p (Holm) | call | detectable at 80 % power | matched images per seed (min) |",
+                "|---|---|---|---:|---|---|---|---:|---|---:|---:|"]
+        names = _groups(bench)
+        for c in bench["verdict"]:
+            flag = f" ⚠ accuracy {c['accuracy_gap']:+.1f}" if c["accuracy_flag"] else ""
+            p = "–" if c["p_holm"] is None else f"{c['p_holm']:.2g}"
+            detect = "–" if c.get("detectable_difference") is None else f"{c['detectable_difference']:.1f}"
+            out.append(f"| {c['method']}{names[c.get('group')]} | {c['figure']} | "
+                       f"{VARIANT_NAMES.get(c['variant'], c['variant'])} | {_signed(c['difference'])} | "
+                       f"{_interval(c['ci_t'])} | {_interval(c.get('ci_simultaneous'))} | {_interval(c['ci'])} | "
+                       f"{p} | {_call(c)}{flag} | {detect} | {c['matched_images']['min']} |")
         out.append("")
     return "\n".join(out).rstrip("\n")
 
 
+#: How the tables name the image sets (:data:`infsa_viz.evaluation.image_sets.IMAGE_SETS`).
+SET_NAMES = {"matched": "matched (both correct)", "own_correct": "each model's own correct", "all": "all images"}
 
-def _cell(c: dict[str, Any] | None) -> str:
-    """``−3.1 [−5.2, −0.9] (lower)``: the seed-level difference, its hierarchical-bootstrap interval, the call."""
-    if c is None or c["difference"] is None:
+
+def _set_cell(entry: dict[str, Any] | None) -> str:
+    if not entry or not entry.get("stored"):
+        return "not stored"
+    if entry.get("difference") is None:
         return "–"
-    low, high = c["ci"]
-    flag = " ⚠" if c["accuracy_flag"] else ""
-    return f"{c['difference']:+.1f} [{_signed(low)}, {_signed(high)}] ({_CALLS[c['call']]}){flag}"
+    return f"{_signed(entry['difference'])} · p {entry['p_holm']:.2g} · {_call(entry)}"
+
+
+def image_set_table(record: dict[str, Any]) -> str:
+    """Per benchmark and comparison: the difference, Holm-adjusted p and call under each image set, and
+    whether the call is the same on every set the report stores."""
+    lines = ["| benchmark | map | figure | variant − softmax | " + " | ".join(SET_NAMES.values())
+             + " | same call on every stored set |", "|---|---|---|---|" + "---|" * len(SET_NAMES) + "---|"]
+    for benchmark, bench in _benches(record).items():
+        names = _groups(bench)
+        for c in bench["verdict"]:
+            sets = c.get("image_sets", {})
+            stored = {sets[n]["call"] for n in SET_NAMES if sets.get(n, {}).get("call")}
+            lines.append(f"| {benchmark}{names[c.get('group')]} | {c['method']} | {c['figure']} | "
+                         f"{VARIANT_NAMES.get(c['variant'], c['variant'])} | "
+                         + " | ".join(_set_cell(sets.get(n)) for n in SET_NAMES)
+                         + f" | {'yes' if len(stored) <= 1 else '**no**'} |")
+    return "\n".join(lines)
 
 
 def _seeds(bench: dict[str, Any]) -> str:
@@ -95,40 +141,95 @@ def _seeds(bench: dict[str, Any]) -> str:
     return "/".join(str(n) for n in sorted(counts))
 
 
+def _readme_cell(c: dict[str, Any] | None) -> str:
+    """``−1.8 [−5.9, +2.2] {−11.5, +7.9} n.s.; would detect ≥ 12.0``: difference, t-interval,
+    simultaneous interval, the call, and for a row not called its detectable difference."""
+    if c is None or c["difference"] is None:
+        return "–"
+    flag = " ⚠" if c["accuracy_flag"] else ""
+    cell = f"{c['difference']:+.1f} {_interval(c['ci_t'])} {_interval(c.get('ci_simultaneous'), '{}')} {_call(c)}"
+    if c["call"] == "not shown" and c.get("detectable_difference") is not None:
+        cell += f"; would detect ≥ {c['detectable_difference']:.1f}"
+    return cell + flag
+
+
+def _baseline_mean(c: dict[str, Any] | None) -> str:
+    values = [s["baseline_mean"] for s in (c or {}).get("per_seed", []) if s.get("baseline_mean") is not None]
+    return f"{sum(values) / len(values):.1f}" if values else "–"
+
+
 def readme_table(record: dict[str, Any], method: str = "attention") -> str:
-    """Per benchmark and verdict figure: softmax's ``method`` map (mean ± sd over seeds) and each InfSA
-    variant's seed-level difference from it, with its 95 % hierarchical-bootstrap interval and call."""
+    """Per benchmark and verdict figure: softmax's ``method`` map on the matched images of each pair
+    (mean over seeds) and each InfSA variant's seed-level difference from it, with its 95 %
+    t-interval, simultaneous interval, call and (not called) detectable difference."""
     variants = [v for v in VARIANT_NAMES if v != "softmax"]
-    lines = ["| benchmark (seeds) | figure | softmax | " + " | ".join(f"{VARIANT_NAMES[v]} − softmax"
-                                                                      for v in variants) + " |",
+    lines = ["| benchmark (seeds) | figure | softmax on the matched images ("
+             + " / ".join(f"{VARIANT_NAMES[v]} pairs" for v in variants) + ") | "
+             + " | ".join(f"{VARIANT_NAMES[v]} − softmax" for v in variants) + " |",
              "|---|---|---:|" + "---|" * len(variants)]
-    for benchmark, bench in record["benchmarks"].items():
-        entries = {(e["variant"], e["method"]): e for e in bench["figures"]}
-        calls = {(c["figure"], c["variant"], c["method"]): c for c in bench["verdict"] if "p_holm" in c}
-        for figure in record["protocol"]["figures"]:
-            soft = (entries.get(("softmax", method)) or {}).get(figure)
-            cells = [_cell(calls.get((figure, v, method))) for v in variants]
-            lines.append(f"| {benchmark} ({_seeds(bench)}) | {FIGURE_NAMES.get(figure, figure)} | {_spread(soft)} | "
-                         + " | ".join(cells) + " |")
+    for benchmark, bench in _benches(record).items():
+        for group, name in _groups(bench).items():
+            calls = {(c["figure"], c["variant"], c["method"]): c for c in bench["verdict"] if c.get("group") == group}
+            for figure in record["protocol"]["figures"]:
+                mine = [calls.get((figure, v, method)) for v in variants]
+                lines.append(f"| {benchmark}{name} ({_seeds(bench)}) | {FIGURE_NAMES.get(figure, figure)} | "
+                             + " / ".join(_baseline_mean(c) for c in mine) + " | "
+                             + " | ".join(_readme_cell(c) for c in mine) + " |")
     return "\n".join(lines)
 
 
-def called_sentences(record: dict[str, Any]) -> str:
-    """One sentence per called difference (every map and figure), whichever way it falls; or the
-    sentence that nothing is called."""
+def _on_other_sets(c: dict[str, Any]) -> str:
+    """``on all images +2.9 (Holm p 0.13, n.s.); own correct images: not stored``."""
+    parts = []
+    for name, label in (("own_correct", "each model's own correct images"), ("all", "all images")):
+        entry = c.get("image_sets", {}).get(name)
+        if not entry or entry.get("difference") is None:
+            parts.append(f"{label}: " + ("no images" if entry and entry.get("stored") else "not stored"))
+        else:
+            parts.append(f"{label} {entry['difference']:+.1f} (Holm p {entry['p_holm']:.2g}, "
+                         f"{_CALLS[entry['call']]})")
+    return "; ".join(parts)
+
+
+def detection_sentence(record: dict[str, Any]) -> str:
+    """Per benchmark: the range and median of the detectable differences of every comparison, and the SDs
+    of the seed differences they come from."""
+    import statistics
+
     out = []
-    for benchmark, bench in record["benchmarks"].items():
+    for benchmark, bench in _benches(record).items():
+        rows = [c for c in bench["verdict"] if c.get("detectable_difference") is not None]
+        if not rows:
+            continue
+        detect = sorted(c["detectable_difference"] for c in rows)
+        sds = sorted(c["sd_seeds"] for c in rows if c.get("sd_seeds") is not None)
+        seeds = sorted({c["n_seeds"] for c in rows})
+        out.append(f"On `{benchmark}` ({'/'.join(map(str, seeds))} seeds, family of {_family(bench)}) the detectable "
+                   f"differences run from {detect[0]:.1f} to {detect[-1]:.1f} points (median "
+                   f"{statistics.median(detect):.1f}), from seed-to-seed SDs of the paired differences of "
+                   f"{sds[0]:.1f}–{sds[-1]:.1f} points.")
+    return " ".join(out)
+
+
+def called_sentences(record: dict[str, Any]) -> str:
+    """One sentence per called difference (every map and figure), whichever way it falls, with its
+    t- and simultaneous intervals and the same test on the other image sets; or the sentence that
+    nothing is called."""
+    out = []
+    for benchmark, bench in _benches(record).items():
+        names = _groups(bench)
         for c in bench["verdict"]:
             if c.get("call") not in ("higher", "lower"):
                 continue
-            low, high = c["ci"]
             gap = (f"; their accuracies differ by {c['accuracy_gap']:+.1f} points ⚠" if c["accuracy_flag"] else
                    f"; accuracies within {abs(c['accuracy_gap']):.1f} points")
-            out.append(f"- On `{benchmark}`, {VARIANT_NAMES.get(c['variant'], c['variant'])}'s `{c['method']}` map "
-                       f"scores **{c['call']}** than softmax's on {FIGURE_NAMES.get(c['figure'], c['figure'])}: "
-                       f"{c['difference']:+.1f} points [{_signed(low)}, {_signed(high)}] over {c['n_seeds']} seed "
-                       f"pairs (Holm-adjusted seed-level p = {c['p_holm']:.2g}, at least "
-                       f"{c['matched_images']['min']} matched images per seed{gap}).")
+            out.append(f"- On `{benchmark}`{names[c.get('group')]}, {VARIANT_NAMES.get(c['variant'], c['variant'])}'s "
+                       f"`{c['method']}` map scores **{c['call']}** than softmax's on "
+                       f"{FIGURE_NAMES.get(c['figure'], c['figure'])}: {c['difference']:+.1f} points, t-interval "
+                       f"{_interval(c['ci_t'])}, simultaneous {_interval(c['ci_simultaneous'], '{}')}, over "
+                       f"{c['n_seeds']} seed pairs (Holm p = {c['p_holm']:.2g}, at least "
+                       f"{c['matched_images']['min']} matched images per seed{gap}). Same test on "
+                       f"{_on_other_sets(c)}.")
     return "\n".join(out) if out else "- No difference is called: no seed-level test passes after Holm's correction."
 
 

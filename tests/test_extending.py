@@ -53,8 +53,10 @@ def test_a_plugin_module_reaches_the_metric_docs(toy_plugin):
 
 
 def test_a_plugin_module_reaches_the_app(tmp_path, monkeypatch):
-    """``streamlit run app -- --plugins FILE`` (here INFSA_VIZ_PLUGINS): the method is offered and drawn,
-    the metric and the reference map are in the glossary, and a model of the new format is listed."""
+    """``streamlit run app -- --plugins FILE`` (here INFSA_VIZ_PLUGINS), with no change to the app: the
+    method is offered and drawn; the metric is a column of Side by side's figures table (its label
+    from its declaration, its value for every model) and in the glossary; a model of the new format
+    is listed and explained beside the shipped ones; the reference map is in the glossary."""
     import sys
     from pathlib import Path
 
@@ -75,7 +77,15 @@ def test_a_plugin_module_reaches_the_app(tmp_path, monkeypatch):
         assert not at.exception, [e.value for e in at.exception]
         offered = [o.split(" ")[0] for o in at.selectbox(key="method").options]
         assert "centre_bias" in offered and "centre_oracle" not in offered  # a reference map reads the truth
-        assert any(o.endswith("m.toyvit") for o in at.multiselect(key="models").options)
+        toy = next(o for o in at.multiselect(key="models").options if o.endswith("m.toyvit"))
+        assert at.multiselect(key="models").format_func(toy) == "softmax · m.toyvit"  # its loaded config's variant
+        captions = [i.caption for image in at.image for i in image.proto.imgs]
+        assert "softmax · m.toyvit" in captions and not at.error, [e.value for e in at.error]  # listed and explained
+        (table,) = [m.value for m in at.markdown if m.value.startswith("| model | ")]
+        header, _, *rows = table.splitlines()
+        assert header.split(" | ")[-1] == "map peak |"  # the plugin's figure, by its declared label
+        peaks = {r.split(" | ")[0].lstrip("| "): r.split(" | ")[-1].rstrip(" |") for r in rows}
+        assert "softmax · m.toyvit" in peaks and all(0 < float(v) <= 1 for v in peaks.values())
         at.selectbox(key="method").select("centre_bias").run()
         assert not at.exception, [e.value for e in at.exception]
         at.switch_page("views/glossary.py").run()
@@ -88,3 +98,4 @@ def test_a_plugin_module_reaches_the_app(tmp_path, monkeypatch):
         for name in set(sys.modules) - before:
             if name.startswith("infsa_viz_plugin_"):
                 del sys.modules[name]
+

@@ -124,3 +124,84 @@ def test_sixteen_bit_rounds_as_before():
     values = np.arange(65536, dtype=np.uint16).reshape(256, 256)
     expected = (values.astype(np.float64) / 65535 * 255 + 0.5).astype(np.uint8)
     np.testing.assert_array_equal(decode_image(png(values)), expected)
+
+
+# ----------------------------------------------------------------------------- EXIF orientation
+from tests.exif_files import encode, with_orientation  # noqa: E402
+
+from infsa_viz.images import apply_orientation, exif_orientation  # noqa: E402
+
+#: What each EXIF orientation asks of the stored pixels (numpy, written out independently of the library).
+def _transpose(a: np.ndarray) -> np.ndarray:
+    return np.transpose(a, (1, 0, *range(2, a.ndim)))
+
+
+UPRIGHT = {1: lambda a: a, 2: np.fliplr, 3: lambda a: np.rot90(a, 2), 4: np.flipud, 5: _transpose,
+           6: lambda a: np.rot90(a, -1), 7: lambda a: np.rot90(_transpose(a), 2), 8: lambda a: np.rot90(a, 1)}
+
+
+def _asymmetric(shape) -> np.ndarray:
+    """An image whose every flip and turn is different: a gradient plus a bright corner block."""
+    h, w = shape[:2]
+    image = (np.arange(h)[:, None] * 3 + np.arange(w)[None, :] * 7) % 200
+    image[:5, :9] = 255
+    return (image if len(shape) == 2 else np.stack([image, image // 2, 255 - image], -1)).astype(np.uint8)
+
+
+@pytest.mark.parametrize("orientation", range(1, 9))
+@pytest.mark.parametrize("ext,shape,order", [(".png", (30, 44), "MM"), (".png", (30, 44, 3), "II"),
+                                             (".jpg", (32, 48, 3), "MM"), (".jpg", (32, 48), "II")])
+def test_exif_orientation_is_applied(orientation, ext, shape, order):
+    plain = encode(_asymmetric(shape), ext)
+    tagged = with_orientation(plain, orientation, order=order)
+    assert exif_orientation(tagged) == orientation and exif_orientation(plain) == 1
+    stored = decode_image(plain)
+    np.testing.assert_array_equal(decode_image(tagged), UPRIGHT[orientation](stored))
+    np.testing.assert_array_equal(apply_orientation(stored, orientation), UPRIGHT[orientation](stored))
+    if orientation >= 5:
+        assert decode_image(tagged).shape[:2] == stored.shape[1::-1]
+
+
+@pytest.mark.parametrize("orientation", range(1, 9))
+def test_exif_orientation_agrees_with_opencv_and_pillow(orientation):
+    """Two outside readers of the tag: OpenCV's IMREAD_COLOR applies it to JPEGs, Pillow's exif_transpose to any file."""
+    tagged = with_orientation(encode(_asymmetric((32, 48, 3)), ".jpg"), orientation)
+    ours = decode_image(tagged)
+    theirs = cv2.cvtColor(cv2.imdecode(np.frombuffer(tagged, np.uint8), cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
+    np.testing.assert_array_equal(ours, theirs)
+    image = pytest.importorskip("PIL.Image")
+    ops = pytest.importorskip("PIL.ImageOps")
+    import io
+
+    png = with_orientation(encode(_asymmetric((30, 44, 3)), ".png"), orientation)
+    np.testing.assert_array_equal(decode_image(png), np.asarray(ops.exif_transpose(image.open(io.BytesIO(png)))))
+
+
+def test_damaged_or_odd_exif_leaves_the_image_as_stored():
+    plain = encode(_asymmetric((30, 44)), ".png")
+    for orientation in (0, 9, 65535):
+        assert exif_orientation(with_orientation(plain, orientation)) == 1
+    jpeg = encode(_asymmetric((32, 48)), ".jpg")
+    cut = jpeg[:2] + b"\xff\xe1\x00\x10Exif\0\0MM\x00" + jpeg[2:]  # a truncated TIFF block
+    assert exif_orientation(cut) == 1
+    with pytest.raises(ValueError, match="orientation=9 is invalid"):
+        apply_orientation(np.zeros((2, 2), np.uint8), 9)
+
+
+def test_a_rotated_exif_photo_gives_the_logits_of_the_physically_rotated_one(tmp_path):
+    """Acceptance (issue 38): a phone photo stored sideways with orientation 6 is the upright photo."""
+    import torch
+
+    from infsa_viz import VisionTransformer, ViTConfig, prepare
+    from infsa_viz.images import read_image
+
+    torch.manual_seed(0)
+    model = VisionTransformer(ViTConfig(img_size=48, embed_dim=16, depth=2, num_heads=2)).eval()
+    upright = _asymmetric((60, 40))
+    stored = np.rot90(upright, 1).copy()  # what the camera wrote: turned 90° anticlockwise
+    (tmp_path / "photo.png").write_bytes(with_orientation(encode(stored, ".png"), 6))
+    (tmp_path / "rotated.png").write_bytes(encode(upright, ".png"))
+    with torch.no_grad():
+        logits = [model(prepare(model, [read_image(tmp_path / name)]).tensor) for name in ("photo.png", "rotated.png")]
+    torch.testing.assert_close(logits[0], logits[1], rtol=0, atol=0)
+    assert not torch.equal(logits[1], model(prepare(model, [stored]).tensor).detach())

@@ -28,3 +28,17 @@ def test_read_json_errors_name_the_file(tmp_path):
     (tmp_path / "bad.json").write_text("{")
     with pytest.raises(ValueError, match="bad.json: not valid JSON"):
         read_json(tmp_path / "bad.json")
+
+
+@pytest.mark.parametrize("text", ["=1+1", "+1", "-2", "@SUM(A1)", "\tx", "\rx", "=HYPERLINK(\"http://x\")"])
+def test_csv_cells_that_start_like_a_formula_get_a_quote(text):
+    from infsa_viz.io import csv_cell
+
+    assert csv_cell(text) == "'" + text
+
+
+@pytest.mark.parametrize("value", ["plain", "a=b", "", -0.5, 3, None, "[1, -2]"])
+def test_other_csv_cells_stay_as_they_are(value):
+    from infsa_viz.io import csv_cell
+
+    assert csv_cell(value) == value

@@ -15,7 +15,7 @@ import safe
 import sidebar
 import urlstate
 from infsa_viz import VARIANTS
-from infsa_viz.metrics.sanity import FAIL_THRESHOLD
+from infsa_viz.metrics import FAIL_THRESHOLD
 from infsa_viz.overlay import colour_scale
 
 sel = sidebar.selection()

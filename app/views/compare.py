@@ -1,7 +1,7 @@
 """Side by side: the same image and method on every selected model, one colour scale.
 
 The overlays are drawn first (maps only: milliseconds), then the per-map figures fill a small table
-under them, so the page shows what matters while the perturbation curves are computed.
+under them, so the page shows what matters while the figures are computed.
 """
 
 import streamlit as st
@@ -29,7 +29,7 @@ settings = method_options.describe(sel.method, sel.options)
 st.caption(f"**{sel.method}** ({spec.family}): {spec.description}{'; ' + settings if settings else ''}.{explains} "
            f"Image: {safe.md(image.source)}.")
 urlstate.keep("badges", [True, False], True)  # a link's value, checked (no value= beside the session state)
-show_figures = st.toggle("Per-map figures (MoRF-AOC, pointing game, box AUCs)", key="badges")
+show_figures = st.toggle(f"Per-map figures ({draw.figures_names()})", key="badges")
 
 if show_figures and spec.explains_class:  # a gradient map is costly: compute it once, with its figures
     explained = sidebar.each_model(sel, compute.explain, sel.method, sel.options)
@@ -66,11 +66,11 @@ records = []
 if show_figures:
     if explained is None:
         with figures.container():
-            with st.spinner("Per-map figures (perturbation curves, box AUCs)…"):
+            with st.spinner(f"Per-map figures ({draw.figures_names()})…"):
                 explained = sidebar.each_model(sel, compute.explain, sel.method, sel.options)
     records = [(safe.md(entry.label), r.record) for entry, r in explained if not isinstance(r, str)]
     with figures.container():
-        st.markdown("**Per-map figures** (all: higher is better; MoRF/LeRF of the class each model predicts)")
+        st.markdown(f"**Per-map figures** ({draw.figures_caption()})")
         st.markdown(draw.figures_table(records))
 
 resized = [(entry, compute.model_input(entry, image)) for entry, _ in shown]

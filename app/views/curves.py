@@ -1,5 +1,7 @@
-"""Curves of the current image (MoRF / LeRF, box ROC / PR) and the dataset-level reports in
-``metrics/*.json``: the results a user reads first, the benchmark reports of the developers on demand."""
+"""Curves of the current image (every per-image curve a metric declares: MoRF / LeRF, box ROC /
+PR, …) and the dataset-level reports in ``metrics/*.json``: the results a user reads first, the
+benchmark reports of the developers on demand. What is drawn, and how, is read from the metric
+registry (:class:`~infsa_viz.metrics.registry.Curve`) and :mod:`infsa_viz.reports`."""
 
 from pathlib import Path
 
@@ -13,17 +15,37 @@ import plotly.graph_objects as go
 import safe
 import sidebar
 import urlstate
-from infsa_viz.reports import dataset_curves, group_series, metrics_files, report_tables
+from infsa_viz.metrics.registry import FIGURES, METRICS, criteria, image_metrics
+from infsa_viz.reports import (
+    EXPECTED_REPORTS,
+    REPORT_CHARTS,
+    RESULT_REPORTS,
+    dataset_curves,
+    group_series,
+    metrics_files,
+    report_tables,
+)
 
-#: Charts of the known reports: file stem (or prefix) → (table, x, y, group) to plot.
-CHARTS = {
-    "training": ("results", "variant", "test_accuracy", "model"),
-    "attention-quality": ("results", "method", None, "variant"),
-    "eigencheck": ("per_layer", "layer", "left.mean", "variant"),
-}
-#: Reports about the models and maps (shown); the others are the developers' benchmarks.
-RESULT_REPORTS = ("training", "attention-quality", "verdict", "headroom", "eigencheck")
-EXPECTED = ("training", "attention-quality", "eigencheck-*")
+#: Per chart, its curves with the metric that keeps them (the metrics the app computes per image).
+CHARTS = {}
+for _name in image_metrics():
+    for _curve in METRICS[_name].curves:
+        CHARTS.setdefault(_curve.chart, []).append((METRICS[_name], _curve))
+
+
+def _title(curves) -> str:
+    """A chart's title from its curves: their names (solid / dashed) and their figure's direction."""
+    if len(curves) > 1:
+        return " / ".join(f"{c.label} ({'dashed' if c.dash else 'solid'})" for _, c in curves)
+    (_, curve), = curves
+    figure = FIGURES.get(curve.figure) if curve.figure else None
+    return curve.label + (f" ({figure.direction})" if figure is not None and figure.higher_is_better is not None else "")
+
+
+def _axes(curve) -> dict:
+    x_percent, y_percent = curve.percent
+    return dict(xaxis_title=curve.x_label, yaxis_title=curve.y_label, xaxis_tickformat=".0%" if x_percent else None,
+                yaxis_tickformat=".0%" if y_percent else None)
 
 
 def _is_result(stem: str) -> bool:
@@ -38,14 +60,15 @@ def _report(stem: str, path: Path) -> None:
         return
     tables = report_tables(report)
     with st.expander(f"metrics/{path.name}", expanded=stem in ("training", "attention-quality")):
-        chart = next((c for name, c in CHARTS.items() if stem == name or stem.startswith(name + "-")), None)
-        if chart and chart[0] in tables:
+        chart = next((c for name, c in REPORT_CHARTS.items() if stem == name or stem.startswith(name + "-")), None)
+        if chart and chart.table in tables:
             table, x, y, group = chart
             rows = tables[table]
             if y is None:  # choose the metric
                 numeric = [k for k, v in rows[0].items() if isinstance(v, (int, float)) and not k.startswith("n_")]
+                first = next((k for k in criteria() if k in numeric), None)
                 y = st.selectbox("Metric", numeric, key=f"chart-metric-{stem}",
-                                 index=numeric.index("morf_aoc") if "morf_aoc" in numeric else 0) if numeric else None
+                                 index=numeric.index(first) if first else 0) if numeric else None
             if y is not None:
                 st.plotly_chart(charts.bars(rows, x, y, group), key=f"chart-{stem}")
         if "cases" in tables:  # benchmark: latency against tokens, log-log
@@ -70,56 +93,45 @@ image = sel.image
 
 st.header("This image")
 results = sidebar.each_model(sel, compute.explain, sel.method, sel.options)
-perturb, roc, pr = go.Figure(), go.Figure(), go.Figure()
-curves_rows: list[dict] = []
+plots = {chart: go.Figure() for chart in CHARTS}
+curves_rows: list[dict] = []  # every curve drawn, point by point, for the table export
 for i, (entry, result) in enumerate(results):
     label, color = safe.html(entry.label), charts.colour(i)  # plotly reads a little HTML in legends
     if isinstance(result, str):
         st.error(safe.line(f"{safe.md(entry.label)}: {safe.md(result)}"))
         continue
-    record, curve = result.record, result.box_curve
-    curves_rows += [{"model": entry.name, "variant": entry.variant, "curve": name, "x": float(x), "y": float(y)}
-                    for name, xs, ys in (("morf", result.fractions, record.morf), ("lerf", result.fractions, record.lerf))
-                    for x, y in zip(xs, ys)]
-    if curve is not None:
-        curves_rows += [{"model": entry.name, "variant": entry.variant, "curve": name, "x": float(x), "y": float(y)}
-                        for name, xs, ys in (("roc", curve.fpr, curve.tpr), ("pr", curve.recall, curve.precision))
-                        for x, y in zip(xs, ys)]
-    perturb.add_scatter(x=result.fractions, y=record.morf, mode="lines+markers", name=f"{label} MoRF",
-                        legendgroup=label, line=dict(color=color))
-    perturb.add_scatter(x=result.fractions, y=record.lerf, mode="lines", name=f"{label} LeRF",
-                        line=dict(dash="dash", color=color), legendgroup=label)
-    if curve is not None:
-        roc.add_scatter(x=curve.fpr, y=curve.tpr, mode="lines", name=f"{label} (AUC {record.box_roc_auc:.3f})",
-                        line=dict(color=color))
-        pr.add_scatter(x=curve.recall, y=curve.precision, mode="lines", name=f"{label} (AP {record.box_pr_auc:.3f})",
-                       line=dict(color=color))
-steps = next((len(r.fractions) - 1 for _, r in results if not isinstance(r, str)), 0)
-st.caption(f"{safe.md(image.source)}, method **{sel.method}**: probability of the scored class (the label for models trained "
-           f"on this image's classes, else the prediction) as ViT patches are removed most- (MoRF) or least-relevant "
-           f"first (LeRF), mean baseline, {steps} steps: a fast MoRF drop and a slow LeRF drop are better. Box "
-           "curves score every pixel of the bilinearly upsampled map against the target box.")
-models = len(results)
-st.plotly_chart(charts.layout(perturb, entries=2 * models, xaxis_title="share of patches removed",
-                              title="MoRF (solid) / LeRF (dashed)",
-                              yaxis_title="p(scored class)", yaxis_range=[0, 1.02],
-                              xaxis_tickformat=".0%", yaxis_tickformat=".0%"), key="perturbation_curves")
-if roc.data:
-    roc.add_scatter(x=[0, 1], y=[0, 1], mode="lines", name="chance", line=dict(dash="dot", color="gray"))
-    st.plotly_chart(charts.layout(roc, entries=models + 1, title="Box ROC (higher is better)",
-                                  xaxis_title="false-positive rate", yaxis_title="true-positive rate"),
-                    key="roc_curves")
-    st.plotly_chart(charts.layout(pr, entries=models, title="Box precision-recall",
-                                  xaxis_title="recall", yaxis_title="precision"), key="pr_curves")
-else:
-    st.info("No ground-truth box for this image and these models (uploads and images of other classes have "
-            "none): ROC / PR curves need one.")
+    record = result.record
+    for chart, curves in CHARTS.items():
+        for metric, curve in curves:
+            y = record.curves.get(curve.name)
+            x = result.protocols.get(metric.name, {}).get(curve.x) if isinstance(curve.x, str) else curve.x
+            if y is None or x is None or not (y == y).any():  # not measured for this image (e.g. no box)
+                continue
+            figure = FIGURES.get(curve.figure) if curve.figure else None
+            value = f" ({figure.label} {figure.format_value(getattr(record, figure.key))})" if figure else ""
+            plots[chart].add_scatter(x=list(x), y=list(y), mode="lines", name=f"{label} {curve.label}{value}",
+                                     legendgroup=label, line=dict(color=color, dash="dash" if curve.dash else None))
+            curves_rows += [{"model": entry.name, "variant": entry.variant, "curve": curve.name, "x": float(a),
+                             "y": float(b)} for a, b in zip(x, y)]
+for chart, curves in CHARTS.items():
+    metrics = list(dict.fromkeys(m.name for m, _ in curves))
+    st.caption(" ".join(f"**{c.label}**" for _, c in curves) + ": " + "; ".join(METRICS[m].rule for m in metrics)
+               + f" (image {safe.md(image.source)}, method **{sel.method}**).")
+    plot, first = plots[chart], curves[0][1]
+    if not plot.data:
+        st.info(f"Nothing to draw for {_title(curves)} on this image and these models (an upload, or an image of "
+                "other classes, has no box).")
+        continue
+    if first.diagonal:
+        plot.add_scatter(x=[0, 1], y=[0, 1], mode="lines", name="chance", line=dict(dash="dot", color="gray"))
+    st.plotly_chart(charts.layout(plot, entries=len(plot.data), title=_title(curves), **_axes(first)),
+                    key=f"{chart}_curves")
 
 if curves_rows:
     exports.buttons(exports.stem(image.base, "curves", sel.method), key="curves", table=lambda: curves_rows,
                     records=lambda: [r.record for _, r in results if not isinstance(r, str)],
-                    settings=exports.settings(sel, extra={"curves": "morf/lerf: p(scored class) against the share "
-                                                          "of patches removed; roc/pr: box curves of the map"}))
+                    settings=exports.settings(sel, extra={"curves": {c.name: f"{c.y_label} against {c.x_label}"
+                                                                    for curves in CHARTS.values() for _, c in curves}}))
 
 st.header("Dataset reports")
 files = metrics_files(catalog.ROOT / "metrics")
@@ -131,24 +143,19 @@ if "attention-quality" in files:
         quality, entries = None, None
         st.warning(str(err))
     if entries:
-        mean_perturb, mean_pr = go.Figure(), go.Figure()
-        for i, e in enumerate(entries):
-            label, c = safe.html(f"{e['variant']} · {Path(str(e['model'])).name}"), e["curves"]
-            if c.get("morf_mean"):
-                mean_perturb.add_scatter(x=c["fractions"], y=c["morf_mean"], mode="lines", name=f"{label} MoRF",
-                                         legendgroup=label, line=dict(color=charts.colour(i)))
-            if c.get("lerf_mean"):
-                mean_perturb.add_scatter(x=c["fractions"], y=c["lerf_mean"], mode="lines", name=f"{label} LeRF",
-                                         line=dict(dash="dash", color=charts.colour(i)), legendgroup=label)
-            if c.get("precision_mean"):
-                mean_pr.add_scatter(x=c["recall"], y=c["precision_mean"], mode="lines", name=label,
-                                    line=dict(color=charts.colour(i)))
-        st.plotly_chart(charts.layout(mean_perturb, entries=2 * len(entries), xaxis_title="share of patches removed",
-                                      title=f"{sel.method}: mean MoRF / LeRF",
-                                      yaxis_title="relative probability (1 = clean image)",
-                                      xaxis_tickformat=".0%"), key="dataset_perturbation")
-        st.plotly_chart(charts.layout(mean_pr, entries=len(entries), title=f"{sel.method}: mean box PR",
-                                      xaxis_title="recall", yaxis_title="precision"), key="dataset_pr")
+        for chart, curves in CHARTS.items():
+            plot = go.Figure()
+            for i, e in enumerate(entries):
+                label, found = safe.html(f"{e['variant']} · {Path(str(e['model'])).name}"), e["curves"]
+                for _, curve in curves:
+                    if curve.mean and found.get(curve.mean) and found.get(curve.mean_x):
+                        plot.add_scatter(x=found[curve.mean_x], y=found[curve.mean], mode="lines",
+                                         name=f"{label} {curve.label}", legendgroup=label,
+                                         line=dict(dash="dash" if curve.dash else None, color=charts.colour(i)))
+            if plot.data:
+                st.plotly_chart(charts.layout(plot, entries=len(plot.data),
+                                              title=f"{sel.method}: mean {_title(curves)}", **_axes(curves[0][1])),
+                                key=f"dataset_{chart}")
     elif entries is not None:
         st.info(f"`metrics/attention-quality.json` has no curves for method {sel.method!r}.")
     rows = [r for r in quality.get("results", []) if isinstance(r, dict) and r.get("method") == sel.method
@@ -163,7 +170,7 @@ if "attention-quality" in files:
             else:
                 st.info("This row carries no protocol of its own (a report written before rows held one); "
                         "the report's protocol is in the expander of its file below.")
-for stem in EXPECTED:
+for stem in EXPECTED_REPORTS:
     if not any(s == stem or (stem.endswith("*") and s.startswith(stem[:-1])) for s in files):
         st.info(f"`metrics/{stem}.json` is not there yet: the report appears here once it is produced.")
 for stem, path in files.items():

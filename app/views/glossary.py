@@ -3,10 +3,10 @@
 import streamlit as st
 
 import draw
-import figures
 
 from infsa_viz.maps import METHODS
 from infsa_viz.metrics.registry import METRICS
+from infsa_viz.reports import REPORT_FIGURES
 
 st.title("Glossary")
 st.markdown("""
@@ -36,10 +36,9 @@ st.subheader("Figures")
 st.caption("Every figure the evaluation computes, from the metric registry (`infsa_viz.metrics.registry`; "
            "docs/metrics.md explains each metric in one paragraph).")
 st.markdown(draw.markdown_table(["figure", "metric", "what it measures", "better"], [
-    [f.label, metric.name, f.description or metric.rule, figures.figure(f.name).better or "—"]
+    [f.label, metric.name, f.description or metric.rule, f.direction]
     for metric in METRICS.values() for f in metric.figures] + [
-    [figures.figure("probability").label, "—", "the model's softmax probability of its predicted class",
-     figures.figure("probability").better]]))
+    [f.label, "—", f.description, f.direction] for f in REPORT_FIGURES.values() if f.description]))
 st.subheader("Methods")
 st.markdown(draw.markdown_table(["method", "family", "role", "what it shows", "explains a class", "signed",
                                  "reference"], [

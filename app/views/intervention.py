@@ -122,13 +122,13 @@ for entry in sel.models:
             st.html(draw.colour_bar(scale, 0, draw.short_unit(scale)))
     if scene is None:
         continue
-    found = intervene.evidence(entry, given, scene, target, [clean_view.map, after_view.map])
+    found = intervene.object_evidence(entry, given, scene, target, [clean_view.map, after_view.map])
     record = found.importance
     visible = record.masks[0].reshape(record.masks.shape[1], -1).sum(-1)
     rows = [{"object": name, "intervention": intervene.rule(scene, name),
              "Δp alone": float(record.prob_drop[0, k]), "Δlogit alone": float(record.logit_drop[0, k]),
-             "visible px": int(visible[k]), "map share": float(found.mass[0][k]),
-             "map density": float(found.density[0][k]), "map share after": float(found.mass[1][k])}
+             "visible px": int(visible[k]), "map share": float(found.shares[0][k]),
+             "map density": float(found.densities[0][k]), "map share after": float(found.shares[1][k])}
             for k, name in enumerate(record.objects) if visible[k] > 0]
     st.dataframe(rows, key=f"evidence-{entry.path}", hide_index=True, width="stretch",
                  column_config={c: st.column_config.NumberColumn(format="%.3f") for c in

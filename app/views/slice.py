@@ -21,8 +21,8 @@ st.title("Slice")
 set_key, data = sidebar.require_set(sel, "slice is a table of")
 sizes = [s for s in SIZES if s < len(data)] + [len(data)]
 urlstate.keep("slice_images", sizes, sizes[min(1, len(sizes) - 1)])
-metric_names = slicing.image_metrics()
-urlstate.keep_list("slice_metrics", metric_names, slicing.default_metrics())
+metric_names = slicing.scored_metrics()
+urlstate.keep_list("slice_metrics", metric_names, slicing.default_metrics(sel.models))
 top = st.columns([1, 2])
 n = top[0].select_slider("Images", sizes, key="slice_images", help="the first images of the set")
 chosen = top[1].multiselect("Figures of the metrics", metric_names, key="slice_metrics",

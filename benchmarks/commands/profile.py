@@ -41,7 +41,10 @@ def run(args: argparse.Namespace) -> int:
     from infsa_viz.model import VARIANTS
 
     from ..profile import largest_completed, op_slopes, profile_forward
+    from ..throughput import BenchSettings, check_fit, image_bytes, memory_budget, shape_config
 
+    if args.top < 1:
+        raise ValueError(f"--top={args.top} must be a positive integer")
     if args.case and args.bench:
         raise ValueError("give either --case (one or more) or --bench, not both")
     if not (args.case or args.bench or args.attention):
@@ -52,6 +55,15 @@ def run(args: argparse.Namespace) -> int:
     else:
         cases = [_parse_case(text) for text in args.case]
     layers = [_parse_case(text, "--attention", "TOKENS", "linear_infsa:262144") for text in args.attention]
+    budget = memory_budget()  # every size checked before the first case runs
+    for variant, resolution in cases:
+        config = shape_config(args.shape, BenchSettings(), variant)
+        check_fit("--case", (resolution,), lambda s, c=config: image_bytes(c, s), budget,
+                  f"float32 image and one layer's tokens, {args.shape} shape")
+    for variant, tokens in layers:
+        config = shape_config(args.shape, BenchSettings(), variant)
+        check_fit("--attention", (tokens,), lambda n, c=config: 12.0 * n * c.embed_dim, budget,
+                  f"float32 q, k, v of {config.embed_dim} channels")
     rows = []
     for variant, resolution in cases:
         print(f"profile: {variant} {resolution}² ({args.shape})", file=sys.stderr)

@@ -1,4 +1,5 @@
-"""``python -m benchmarks reliability``: bad-input matrix, kill/resume and (optionally) the load run."""
+"""``python -m benchmarks reliability``: bad-input matrix, estimates against peaks, kill/resume and
+(optionally) the load run."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
 
     from infsa_viz.io import write_json
 
-    from ..reliability import bad_input_matrix, kill_and_resume, load_run
+    from ..reliability import bad_input_matrix, estimate_accuracy, kill_and_resume, load_run
 
     if args.load_images < 1:
         raise ValueError(f"--load-images={args.load_images} must be a positive integer")
@@ -49,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"{args.load_from}: no load record to copy (expected a reliability report with 'load')")
     report = {"protocol": {"command": command_line(args), "torch": torch.__version__}}
     report["bad_input_matrix"] = bad_input_matrix()
+    report["estimates"] = estimate_accuracy()
     with tempfile.TemporaryDirectory() as tmp:
         report["kill_and_resume"] = kill_and_resume(Path(tmp))
         if args.load:

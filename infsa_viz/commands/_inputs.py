@@ -30,14 +30,13 @@ def add_target_option(parser: argparse.ArgumentParser, *, default: str, help: st
     """``--target``: a :class:`~infsa_viz.targets.Target` (class names are resolved per model)."""
     from ..targets import Target
 
-    def parse(text: str) -> str:
+    def parse(text: str) -> Target | str:
         try:
-            target = Target.parse(text, name="--target")
+            return Target.parse(text, name="--target")
         except ValueError as error:
             if text.strip() and not text.strip()[0].isdigit() and not text.strip().startswith("top"):
-                return text.strip()  # a class name: checked against each model's class names later
+                return text.strip()  # a class name: looked up in the models' class names (target_for_models)
             raise argparse.ArgumentTypeError(str(error)) from None
-        return str(target)
 
     parser.add_argument("--target", type=parse, default=default, metavar="label|predicted|'top K'|CLASS",
                         help=help + "; CLASS is an index or one of the model's class names")

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ._inputs import add_map_options, add_model_list, load_input
-from .lists import comma_names, output_file
+from .lists import comma_names, output_file, refuse_overwriting_inputs
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,44 +39,49 @@ def _jsonable(value: Any) -> Any:
 
 def render(args: argparse.Namespace) -> int:
     """Shared by ``explain`` and ``compare``: a grid of overlays, rows = methods, columns = models."""
-    import torch
-
-    from ..formats import load_model
+    from ..evaluation.budget import check_maps
+    from ..formats import load_model, parse_model_spec
     from ..io import write_json
     from ..maps import attribute, check_method, selector_options
     from ..overlay import colour_scale, overlay, overlay_grid, save_png
+    from ..forward import forward_record
     from ..preprocess import prepare
-    from ..targets import Target
+    from ..targets import target_for_models
 
     if not args.models or not args.methods:
         raise ValueError("--models and --methods must each name at least one entry")
     for method in args.methods:
-        check_method(method)
+        if check_method(method).needs_truth:
+            raise ValueError(f"method {method!r} is a reference map built from an evaluation's ground truth (boxes, "
+                             f"scene objects), not an explanation of the model; score it with infsa-viz evaluate "
+                             f"--methods {method} --data cluttered-digits")
     if not str(args.out).lower().endswith(".png"):
         raise ValueError(f"--out={args.out!r} must be a .png file")
     if not 0.0 <= args.alpha <= 1.0:
         raise ValueError(f"--alpha={args.alpha} must lie in [0, 1]")
+    refuse_overwriting_inputs({"--out": args.out, "--out (its settings JSON)": str(Path(args.out).with_suffix(".json"))},
+                              [args.image, *(parse_model_spec(d)[0] for d in args.models)])
     models = [(d, load_model(d)) for d in args.models]
     sizes = {m.config.img_size for _, m in models}
     if len(sizes) != 1:
         raise ValueError(f"--models take different image sizes {sorted(sizes)}; compare models of one input size")
+    options = {method: selector_options(method, layer=args.layer, head=args.head, gamma=args.gamma, strict=True)
+               for method in args.methods}
+    check_maps(models, list(options.items()), batch=1)  # before the image is read or a forward runs
     image = load_input(args.image)
     label = int(image.labels[0])
-    targets = {d: Target.parse(args.target, class_names=m.config.class_names, name="--target").validate(
-        m.config.num_classes, name="--target", model=d) for d, m in models}
-    if label < 0 and any(t.needs_label for t in targets.values()):
+    target = target_for_models(args.target, models, name="--target")
+    if label < 0 and target.needs_label:
         raise ValueError("--target=label needs an image with a label (test:INDEX); this one has none")
     inputs = {d: prepare(m, image.images) for d, m in models}
+    capture = any(check_method(m).reads_attention for m in args.methods)
+    records = {d: forward_record(m, inputs[d], labels=[label], target=target, capture=capture) for d, m in models}
     maps, titles, info, shown = [], [], [], []
     for method in args.methods:
-        options = selector_options(method, layer=args.layer, head=args.head, gamma=args.gamma, strict=True)
-        explains = check_method(method).explains_class
         for directory, model in models:
-            x = inputs[directory].tensor
-            with torch.no_grad():
-                logits = model(x)[0]
-            result = attribute(model, x, method, target=targets[directory] if explains else None,
-                               labels=[label], **options)
+            record = records[directory]
+            logits = record.logits[0].float()
+            result = attribute(record, method, **options[method])
             maps.append(result.maps[0])
             shown.append(directory)
             titles.append(f"{model.config.attention} | {method}")

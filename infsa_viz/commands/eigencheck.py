@@ -33,6 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from contextlib import nullcontext
 
+    from ..estimate import Estimate, Workload
+    from ..evaluation.budget import check_call, cli_option
     from ..formats import load_model
     from ..io import write_json
     from ..preprocess import preprocess
@@ -54,6 +56,12 @@ def run(args: argparse.Namespace) -> int:
 
         limit = threadpool_limits(limits=args.threads)
     model = load_model(args.model)
+    work = Workload.of(model, batch=min(args.batch_size, max(args.n_images, 1)))
+    if work is not None:  # before the images are read: dense float64 Â and two eigenproblems per batch
+        check_call(lambda w: Estimate(w.forward() + w.capture() + w.square(4, itemsize=8),
+                                      "every layer's q, k and a dense float64 (B, H, N, N) A_hat with its left and "
+                                      "right eigenproblems", lower="a smaller input (fewer tokens)"),
+                   work, f"eigencheck of {args.model!r}", cli_option, option="batch_size")
     data = load_data(args, [(args.model, model)])
     batches = math.ceil(len(data) / args.batch_size)
     with limit:

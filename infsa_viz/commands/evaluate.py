@@ -9,7 +9,7 @@ import os
 import shlex
 
 from ._inputs import add_data_options, add_model_list, add_target_option, load_data
-from .lists import comma_names, output_file
+from .lists import comma_names, output_file, refuse_overwriting_inputs
 
 
 def _setting_type(setting):
@@ -29,7 +29,7 @@ def _setting_type(setting):
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ..evaluation import EvalSettings, default_methods, reference_methods
-    from ..metrics.protocol import SCORES, SELECTIONS
+    from ..metrics.protocol import SELECTIONS
     from ..metrics.registry import METRICS, SETTINGS, default_metrics
 
     d = EvalSettings()
@@ -39,22 +39,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--references", action="store_true",
                         help="also score the reference maps that benchmark_quality in the report needs (the floor "
                              f"and the ceilings: {', '.join(reference_methods())})")
-    parser.add_argument("--metrics", type=comma_names, default=tuple(default_metrics()), metavar="METRIC[,…]",
+    parser.add_argument("--metrics", type=comma_names, default=None, metavar="METRIC[,…]",
                         help=f"comma-separated metrics (default: {', '.join(default_metrics())}; all: "
                              f"{', '.join(METRICS)})")
     add_data_options(parser, n_images=1000)
-    parser.add_argument("--score", default=d.score, choices=SCORES,
-                        help="the class whose probability the curves track (default: the label)")
     parser.add_argument("--select", default=d.select, choices=SELECTIONS,
                         help="images in MoRF/LeRF scores (default: correctly classified)")
-    add_target_option(parser, default="label", help="class explained by class-explaining maps (default: label, "
-                                                    "the ground truth)")
+    add_target_option(parser, default="label", help="class explained by class-explaining maps and scored by every "
+                                                    "metric (default: label, the ground truth; an image without "
+                                                    "one: its prediction)")
     parser.add_argument("--layer", type=int, default=None, help="layer of per-layer methods (default: each method's)")
     parser.add_argument("--head", default=None, help="head index or 'mean' of per-layer methods (default: each method's)")
     parser.add_argument("--gamma", type=float, default=None,
                         help="discount of visits/neumann (default: the learned rho, 0.9 for layers without one)")
     parser.add_argument("--seed", type=int, default=d.seed, help="tie-breaking and random-map seed")
-    parser.add_argument("--chunk", type=int, default=d.chunk, help="images per map call")
+    parser.add_argument("--chunk", type=int, default=d.chunk, help="images per map call (lower it when a map of "
+                                                                    "large inputs does not fit)")
+    parser.add_argument("--batch-size", type=int, default=d.batch_size,
+                        help=f"perturbed copies per forward pass of the metrics (does not change the results; "
+                             f"default {d.batch_size})")
     for setting in SETTINGS.values():  # every metric's settings, declared once in the metric registry
         parser.add_argument(setting.flag, type=_setting_type(setting), default=setting.default,
                             choices=setting.choices, help=f"{setting.help} (default {setting.default})")
@@ -73,18 +76,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..distributed import init_distributed
     from ..evaluation import EvalSettings, evaluate, reference_methods, table_columns, write_evaluation
-    from ..evaluation.journal import Journal, OutputLock, run_fingerprint, weights_digest
+    from ..evaluation.budget import check_evaluation, cli_option
+    from ..evaluation.journal import Journal, OutputLock, model_digest, run_fingerprint
     from ..formats import load_model
-    from ..maps import check_method
-    from ..metrics.registry import SETTINGS
-    from ..targets import Target
+    from ..maps import METHODS, check_method
+    from ..metrics.registry import METRICS, SETTINGS, check_metric
+    from ..targets import target_for_models
 
     if not args.methods:
-        raise ValueError("--methods names no method")
+        raise ValueError(f"--methods names no method; expected some of {list(METHODS)}")
+    if args.metrics is not None and not args.metrics:
+        raise ValueError(f"--metrics names no metric; expected some of {list(METRICS)} (omit it for the defaults)")
     if args.references:
         args.methods = tuple(args.methods) + tuple(m for m in reference_methods() if m not in args.methods)
     for method in args.methods:
         check_method(method)
+    for metric in args.metrics or ():
+        check_metric(metric)
     if not args.models:
         raise ValueError("--models names no model directory")
     if args.out and not args.out.endswith(".json"):
@@ -93,24 +101,32 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--journal={args.journal!r} needs --out (the journal keeps the chunks of a written report)")
     if args.journal and os.path.exists(args.journal) and not os.path.isdir(args.journal):
         raise ValueError(f"--journal={args.journal!r} is a file; expected a folder (or a path to create)")
-    try:
-        target = Target.parse(args.target, name="--target")
-    except ValueError:
-        target = None  # a class name: resolved against the models' class names once they are loaded
-    protocol = EvalSettings(score=args.score, select=args.select, target=target or "label", seed=args.seed,
-                            chunk=args.chunk, metrics=args.metrics,
-                            map_options={"layer": args.layer, "head": args.head, "gamma": args.gamma},
-                            **{name: getattr(args, name) for name in SETTINGS})
+    if args.out:
+        from pathlib import Path
+
+        from ..formats import parse_model_spec
+
+        written = {"--out": args.out, **{f"--out (its {s})": str(Path(args.out).with_suffix(s))
+                                         for s in (".csv", ".html", ".images.csv")}}
+        data_folder = args.data[len("folder:"):] if args.data.startswith("folder:") else None
+        refuse_overwriting_inputs(written, [*(parse_model_spec(m)[0] for m in args.models), data_folder or "",
+                                            args.boxes or "", args.classes or ""])
+    settings = dict(select=args.select, seed=args.seed, chunk=args.chunk, batch_size=args.batch_size,
+                    metrics=args.metrics, map_options={"layer": args.layer, "head": args.head, "gamma": args.gamma},
+                    **{name: getattr(args, name) for name in SETTINGS})
+    EvalSettings(**settings)  # every setting checked before a model loads
     models = [(d, load_model(d)) for d in args.models]
-    if target is None:
-        names = {tuple(m.config.class_names or ()) for _, m in models}
-        if len(names) != 1:
-            raise ValueError(f"--target={args.target!r} names a class by name, but the models name their classes "
-                             "differently; give a class index")
-        protocol = protocol.replace(target=Target.parse(args.target, class_names=names.pop(), name="--target"))
-    for directory, model in models:
-        protocol.target.validate(model.config.num_classes, name="--target", model=directory)
+    protocol = EvalSettings(target=target_for_models(args.target, models, name="--target"), **settings)
+    check_evaluation(models, args.methods, protocol, n_images=args.n_images, spell=cli_option)  # before any data
     data = load_data(args, models)
+    for name in args.metrics or ():  # named on purpose: refused where the data cannot give it
+        reason = METRICS[name].missing_data(data)
+        if reason:
+            raise ValueError(f"--metrics {name}: {reason} (--data {args.data})")
+    for method in args.methods:
+        reason = check_method(method).missing_data(data)
+        if reason:
+            raise ValueError(f"--methods {method}: {reason} (--data {args.data})")
     dist = init_distributed()
     with contextlib.ExitStack() as stack:
         journal = None
@@ -119,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
                 stack.enter_context(OutputLock(args.out))
             journal = stack.enter_context(Journal(
                 args.journal or args.out + ".journal", run_fingerprint(data, protocol, dist.world_size),
-                models={name: weights_digest(model) for name, model in models}, data=data, lock=dist.is_main))
+                models={name: model_digest(model) for name, model in models}, data=data, lock=dist.is_main))
         try:
             result = evaluate(models, args.methods, data, protocol=protocol, dist=dist, journal=journal)
         finally:

@@ -29,7 +29,7 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 
-from .._checks import check_int
+from .._checks import check_int, check_memory
 from ..preprocess import CLUTTERED_DIGITS
 from ._render import (
     CANDIDATES,
@@ -60,6 +60,10 @@ PIXEL_MEAN = CLUTTERED_DIGITS.mean[0]
 PIXEL_STD = CLUTTERED_DIGITS.std[0]
 
 _SPLIT_CODE = {"train": 1, "test": 2}  # nonzero: SeedSequence ignores trailing zero words
+#: Upper bounds of the generator's sizes: a canvas side (one 8192² canvas is 64 MiB) and distractors
+#: per image (each is a digit of at least ``distractor_size[0]`` pixels placed without much overlap).
+MAX_CANVAS = 8192
+MAX_DISTRACTORS = 1024
 _STREAM_SAMPLE, _STREAM_EPOCH = 1, 2
 
 
@@ -115,6 +119,11 @@ class ClutteredDigitsConfig:
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
                 raise ValueError(f"{name}={value!r} is invalid; expected an integer")
             set_(name, int(value))
+        for name, bound in (("canvas_size", MAX_CANVAS), ("num_distractors", MAX_DISTRACTORS)):
+            if getattr(self, name) > bound:
+                raise ValueError(f"{name}={getattr(self, name):,} is invalid; expected at most {bound:,}")
+        if self.target_size[1] > MAX_CANVAS:
+            raise ValueError(f"target_size={self.target_size} is invalid; expected sides of at most {MAX_CANVAS:,}")
         if self.canvas_size < self.target_size[1]:
             raise ValueError(
                 f"canvas_size={self.canvas_size} is too small; "
@@ -139,6 +148,12 @@ class ClutteredDigitsConfig:
             raise ValueError(f"mask_threshold={self.mask_threshold} is invalid; expected 0..254")
         set_("max_overlap", float(self.max_overlap))
         set_("background_intensity", float(self.background_intensity))
+
+    def image_bytes(self) -> int:
+        """Bytes one generated image holds while it is made: its canvas, target mask, the scene's two
+        backgrounds, its rendered digits and its random draws (the bound of :func:`generate_cluttered`'s ``n``)."""
+        digits = self.target_size[1] ** 2 + self.num_distractors * self.distractor_size[1] ** 2
+        return 4 * self.canvas_size**2 + digits + (self.num_distractors + 1) * (CANDIDATES * 16 + 512) + 2048
 
     def to_dict(self) -> dict[str, object]:
         """Returns the settings as JSON-ready builtins (tuples become lists)."""
@@ -285,9 +300,15 @@ def _generate(
     return sample, scenes
 
 
-def _sample_stream(n: int, split: Split, seed: int, start: int) -> tuple[range, Split, list[int]]:
-    """Validated ``(indices, split, entropy)`` of images ``start … start + n − 1`` of ``(split, seed)``."""
+def _sample_stream(n: int, split: Split, seed: int, start: int,
+                   config: ClutteredDigitsConfig) -> tuple[range, Split, list[int]]:
+    """Validated ``(indices, split, entropy)`` of images ``start … start + n − 1`` of ``(split, seed)``;
+    ``n`` images of ``config`` must fit the memory available."""
+    from ..estimate import available_memory
+
     n = check_int("n", n, minimum=0)
+    check_memory("n", n, bytes_each=config.image_bytes(), budget=available_memory(),
+                 what=f"{config.canvas_size}x{config.canvas_size} canvases, masks, scenes and draws")
     _check_split(split)
     seed = check_int("seed", seed, minimum=0)
     start = check_int("start", start, minimum=0)
@@ -323,7 +344,7 @@ def generate_cluttered(
         >>> sample.images.shape, sample.target_boxes.shape
         ((4, 48, 48), (4, 4))
     """
-    return _generate(*_sample_stream(n, split, seed, start), config)[0]
+    return _generate(*_sample_stream(n, split, seed, start, config), config)[0]
 
 
 def generate_scenes(
@@ -345,7 +366,7 @@ def generate_scenes(
         >>> scene.object_names, scene.masks().shape
         (('target', 'distractor_1', 'distractor_2', 'background'), (4, 48, 48))
     """
-    return _generate(*_sample_stream(n, split, seed, start), config)[1]
+    return _generate(*_sample_stream(n, split, seed, start, config), config)[1]
 
 
 def cluttered_epoch(
@@ -365,7 +386,11 @@ def cluttered_epoch(
     Returns:
         A :class:`ClutteredSample`.
     """
+    from ..estimate import available_memory
+
     epoch = check_int("epoch", epoch, minimum=0)
     n = check_int("n", n, minimum=0)
+    check_memory("n", n, bytes_each=config.image_bytes(), budget=available_memory(),
+                 what=f"{config.canvas_size}x{config.canvas_size} canvases, masks, scenes and draws")
     seed = check_int("seed", seed, minimum=0)
     return _generate(range(n), "train", [seed, _STREAM_EPOCH, _SPLIT_CODE["train"], epoch], config)[0]

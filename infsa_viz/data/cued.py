@@ -40,7 +40,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .._checks import check_int
+from .._checks import check_int, check_memory
 from ._render import CANDIDATES, PHOTO_COUNT, alternative_photo, photo_crop, place_all, place_one, render_digit
 from .cluttered import ClutteredDigitsConfig, _digit_pool, _int_pair
 from .mnist import Split
@@ -262,8 +262,15 @@ def _generate(indices: range, split: Split, entropy: list[int],
     return images, labels, scenes
 
 
-def _stream(n: int, split: Split, seed: int, start: int, stream: int, *extra: int) -> tuple[range, list[int]]:
+def _stream(n: int, split: Split, seed: int, start: int, config: CuedDigitsConfig, stream: int,
+            *extra: int) -> tuple[range, list[int]]:
+    """Validated ``(indices, entropy)``; ``n`` images of ``config`` must fit the memory available."""
+    from ..estimate import available_memory
+
     n = check_int("n", n, minimum=0)
+    scene = config.scene_config()
+    check_memory("n", n, bytes_each=scene.image_bytes(), budget=available_memory(),
+                 what=f"{config.canvas_size}x{config.canvas_size} canvases, scenes and draws")
     seed = check_int("seed", seed, minimum=0)
     start = check_int("start", start, minimum=0)
     if split not in _SPLIT_CODE:
@@ -286,7 +293,7 @@ def generate_cued(n: int, *, split: Split, seed: int, config: CuedDigitsConfig =
         >>> images.shape, scenes[0].object_names[-2:]
         ((2, 48, 48), ('cue', 'background'))
     """
-    indices, entropy = _stream(n, split, seed, start, _STREAM_SAMPLE)
+    indices, entropy = _stream(n, split, seed, start, config, _STREAM_SAMPLE)
     return _generate(indices, split, entropy, config)
 
 
@@ -294,7 +301,7 @@ def cued_epoch(epoch: int, *, n: int, seed: int,
                config: CuedDigitsConfig = CuedDigitsConfig()) -> tuple[np.ndarray, np.ndarray]:
     """A fresh training set for one epoch, determined by ``(seed, epoch)``: ``(images, labels)``."""
     epoch = check_int("epoch", epoch, minimum=0)
-    indices, entropy = _stream(n, "train", seed, 0, _STREAM_EPOCH, epoch)
+    indices, entropy = _stream(n, "train", seed, 0, config, _STREAM_EPOCH, epoch)
     images, labels, _ = _generate(indices, "train", entropy, config)
     return images, labels
 

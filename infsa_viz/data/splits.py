@@ -78,7 +78,8 @@ class Benchmark:
 #: ``cued-digits-p10`` and ``cued-digits-p100`` (:mod:`~infsa_viz.data.cued`): scenes of 0-3 distractors
 #: and, on 80 % of training images, a cue glyph that encodes the label with probability 0.1 (independent
 #: of it: useless) or 1.0 (a shortcut); one shared test split shows the cue on every image, agreeing
-#: with the label on about half. One normalisation for both, measured on 20,000 training images of p10.
+#: with the label on about half (``cued-digits`` names it for evaluation). One normalisation for all,
+#: measured on 20,000 training images of p10.
 _CUED_TEST = CuedDigitsConfig(cue_agreement=0.5, cue_presence=1.0)
 _CUED_NORMALISATION = Preprocessing(mean=(0.1677,), std=(0.2113,))
 BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
@@ -89,6 +90,9 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
                                     distractor_size=(12, 20), background_intensity=0.5, mask_threshold=127),
               20_260_303, Preprocessing(mean=(0.2847,), std=(0.2328,)),
               "96 px canvas, target 36-44 px, 6 distractors 12-20 px, photo background at half intensity"),
+    Benchmark("cued-digits", _CUED_TEST, 20_260_305, _CUED_NORMALISATION,
+              "the cued benchmarks' shared test split (48 px, 0-3 distractors, a class cue on every image agreeing "
+              "with the label with p = 0.5); models are trained on cued-digits-p10 or -p100"),
     *(Benchmark(f"cued-digits-p{round(100 * p)}", CuedDigitsConfig(cue_agreement=p, cue_presence=0.8),
                 20_260_305, _CUED_NORMALISATION,
                 f"48 px, 0-3 distractors, a class cue on 80 % of training images agreeing with the label with "
@@ -184,7 +188,7 @@ def _scene_split(config: SceneConfig, seed: int) -> tuple[np.ndarray, np.ndarray
     """``(images, labels, scenes)`` of the first :data:`TEST_SIZE` test images of ``config``'s generator."""
     if isinstance(config, CuedDigitsConfig):
         return generate_cued(TEST_SIZE, split="test", seed=seed, config=config)
-    sample, scenes = _generate(*_sample_stream(TEST_SIZE, "test", seed, 0), config)
+    sample, scenes = _generate(*_sample_stream(TEST_SIZE, "test", seed, 0, config), config)
     return sample.images, sample.labels, scenes
 
 

@@ -30,8 +30,9 @@ import numpy as np
 from ..maps import METHODS
 from ..metrics.registry import FIGURES
 from .records import ImageRecord, per_image_figures
+from .seed_stats import ALPHA
 from .stats import compare_paired, holm, significant
-from .verdict import ALPHA, PAIRED_FIGURES, quality_across_seeds, split_seed, spread, variant_verdict
+from .verdict import PAIRED_FIGURES, quality_across_seeds, split_seed, spread, variant_verdict
 
 __all__ = ["PAIRED_FIGURES", "QUALITY_GOALS", "adjacent_methods", "benchmark_quality", "compare", "paired_tests",
            "seed_summary", "split_seed"]
@@ -302,9 +303,10 @@ def compare(records: Sequence[ImageRecord], rows: Sequence[dict[str, Any]], *, s
             seed: int = 0) -> dict[str, Any]:
     """The sections an evaluation report adds to its rows: ``paired_tests``, ``benchmark_quality``
     (with ``across_seeds``), ``seeds`` and ``verdict`` (:mod:`.verdict`: each variant against
-    softmax with the trained model as the unit, on the images both models classify correctly)."""
+    softmax with the trained model as the unit, on the images both models classify correctly; with
+    ``select="all"`` on every image)."""
     tests = paired_tests(records, select=select, seed=seed)
     quality = benchmark_quality(rows, tests["method_vs_method"])
     quality["across_seeds"] = quality_across_seeds(quality)
     return {"paired_tests": tests, "benchmark_quality": quality, "seeds": seed_summary(rows),
-            "verdict": variant_verdict(records, seed=seed)}
+            "verdict": variant_verdict(records, seed=seed, images="all" if select == "all" else "matched")}

@@ -15,21 +15,22 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
-import torch
 from torch import Tensor, nn
 
 from ..data import LabelledImages
 from ..distributed import Dist, shard_indices
 from ..maps import METHODS, GroundTruth, MapResult, attribute, check_method
 from ..metrics.registry import Scores, Scoring
+from ..forward import ForwardRecord
 from ..preprocess import Prepared, prepare
 from ..progress import progress
+from .budget import check_evaluation
 from .interventions import ObjectImportance, object_importance
 from .journal import Journal
 from .records import ImageRecord, summarise
 from .settings import EvalSettings
 
-__all__ = ["EvalSettings", "Evaluation", "default_methods", "evaluate", "finish_rows",
+__all__ = ["EvalSettings", "Evaluation", "chunk_record", "default_methods", "evaluate", "finish_rows",
            "needs_evidence", "reference_methods", "score_images", "score_metrics", "scoring_context"]
 
 log = logging.getLogger(__name__)
@@ -49,9 +50,11 @@ def reference_methods() -> list[str]:
 def _truth(prepared: Prepared, data: LabelledImages, evidence: ObjectImportance | None) -> GroundTruth:
     """The images' ground truth in model-input pixels (with the scene objects' masks and importance)."""
     boxes = [prepared.boxes(i, b) for i, b in enumerate(data.boxes)]
+    scenes = None if data.scenes is None else list(data.scenes)
     if evidence is None:
-        return GroundTruth(boxes=boxes)
-    return GroundTruth(boxes=boxes, objects=evidence.objects, masks=evidence.masks, importance=evidence.prob_drop)
+        return GroundTruth(boxes=boxes, scenes=scenes)
+    return GroundTruth(boxes=boxes, objects=evidence.objects, masks=evidence.masks, importance=evidence.prob_drop,
+                       scenes=scenes)
 
 
 def needs_evidence(protocol: EvalSettings, methods: Sequence[str]) -> bool:
@@ -98,51 +101,56 @@ def score_metrics(metrics: Sequence[Any], ctx: Scoring) -> tuple[dict[str, np.nd
     return figures, curves, protocols
 
 
+def chunk_record(model: nn.Module, data: LabelledImages, protocol: EvalSettings = EvalSettings(), *,
+                 capture: bool = False, prepared: Prepared | None = None) -> ForwardRecord:
+    """The :class:`~infsa_viz.forward.ForwardRecord` of ``data`` for ``model``: the images prepared once
+    (the model's own preprocessing), their labels and the run's target; ``capture`` when map methods
+    that read attention follow (their one forward then records it)."""
+    prepared = prepare(model, data.images) if prepared is None else prepared
+    return ForwardRecord(model, prepared.tensor, labels=data.labels, target=protocol.target, prepared=prepared,
+                         capture=capture)
+
+
 def scoring_context(
     model: nn.Module, data: LabelledImages, method: str, *, protocol: EvalSettings = EvalSettings(),
     indices: Sequence[int] | None = None, options: dict[str, Any] | None = None, prepared: Prepared | None = None,
-    evidence: ObjectImportance | None = None,
+    evidence: ObjectImportance | None = None, record: ForwardRecord | None = None, result: MapResult | None = None,
 ) -> tuple[Scoring, MapResult, Tensor, np.ndarray]:
     """What every metric of :func:`score_images` sees, before any metric runs: the
     :class:`~infsa_viz.metrics.registry.Scoring` of ``method``'s maps on ``data``, the map result,
     the clean logits ``(B, classes)`` and which images have a label (arguments as :func:`score_images`)."""
-    model.eval()
-    prepared = prepare(model, data.images) if prepared is None else prepared
-    x = prepared.tensor
-    with torch.no_grad():
-        logits = model(x).double()  # (B, classes)
-    given = np.asarray(data.labels, dtype=np.int64)
-    known = given >= 0
-    labels = np.where(known, given, logits.argmax(-1).numpy())  # unknown labels: the prediction
-    negatives = None if data.negative_boxes is None else [prepared.boxes(i, b) for i, b in enumerate(data.negative_boxes)]
     spec = check_method(method)
-    positions = np.arange(len(labels)) if indices is None else np.asarray([int(i) for i in indices], dtype=np.int64)
+    if record is None:
+        record = chunk_record(model, data, protocol, capture=spec.reads_attention, prepared=prepared)
+    prepared = record.prepared if record.prepared is not None else prepare(model, data.images)
+    negatives = None if data.negative_boxes is None else [prepared.boxes(i, b) for i, b in enumerate(data.negative_boxes)]
+    positions = np.arange(len(record)) if indices is None else np.asarray([int(i) for i in indices], dtype=np.int64)
     if evidence is None and data.scenes is not None and needs_evidence(protocol, [method]):
-        evidence = object_importance(model, data, target=protocol.target.resolve(logits, labels), indices=positions,
+        evidence = object_importance(model, data, target=record.explained, indices=positions,
                                      batch_size=protocol.batch_size)
     truth = _truth(prepared, data, evidence)
     shared = {k: v for k, v in protocol.resolved().items() if k in spec.from_settings}
     extra = {**shared, **protocol.options_for(method), **(options or {})}
     if spec.seeded and "seed" not in extra:  # one random map per chunk, reproducible from the settings
         extra["seed"] = protocol.seed + (int(positions[0]) if len(positions) else 0)
-    target = protocol.target.resolve(logits, labels) if spec.explains_class else None
-    result = attribute(model, x, method, target=target, truth=truth if spec.needs_truth else None, **extra)
+    if result is None:
+        result = attribute(record, method, truth=truth if spec.needs_truth else None, **extra)
 
     def redraw(rows: np.ndarray, classes: np.ndarray) -> Tensor:
         if not spec.explains_class:  # a map that explains no class does not move
             return result.maps[rows]
-        return attribute(model, x[rows], method, target=torch.as_tensor(classes), **extra).maps
+        return attribute(record.take(rows).explaining(classes), method, **extra).maps
 
-    settings = protocol.resolved()
-    ctx = Scoring(model=model, images=x, maps=result.maps, classes=labels, positions=positions, truth=truth,
-                  negatives=negatives, negative_labels=data.negative_labels, settings=settings, redraw=redraw)
-    return ctx, result, logits, known
+    ctx = Scoring(record=record, maps=result.maps, positions=positions, truth=truth, negatives=negatives,
+                  negative_labels=data.negative_labels, settings=protocol.resolved(), redraw=redraw)
+    return ctx, result, record.logits, record.known
 
 
 def score_images(
     model: nn.Module, data: LabelledImages, method: str, *, protocol: EvalSettings = EvalSettings(),
     name: str = "model", indices: Sequence[int] | None = None, options: dict[str, Any] | None = None,
-    prepared: Prepared | None = None, evidence: ObjectImportance | None = None,
+    prepared: Prepared | None = None, evidence: ObjectImportance | None = None, record: ForwardRecord | None = None,
+    result: MapResult | None = None,
 ) -> tuple[list[ImageRecord], MapResult, dict[str, Any]]:
     """Preprocess ``data`` for ``model``, compute ``method``'s maps and score every image.
 
@@ -161,6 +169,11 @@ def score_images(
         evidence: the images' :func:`~infsa_viz.evaluation.interventions.object_importance` for the
             run's target class when the caller already has it (default: measured here when the data
             holds scenes and the run reads it; :func:`evaluate` measures it once per model and chunk).
+        record: the images' :class:`~infsa_viz.forward.ForwardRecord` (:func:`chunk_record`) when the
+            caller already has it: :func:`evaluate` builds one per model and chunk, so every method
+            reads the same clean forward (default: built here).
+        result: ``method``'s maps of these images when the caller already has them (the app shows a
+            map before its figures; default: computed here).
 
     Returns:
         ``(records, map result, protocols)``: one :class:`ImageRecord` per image, the maps, and
@@ -168,13 +181,14 @@ def score_images(
         ``(fractions, removed)``, when MoRF ran).
     """
     ctx, result, logits, known = scoring_context(model, data, method, protocol=protocol, indices=indices,
-                                                  options=options, prepared=prepared, evidence=evidence)
-    labels, positions = ctx.classes, ctx.positions
+                                                  options=options, prepared=prepared, evidence=evidence,
+                                                  record=record, result=result)
+    labels, positions = ctx.record.filled_labels, ctx.positions
     figures, curves, protocols = score_metrics(protocol.image_metrics(), ctx)
     if "fractions" in protocols.get("perturbation", {}):
         steps = protocols["perturbation"]
         protocols["steps"] = (np.asarray(steps["fractions"]), np.asarray(steps["removed"]))
-    score_class = labels if protocol.score == "target" else logits.argmax(-1).numpy()
+    score_class = ctx.classes
     names = list(data.names) if data.names else [str(i) for i in positions]
     variant = getattr(getattr(model, "config", None), "attention", "unknown")
     maps = result.maps.double()
@@ -270,7 +284,9 @@ def evaluate(
         journal: where finished chunks are kept and read back (resuming a killed run); default none.
 
     Raises:
-        ValueError: no model, no method, an unknown method, or more processes than chunks.
+        ValueError: no model, no method, an unknown method, more processes than chunks, or a map or
+            metric call that cannot fit the memory available or its bound
+            (:func:`~infsa_viz.evaluation.budget.check_evaluation`, before any image is scored).
     """
     if not models:
         raise ValueError("models is empty; expected at least one (name, model) pair")
@@ -279,6 +295,7 @@ def evaluate(
     for method in methods:
         check_method(method)
     n = len(data)
+    check_evaluation(models, methods, protocol, n_images=n)
     all_chunks = [list(range(s, min(s + protocol.chunk, n))) for s in range(0, n, protocol.chunk)]
     chunks = [all_chunks[i] for i in shard_indices(len(all_chunks), dist)]
     if not chunks:
@@ -287,39 +304,33 @@ def evaluate(
     records: list[ImageRecord] = []
     rows: list[dict[str, Any]] = []
     evidence_wanted = data.scenes is not None and needs_evidence(protocol, methods)
+    capture = any(check_method(m).reads_attention for m in methods)
     for name, model in models:
-        measured: dict[int, ObjectImportance] = {}  # the scene objects' importance, once per chunk for every method
-
-        def evidence_of(chunk: list[int], part: LabelledImages, model: nn.Module = model,
-                        measured: dict[int, ObjectImportance] = measured) -> ObjectImportance | None:
-            if not evidence_wanted:
-                return None
-            if chunk[0] not in measured:
-                x = prepare(model, part.images).tensor
-                with torch.no_grad():
-                    logits = model(x).double()
-                given = np.asarray(part.labels, dtype=np.int64)
-                labels = np.where(given >= 0, given, logits.argmax(-1).numpy())
-                measured[chunk[0]] = object_importance(model, part, target=protocol.target.resolve(logits, labels),
-                                                       indices=chunk, batch_size=protocol.batch_size)
-            return measured[chunk[0]]
-
-        for method in methods:
-            desc = f"{getattr(model.config, 'attention', name)} {method}" if dist.is_main else None
-            part: list[ImageRecord] = []
-            done: list[tuple[int, MapResult, dict[str, Any]]] = []
-            for chunk in progress(chunks, desc=desc, unit="chunk"):
+        found: dict[str, list[ImageRecord]] = {m: [] for m in methods}
+        done: dict[str, list[tuple[int, MapResult, dict[str, Any]]]] = {m: [] for m in methods}
+        desc = f"{getattr(model.config, 'attention', name)} ({len(methods)} methods)" if dist.is_main else None
+        for chunk in progress(chunks, desc=desc, unit="chunk"):
+            part_data = data.subset(chunk)
+            record: ForwardRecord | None = None  # one clean forward per chunk, read by every method
+            evidence: ObjectImportance | None = None  # the scene objects' importance, once per chunk
+            for method in methods:
                 entry = None if journal is None else journal.load(name, method, chunk)
                 if entry is None:
-                    part_data = data.subset(chunk)
+                    if record is None:
+                        record = chunk_record(model, part_data, protocol, capture=capture)
+                    if evidence_wanted and evidence is None:
+                        evidence = object_importance(model, part_data, target=record.explained, indices=chunk,
+                                                     batch_size=protocol.batch_size)
                     entry = score_images(model, part_data, method, protocol=protocol, name=name, indices=chunk,
-                                         evidence=evidence_of(chunk, part_data))
+                                         evidence=evidence, record=record)
                     if journal is not None:
                         journal.save(name, method, chunk, *entry)
-                found, result, parts = entry
-                part += found
-                done.append((chunk[0], result, parts))
-            gathered = dist.gather((part, done))
+                part, result, parts = entry
+                found[method] += part
+                done[method].append((chunk[0], result, parts))
+        sanity: dict[int, ForwardRecord] = {}  # the row metrics' images, one forward for every method
+        for method in methods:
+            gathered = dist.gather((found[method], done[method]))
             if dist.is_main:
                 merged = sorted((r for p, _ in gathered for r in p), key=lambda r: r.index)  # type: ignore[union-attr]
                 ordered = sorted((c for _, d in gathered for c in d), key=lambda c: c[0])  # type: ignore[union-attr]
@@ -329,7 +340,7 @@ def evaluate(
                 log.info("%s %s: MoRF-AOC %s, PR-AUC %s", name, method, rows[-1].get("morf_aoc"),
                          rows[-1].get("box_pr_auc"))
                 if not check_method(method).needs_truth:  # an oracle reads the truth, not the model
-                    _add_row_metrics(rows[-1], model, data, method, protocol)
+                    _add_row_metrics(rows[-1], model, data, method, protocol, sanity)
     if not dist.is_main:
         return None
     from .comparisons import compare
@@ -360,23 +371,22 @@ def finish_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _add_row_metrics(row: dict[str, Any], model: nn.Module, data: LabelledImages, method: str,
-                     protocol: EvalSettings) -> None:
+                     protocol: EvalSettings, forwards: dict[int, ForwardRecord]) -> None:
     """The row metrics (sanity checks) of one row on the first images its setting names (rank 0).
 
-    Class-explaining maps explain the class the run's ``target`` names (as the evaluated maps do)."""
+    Class-explaining maps explain the class the run's ``target`` names (as the evaluated maps do).
+    ``forwards`` keeps the record of the first ``count`` images, shared by every method of a model."""
     spec = check_method(method)
     settings = protocol.resolved()
     for metric in protocol.row_metrics():
         count = min(int(settings[metric.subset]), len(data)) if metric.subset else len(data)
         if not count:
             continue
-        part = data.subset(range(count))
-        x = prepare(model, part.images).tensor
-        labels = np.asarray(part.labels, dtype=np.int64)
-        with torch.no_grad():
-            logits = model(x).double()
-        labels = np.where(labels >= 0, labels, logits.argmax(-1).numpy())
-        classes = protocol.target.resolve(logits, labels).numpy() if spec.explains_class else None
+        if count not in forwards:
+            forwards[count] = chunk_record(model, data.subset(range(count)), protocol)
+        record = forwards[count]
+        x = record.inputs
+        classes = record.explained.numpy() if spec.explains_class else None
         options = {**protocol.options_for(method), **({"seed": protocol.seed} if spec.seeded else {})}
 
         def maps_of(m: nn.Module, target: Tensor | None) -> Tensor:

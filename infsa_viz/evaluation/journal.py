@@ -8,11 +8,16 @@
     DIR/<settings>/<chunk>.json one finished chunk: its ImageRecords, the map's options and metadata,
                                 and the metric protocols
 
-A chunk is keyed by its model's name *and weights* (a SHA-256 of the state dict), its method, its
-image indices and a SHA-256 of its images' bytes, labels, boxes and names, so a run with more
-models or methods reuses the chunks of the others, changed weights under the same name are
-recomputed, and changing one image recomputes only the chunks that hold it. Other settings start
-another keyed set beside the first; nothing is wiped. Killed at any point, the same command reads
+A chunk is keyed by everything that shapes its result: its model's name, weights *and whole config*
+(a SHA-256 of the state dict and of the architecture and preprocessing, :func:`model_digest`), its
+method with the method's version and default options, its image indices and a SHA-256 of its
+images' bytes, labels, boxes and names; the run's settings (every metric's and map option, the
+data's description) and the toolkit's version of each selected metric
+(:attr:`~infsa_viz.metrics.registry.Metric.version`) key the set it lives in. So a run with more
+models or methods reuses the chunks of the others; changed weights, an edited ``config.json``
+(attention variant, normalisation, resize) or a metric whose definition changed are recomputed;
+and changing one image recomputes only the chunks that hold it. Other settings start another keyed
+set beside the first; nothing is wiped. Killed at any point, the same command reads
 the finished chunks back instead of recomputing them; the final report equals an uninterrupted
 run's exactly (floats round-trip through JSON exactly, arrays keep their dtype).
 
@@ -45,7 +50,7 @@ import numpy as np
 from ..io import atomic_write, read_json
 from .records import ImageRecord
 
-__all__ = ["Journal", "OutputLock", "run_fingerprint", "weights_digest"]
+__all__ = ["Journal", "OutputLock", "model_digest", "run_fingerprint"]
 
 log = logging.getLogger(__name__)
 
@@ -58,19 +63,29 @@ _SET_FILE = re.compile(r"^(run|[0-9a-f]{24})\.json$|^\.(run|[0-9a-f]{24})\.json\
 _TOP_FILE = re.compile(r"^(journal\.json|journal\.lock|\.journal\.json\.[^/]+\.tmp)$")
 
 
-def weights_digest(model: Any) -> str:
-    """SHA-256 of a model's state dict (names and bytes): what keys its journalled chunks."""
+def model_digest(model: Any) -> str:
+    """SHA-256 of what shapes a model's outputs: its state dict (names, dtypes, shapes and bytes) and its
+    whole config (architecture, preprocessing, class names): what keys its journalled chunks."""
     digest = hashlib.sha256()
     for name, tensor in model.state_dict().items():
-        digest.update(name.encode())
-        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+        array = tensor.detach().cpu().contiguous()
+        digest.update(f"{name}{array.dtype}{tuple(array.shape)}".encode())
+        digest.update(array.numpy().tobytes())
+    config = getattr(model, "config", None)
+    if config is not None:
+        settings = config.to_dict() if hasattr(config, "to_dict") else repr(config)
+        digest.update(json.dumps(settings, sort_keys=True, default=str).encode())
     return digest.hexdigest()
 
 
 def run_fingerprint(data: Any, protocol: Any, world_size: int) -> dict[str, Any]:
-    """What every journalled chunk of a run shares: the data's description and names, the settings
-    and the process count (models, methods and image contents are per chunk)."""
+    """What every journalled chunk of a run shares: the data's description and names, the settings,
+    the toolkit's version of each selected metric and the process count (models, methods and image
+    contents are per chunk)."""
+    from ..metrics.registry import METRICS
+
     return {"data": data.description, "names": list(data.names or []), "protocol": protocol.to_dict(),
+            "metric_versions": {name: METRICS[name].version for name in protocol.metrics},
             "world_size": world_size}
 
 
@@ -131,6 +146,21 @@ def _chunk_digest(data: Any, chunk: Sequence[int]) -> str:
     return digest.hexdigest()
 
 
+def _older_journal(directory: Path) -> bool:
+    """Whether ``directory`` is a first-layout journal (no marker): a ``run.json`` object at the top and
+    nothing but its chunks (``<24 hex>.json``) and their temporary files beside it. A folder that holds
+    anything else is a user's, whatever its ``run.json`` says."""
+    run = directory / RUN
+    try:
+        found = read_json(run) if run.is_file() and not run.is_symlink() else None
+    except ValueError:
+        return False
+    if not isinstance(found, dict):
+        return False
+    others = [e for e in directory.iterdir() if e.name != RUN]
+    return bool(others) and all(e.is_file() and not e.is_symlink() and _SET_FILE.match(e.name) for e in others)
+
+
 def _foreign(directory: Path) -> list[str]:
     """The entries of ``directory`` a journal did not write (relative names)."""
     out = []
@@ -150,9 +180,9 @@ class Journal:
         directory: the journal folder: a new or empty folder (created), or an earlier journal.
         fingerprint: what every chunk of this run shares (data description, settings; JSON-able),
             e.g. :func:`run_fingerprint`; each fingerprint gets its own keyed set in the folder.
-        models: model name -> weights digest (:func:`weights_digest`); a chunk's key holds both, so
-            a model's chunks are found again only for the same weights. Names not listed are keyed
-            by name alone.
+        models: model name -> model digest (:func:`model_digest`: weights and config); a chunk's key
+            holds both, so a model's chunks are found again only for the same weights and config.
+            Names not listed are keyed by name alone.
         data: the :class:`~infsa_viz.data.LabelledImages` the chunk indices refer to; a chunk's key
             then holds a SHA-256 of its images, labels, boxes and names, so a chunk is reused only
             for the same inputs. Without it, chunks are keyed by their indices and ``fingerprint``
@@ -208,7 +238,7 @@ class Journal:
             if mark != _MARK:
                 raise ValueError(f"{where / MARKER}: not a journal of this version ({mark!r}); choose another "
                                  "journal folder")
-        elif (where / RUN).is_file():
+        elif _older_journal(where):
             raise ValueError(f"journal {str(where)!r} is an older journal (run.json at the top, chunks without their "
                              "images' hash); its chunks cannot be reused: delete it or choose another folder")
         foreign = _foreign(where)
@@ -235,10 +265,14 @@ class Journal:
         self.close()
 
     def _path(self, model: str, method: str, chunk: Sequence[int]) -> Path:
+        from ..maps import METHODS
+
         key = tuple(int(i) for i in chunk)
         if self.data is not None and key not in self._digests:
             self._digests[key] = _chunk_digest(self.data, key)
-        text = json.dumps([model, self.models.get(model), method, key[0], len(key), self._digests.get(key)])
+        spec = METHODS.get(method)
+        version = None if spec is None else [spec.version, json.dumps(spec.defaults, sort_keys=True, default=str)]
+        text = json.dumps([model, self.models.get(model), method, version, key[0], len(key), self._digests.get(key)])
         return self.run_directory / f"{hashlib.sha256(text.encode()).hexdigest()[:24]}.json"
 
     def load(self, model: str, method: str, chunk: Sequence[int]) -> tuple[list[ImageRecord], Any, dict[str, Any]] | None:
@@ -323,14 +357,21 @@ def _flock(path: Path, busy: str, *, shared: bool = False) -> int:
 
 
 class OutputLock:
-    """An exclusive ``flock`` on ``path`` + ``.lock``; a second holder gets ``ValueError``.
+    """An exclusive ``flock`` on ``path`` + ``.lock`` (the file holds the holder's pid); a second holder
+    gets ``ValueError``.
 
     The kernel releases the lock when the process ends, however it ends, so a killed run never
     leaves a stale lock behind.
+
+    Args:
+        path: the output the lock guards.
+        holder: who a second holder is told holds it (default ``"another evaluation"``).
+        option: the option that chooses another output (default ``"--out"``).
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, holder: str = "another evaluation", option: str = "--out") -> None:
         self.path = Path(str(path) + ".lock")
+        self.holder, self.option = holder, option
         self._fd: int | None = None
 
     def __enter__(self) -> "OutputLock":
@@ -338,8 +379,8 @@ class OutputLock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise ValueError(f"cannot write next to {str(self.path)[:-5]!r}: {err.strerror or err}") from None
-        self._fd = _flock(self.path, f"another evaluation is writing {str(self.path)[:-5]!r} (lock {self.path} is "
-                          "held); wait for it to finish or choose another --out")
+        self._fd = _flock(self.path, f"{self.holder} is writing {str(self.path)[:-5]!r} (lock {self.path} is held); "
+                          f"wait for it to finish or choose another {self.option}")
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -10,7 +10,16 @@ seed-to-seed and the image-to-image variance enter it. With few seeds the bootst
 too narrow (a resample of 3 values has at most 10 distinct means and a variance ``(S − 1)/S``
 of the sample's); the t-interval is given beside it and the call comes from the t-test.
 
-:func:`t_test_p` is the vectorised p-value for simulations (``scripts/verdict_calibration.py``).
+What a test of ``S`` seeds can see: :func:`t_test_power` is the power of the two-sided t-test
+at level ``α`` against a true difference ``δ`` (the noncentral t with noncentrality
+``δ √S / σ``, ``σ`` the seed-to-seed SD of the paired differences), and
+:func:`detectable_difference` inverts it: the smallest ``δ`` called with a given power. Inside a
+Holm family of ``m`` tests the verdict evaluates both at ``α / m``, Holm's first (Bonferroni)
+step: Holm rejects every hypothesis that step rejects, so the power there is a lower bound on the
+comparison's power under Holm and the detectable difference an upper bound on what Holm needs.
+
+:func:`t_test_p` is the vectorised p-value for simulations (``scripts/verdict_calibration.py``), and
+:func:`call_rule` turns a family's Holm-adjusted seed-level p-values into calls.
 
 Example:
     >>> seed_t_test([1.0, 2.0, 3.0]).p_value < 0.1
@@ -29,7 +38,27 @@ import numpy as np
 from .._checks import check_float, check_int
 from .stats import ConfidenceInterval
 
-__all__ = ["SeedTTest", "hierarchical_bootstrap", "seed_t_test", "t_test_p"]
+__all__ = ["ALPHA", "MIN_SEEDS", "SeedTTest", "call_rule", "detectable_difference", "hierarchical_bootstrap",
+           "seed_t_test", "t_test_p", "t_test_power"]
+
+#: Family-wise significance level of the calls (Holm-adjusted seed-level p-values).
+ALPHA = 0.05
+#: Seeds a call needs (issue #15: at least 3 training seeds per variant).
+MIN_SEEDS = 3
+
+
+def call_rule(difference: Any, p_holm: Any, n_seeds: Any, *, alpha: float = ALPHA,
+              min_seeds: int = MIN_SEEDS) -> np.ndarray:
+    """The call of each comparison: ``"higher"``/``"lower"`` where ``n_seeds >= min_seeds`` and the
+    Holm-adjusted seed-level ``p_holm < alpha`` (by the sign of ``difference``), else ``"not shown"``.
+
+    Vectorised (the calibration applies it to many simulated families at once); ``nan``
+    p-values never call.
+    """
+    d = np.asarray(difference, dtype=np.float64)
+    p = np.asarray(p_holm, dtype=np.float64)
+    called = (np.asarray(n_seeds) >= min_seeds) & (np.nan_to_num(p, nan=1.0) < alpha)
+    return np.where(called & (d > 0), "higher", np.where(called & (d < 0), "lower", "not shown"))
 
 
 def t_test_p(values: Any) -> np.ndarray:
@@ -120,6 +149,87 @@ def seed_t_test(differences: Sequence[float] | np.ndarray, *, confidence: float 
     half = float(student.ppf(0.5 + confidence / 2.0, n - 1)) * se
     t = mean / se if se > 0 else math.nan
     return SeedTTest(mean, sd, n, t, n - 1, float(t_test_p(x)), mean - half, mean + half, confidence)
+
+
+def _power_options(n: Any, alpha: Any) -> tuple[int, float]:
+    n = check_int("n", n, minimum=2)
+    alpha = check_float("alpha", alpha)
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha={alpha!r} is invalid; expected 0 < alpha < 1")
+    return n, alpha
+
+
+def t_test_power(difference: float, sd: float, n: int, *, alpha: float = 0.05) -> float:
+    """Power of the two-sided one-sample t-test of mean 0 at level ``alpha`` against a true mean.
+
+    ``P(|T| > t_{1−α/2, n−1})`` with ``T`` noncentral t (``n − 1`` degrees of freedom,
+    noncentrality ``difference · √n / sd``): exact for normal seed differences of SD ``sd``.
+
+    Args:
+        difference: the true mean of the seed differences (any sign).
+        sd: their SD (> 0).
+        n: seeds (>= 2).
+        alpha: the test's level (default 0.05; inside a Holm family of ``m``: ``α / m``).
+
+    Returns:
+        The power in [alpha, 1], a Python ``float``.
+
+    Raises:
+        ValueError: a bad ``sd``, ``n`` or ``alpha``.
+
+    Example:
+        >>> round(t_test_power(1.0, 1.0, 10), 4)  # G*Power: d = 1, n = 10, two-sided 0.05
+        0.8031
+    """
+    from scipy.stats import nct, t as student
+
+    n, alpha = _power_options(n, alpha)
+    sd = check_float("sd", sd, positive=True)
+    critical = float(student.ppf(1.0 - alpha / 2.0, n - 1))
+    shift = abs(check_float("difference", difference)) * math.sqrt(n) / sd
+    # P(T < −c | shift) = P(T > c | −shift): both tails as survival functions (scipy's cdf far in the
+    # lower tail can return nan)
+    return float(nct.sf(critical, n - 1, shift) + nct.sf(critical, n - 1, -shift))
+
+
+def detectable_difference(sd: float, n: int, *, alpha: float = 0.05, power: float = 0.8) -> float:
+    """The smallest true difference the two-sided one-sample t-test of ``n`` seeds calls with ``power``.
+
+    Solves :func:`t_test_power` ``(δ, sd, n, alpha) = power`` for ``δ >= 0`` (the power grows with
+    ``δ``); in units of ``sd``. Used with the measured SD of the seed differences (a plug-in: with
+    few seeds that SD is itself uncertain).
+
+    Args:
+        sd: SD of the seed differences; 0 gives 0 (any difference is called), ``nan`` gives ``nan``.
+        n: seeds (>= 2).
+        alpha: the test's level (inside a Holm family of ``m``: ``α / m``, see the module docstring).
+        power: the wanted power in (alpha, 1) (default 0.8).
+
+    Returns:
+        ``δ`` as a Python ``float``.
+
+    Raises:
+        ValueError: a bad ``n``, ``alpha``, ``power`` or negative ``sd``.
+
+    Example:
+        >>> round(detectable_difference(1.0, 10), 3)  # Cohen's d of about 1 with 10 pairs
+        0.996
+    """
+    from scipy.optimize import brentq
+
+    n, alpha = _power_options(n, alpha)
+    power = check_float("power", power)
+    if not alpha < power < 1.0:
+        raise ValueError(f"power={power!r} is invalid; expected alpha < power < 1")
+    if sd is None or (isinstance(sd, float) and math.isnan(sd)):
+        return math.nan
+    sd = check_float("sd", sd, minimum=0.0)
+    if sd == 0.0:
+        return 0.0
+    high = sd
+    while t_test_power(high, sd, n, alpha=alpha) < power:
+        high *= 2.0
+    return float(brentq(lambda d: t_test_power(d, sd, n, alpha=alpha) - power, 0.0, high, xtol=1e-9 * sd))
 
 
 def hierarchical_bootstrap(groups: Sequence[Any], *, confidence: float = 0.95, n_resamples: int = 2000,

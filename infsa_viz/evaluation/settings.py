@@ -1,8 +1,8 @@
 """The evaluation's settings: its own choices, the metrics it runs with theirs, and the map options.
 
 Every metric declares its free choices (:class:`~infsa_viz.metrics.registry.Setting`); the
-settings object holds their resolved values beside the run's own (which class the curves track,
-which images they count, which class the maps explain, seeds, chunking) and the map selectors
+settings object holds their resolved values beside the run's own (the class the maps explain and
+every metric scores, which images the curves count, seeds, chunking) and the map selectors
 (layer, head, γ), and stores them with every result (:meth:`EvalSettings.to_dict`).
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 
 from .._checks import check_choice, check_float, check_int
 from ..maps import parse_head, selector_options
-from ..metrics.protocol import SCORES, SELECTIONS
+from ..metrics.protocol import SELECTIONS
 from ..metrics.registry import METRICS, SETTINGS, RowMetric, check_metric, default_metrics, resolve_settings
 from ..targets import Target
 
@@ -27,10 +27,11 @@ class EvalSettings:
     """The evaluation's free choices (each metric adds its own fixed rules to its protocol).
 
     Args:
-        score: ``"target"`` (curves track the ground-truth class) or ``"predicted"``.
         select: images in the ``"scored"`` figures: ``"correct"`` (correctly classified) or ``"all"``.
-        target: what class-explaining maps explain (:class:`~infsa_viz.targets.Target`:
-            ``"label"`` by default, ``"predicted"``, ``"top k"``, a class index).
+        target: the class class-explaining maps explain and every metric scores (the probability
+            the removal curves track, the class the evidence interventions measure):
+            a :class:`~infsa_viz.targets.Target`, ``"label"`` by default (an image without a label:
+            its prediction), ``"predicted"``, ``"top k"``, a class index.
         seed: tie-breaking seed (and random-map seed).
         chunk: images per map call (also bounds memory of dense spectral maps).
         batch_size: perturbed copies per forward pass (does not change the results).
@@ -44,21 +45,21 @@ class EvalSettings:
         ValueError: naming the setting, its value and what was expected.
     """
 
-    __slots__ = ("score", "select", "target", "seed", "chunk", "batch_size", "metrics", "map_options", "values")
+    __slots__ = ("select", "target", "seed", "chunk", "batch_size", "metrics", "map_options", "values")
 
-    def __init__(self, *, score: str = "target", select: str = "correct", target: Any = "label", seed: int = 0,
+    def __init__(self, *, select: str = "correct", target: Any = "label", seed: int = 0,
                  chunk: int = 50, batch_size: int = 512, metrics: Sequence[str] | None = None,
                  map_options: Mapping[str, Any] | None = None, **settings: Any) -> None:
-        check_choice("score", score, SCORES)
         check_choice("select", select, SELECTIONS)
         check_int("seed", seed, minimum=0)
         check_int("chunk", chunk, minimum=1)
         check_int("batch_size", batch_size, minimum=1)
         names = tuple(default_metrics() if metrics is None else metrics)
+        if not names:
+            raise ValueError(f"metrics is empty; expected at least one of {list(METRICS)} (None: the defaults)")
         for name in names:
             check_metric(name)
         set_ = object.__setattr__
-        set_(self, "score", score)
         set_(self, "select", select)
         set_(self, "target", Target.parse(target, name="target"))
         set_(self, "seed", seed)
@@ -88,14 +89,14 @@ class EvalSettings:
 
     def replace(self, **changes: Any) -> EvalSettings:
         """A copy with ``changes`` (any argument of the constructor, or a metric setting)."""
-        given = {"score": self.score, "select": self.select, "target": self.target, "seed": self.seed,
+        given = {"select": self.select, "target": self.target, "seed": self.seed,
                  "chunk": self.chunk, "batch_size": self.batch_size, "metrics": self.metrics,
                  "map_options": self.map_options, **self.values}
         return EvalSettings(**{**given, **changes})
 
     def resolved(self) -> dict[str, Any]:
-        """What a metric reads: every metric setting and the run's ``score``, ``select``, ``seed``, ``batch_size``."""
-        return {**self.values, "score": self.score, "select": self.select, "seed": self.seed,
+        """What a metric reads: every metric setting and the run's ``select``, ``seed``, ``batch_size``."""
+        return {**self.values, "select": self.select, "seed": self.seed,
                 "batch_size": self.batch_size}
 
     def image_metrics(self) -> list[Any]:
@@ -115,10 +116,10 @@ class EvalSettings:
         out: dict[str, Any] = {}
         for name in SETTINGS:  # the metrics' settings, then the run's own
             out[name] = self.values[name]
-        out.update({"score": self.score, "select": self.select, "target": self.target.to_json(), "seed": self.seed,
+        out.update({"select": self.select, "target": self.target.to_json(), "seed": self.seed,
                     "chunk": self.chunk, "batch_size": self.batch_size, "metrics": list(self.metrics),
                     "map_options": dict(self.map_options),
-                    "target_rule": f"class-explaining maps explain {self.target.describe()}"})
+                    "target_rule": f"class-explaining maps explain, and every metric scores, {self.target.describe()}"})
         return out
 
 

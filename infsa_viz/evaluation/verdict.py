@@ -2,7 +2,9 @@
 
 An evaluation of models named ``<name>-seed<k>`` (several variants trained with the same seeds,
 e.g. by ``scripts/train_seeds.py``) pairs each InfSA model with the softmax model **of the same
-seed**. For every figure, explanation map and variant, :func:`variant_verdict`:
+seed and the same folder**: the models of one folder form one group (e.g. one training setting
+of a benchmark, ``models/seeds/<benchmark>/<setting>/``) and are compared only with each other.
+For every group, figure, explanation map and variant, :func:`variant_verdict`:
 
 1. matches the images: only those **both** models of the seed classify correctly (and where the
    figure is defined for both), so a weaker classifier is not judged on other images; the
@@ -13,10 +15,18 @@ seed**. For every figure, explanation map and variant, :func:`variant_verdict`:
    ``S − 1`` degrees of freedom) and gives their hierarchical-bootstrap interval (seeds, then
    images within each seed; :func:`~infsa_viz.evaluation.seed_stats.hierarchical_bootstrap`) and
    t-interval;
-4. adjusts the seed-level p-values by Holm across the whole family of comparisons (figures ×
-   maps × variants) and calls ``"higher"`` / ``"lower"`` (:func:`call_rule`) only where the
-   Holm-adjusted p is below ``alpha`` with at least ``min_seeds`` seeds; ``"not shown"``
-   otherwise, with the reason.
+4. adjusts the seed-level p-values by Holm across the whole family of ``m`` comparisons (groups ×
+   figures × maps × variants) and calls ``"higher"`` / ``"lower"`` (:func:`~.seed_stats.call_rule`) only where
+   the Holm-adjusted p is below ``alpha`` with at least ``min_seeds`` seeds; ``"not shown"``
+   otherwise, with the reason;
+5. says what the test can see: the simultaneous t-interval at level ``1 − alpha / m``
+   (Bonferroni; it excludes 0 only where Holm's first step rejects, so an interval that excludes
+   0 always comes with a call) and the detectable difference, the smallest true difference the
+   test calls with 80 % power at ``alpha / m`` given the measured SD of the seed differences
+   (:func:`~infsa_viz.evaluation.seed_stats.detectable_difference`; a lower bound on Holm's power,
+   so an upper bound on the difference Holm needs);
+6. repeats the test under each image set (:mod:`.image_sets`: matched, each model's own correct
+   images, all images), so the report says whether a call depends on which images are averaged.
 
 Each seed also keeps its image-level paired tests (paired bootstrap and Wilcoxon signed-rank on
 the matched images, Holm within the seed): statements about **those two trained models**, never
@@ -38,12 +48,13 @@ import numpy as np
 
 from ..metrics.registry import FIGURES
 from ..model.attention import DEFAULT_VARIANT, VARIANTS
+from .image_sets import IMAGE_SETS, image_set_calls, seed_set_means
 from .records import ImageRecord, per_image_figures
-from .seed_stats import hierarchical_bootstrap, seed_t_test
+from .seed_stats import ALPHA, MIN_SEEDS, call_rule, detectable_difference, hierarchical_bootstrap, seed_t_test
 from .stats import compare_paired, holm, significant
 
-__all__ = ["ACCURACY_GAP", "ALPHA", "MIN_SEEDS", "PAIRED_FIGURES", "PAPER_FIGURES", "call_rule", "quality_across_seeds",
-           "split_seed", "spread", "variant_verdict", "verdict_methods"]
+__all__ = ["ACCURACY_GAP", "DETECTION_POWER", "PAIRED_FIGURES", "PAPER_FIGURES", "detection", "model_group",
+           "quality_across_seeds", "split_seed", "spread", "variant_verdict", "verdict_methods"]
 
 #: The paper's figures (Roffo & Palmer, arXiv 2603.00175; ImageNet-scale models, protocol not
 #: published, so never like for like with ours), in %, per variant.
@@ -53,14 +64,14 @@ PAPER_FIGURES: dict[str, dict[str, float]] = {
     "linear_infsa": {"morf_aoc": 76.0, "box_roc_auc": 75.9, "box_pr_auc": 76.1},
 }
 #: Figures compared across models and called (higher is better for all): faithfulness by evidence
-#: (the rank correlation with the objects' importance), MoRF-AOC, and plausibility (box PR-AUC).
-PAIRED_FIGURES = ("evidence_spearman", "morf_aoc", "box_pr_auc")
-#: Family-wise significance level of the calls (Holm-adjusted seed-level p-values).
-ALPHA = 0.05
-#: Seeds a call needs (issue #15: at least 3 training seeds per variant).
-MIN_SEEDS = 3
+#: (the evidence mass accuracy: the map's area-normalised mass over the objects against their measured
+#: importance, the figure the controlled meta-evaluation trusts for every model), MoRF-AOC, and
+#: plausibility (box PR-AUC).
+PAIRED_FIGURES = ("evidence_mass_accuracy", "morf_aoc", "box_pr_auc")
 #: Accuracy difference (points) above which a comparison is flagged.
 ACCURACY_GAP = 5.0
+#: The power of a comparison's detectable difference.
+DETECTION_POWER = 0.8
 _QUALITY_KEYS = ("oracle", "random", "best_attention_value", "oracle_minus_random", "oracle_minus_best_attention",
                  "method_spread")
 _SEED = re.compile(r"^(?P<base>.+)-seed(?P<seed>\d+)$")
@@ -70,6 +81,12 @@ def split_seed(model: str) -> tuple[str, int | None]:
     """``"runs/hard/pure_infsa-seed2"`` → ``("runs/hard/pure_infsa", 2)``; no suffix → ``(model, None)``."""
     match = _SEED.match(model.rstrip("/"))
     return (match["base"], int(match["seed"])) if match else (model, None)
+
+
+def model_group(model: str) -> str:
+    """The group of a seed model: its folder (``"models/seeds/cued-digits/p0.9/softmax-seed1"`` →
+    ``"models/seeds/cued-digits/p0.9"``; ``""`` for a bare name)."""
+    return split_seed(model)[0].rpartition("/")[0]
 
 
 def spread(values: Sequence[float | None], digits: int = 4) -> dict[str, Any]:
@@ -88,20 +105,6 @@ def verdict_methods(methods: Sequence[str]) -> list[str]:
     from ..maps import METHODS
 
     return [m for m in methods if m in METHODS and METHODS[m].role == "explanation"]
-
-
-def call_rule(difference: Any, p_holm: Any, n_seeds: Any, *, alpha: float = ALPHA,
-              min_seeds: int = MIN_SEEDS) -> np.ndarray:
-    """The call of each comparison: ``"higher"``/``"lower"`` where ``n_seeds >= min_seeds`` and the
-    Holm-adjusted seed-level ``p_holm < alpha`` (by the sign of ``difference``), else ``"not shown"``.
-
-    Vectorised (the calibration applies it to many simulated families at once); ``nan``
-    p-values never call.
-    """
-    d = np.asarray(difference, dtype=np.float64)
-    p = np.asarray(p_holm, dtype=np.float64)
-    called = (np.asarray(n_seeds) >= min_seeds) & (np.nan_to_num(p, nan=1.0) < alpha)
-    return np.where(called & (d > 0), "higher", np.where(called & (d < 0), "lower", "not shown"))
 
 
 def _r(value: float, digits: int = 6) -> float | None:
@@ -123,21 +126,23 @@ def _tables(records: Sequence[ImageRecord], figures: Sequence[str]) -> dict[tupl
     return out
 
 
-def _pairs(tables: dict[tuple[str, str], dict[str, Any]], baseline: str) -> dict[str, dict[int, tuple[str, str]]]:
-    """``{variant: {seed: (variant model, baseline model)}}`` over seeds both variants were trained with."""
-    by_seed: dict[tuple[str, int], str] = {}
+def _pairs(tables: dict[tuple[str, str], dict[str, Any]],
+           baseline: str) -> dict[tuple[str, str], dict[int, tuple[str, str]]]:
+    """``{(group, variant): {seed: (variant model, baseline model)}}`` over the seeds both variants of a
+    group (:func:`model_group`) were trained with."""
+    by_seed: dict[tuple[str, str, int], str] = {}
     for (model, method), table in tables.items():
-        variant, (_, seed) = table["variant"], split_seed(model)
+        variant, (_, seed), group = table["variant"], split_seed(model), model_group(model)
         if seed is None:
             continue
-        known = by_seed.setdefault((variant, seed), model)
+        known = by_seed.setdefault((group, variant, seed), model)
         if known != model:
-            raise ValueError(f"models {known!r} and {model!r} are both {variant} seed {seed}; expected one model "
-                             "per variant and seed in a verdict")
-    out: dict[str, dict[int, tuple[str, str]]] = {}
-    for (variant, seed), model in sorted(by_seed.items(), key=lambda kv: (_order(kv[0][0]), kv[0][1])):
-        if variant != baseline and (baseline, seed) in by_seed:
-            out.setdefault(variant, {})[seed] = (model, by_seed[baseline, seed])
+            raise ValueError(f"models {known!r} and {model!r} are both {variant} seed {seed} in folder {group!r}; "
+                             "expected one model per variant and seed in a group")
+    out: dict[tuple[str, str], dict[int, tuple[str, str]]] = {}
+    for (group, variant, seed), model in sorted(by_seed.items(), key=lambda kv: (kv[0][0], _order(kv[0][1]), kv[0][2])):
+        if variant != baseline and (group, baseline, seed) in by_seed:
+            out.setdefault((group, variant), {})[seed] = (model, by_seed[group, baseline, seed])
     return out
 
 
@@ -150,24 +155,30 @@ def _accuracy(tables: dict[tuple[str, str], dict[str, Any]], model: str) -> floa
     return None if table is None or not table["correct"].size else float(table["correct"].mean())
 
 
-def _seed_entry(v: dict[str, Any], b: dict[str, Any], figure: str) -> tuple[np.ndarray, np.ndarray]:
-    """The two models' values on the matched images: both correct, figure defined for both."""
+def _seed_entry(v: dict[str, Any], b: dict[str, Any], figure: str,
+                images: str) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """The two models' values on the verdict's images (``"matched"``: both correct, figure defined for
+    both; ``"all"``: defined for both), and both means under every image set
+    (:func:`~.image_sets.seed_set_means`)."""
     shared, iv, ib = np.intersect1d(v["index"], b["index"], return_indices=True)
     x, y = v[figure][iv], b[figure][ib]
-    keep = v["correct"][iv] & b["correct"][ib] & np.isfinite(x) & np.isfinite(y)
-    return x[keep], y[keep]
+    keep = np.isfinite(x) & np.isfinite(y)
+    if images == "matched":
+        keep &= v["correct"][iv] & b["correct"][ib]
+    return x[keep], y[keep], seed_set_means(x, y, v["correct"][iv], b["correct"][ib])
 
 
-def _comparison(figure: str, method: str, variant: str, seeds: dict[int, tuple[str, str]],
+def _comparison(figure: str, method: str, pair: tuple[str, str], seeds: dict[int, tuple[str, str]],
                 tables: dict[tuple[str, str], dict[str, Any]], options: dict[str, Any]) -> dict[str, Any]:
+    group, variant = pair
     per_seed, groups = [], []
     for seed, (vm, bm) in seeds.items():
         if (vm, method) not in tables or (bm, method) not in tables:
             continue
-        x, y = _seed_entry(tables[vm, method], tables[bm, method], figure)
+        x, y, sets = _seed_entry(tables[vm, method], tables[bm, method], figure, options["images"])
         entry: dict[str, Any] = {"seed": seed, "variant_model": vm, "baseline_model": bm, "n_images": int(x.size),
                                  "variant_accuracy": _r(_accuracy(tables, vm)),
-                                 "baseline_accuracy": _r(_accuracy(tables, bm))}
+                                 "baseline_accuracy": _r(_accuracy(tables, bm)), "image_sets": sets}
         if x.size:
             groups.append(x - y)
             entry.update(variant_mean=_r(x.mean()), baseline_mean=_r(y.mean()), difference=_r((x - y).mean()))
@@ -175,8 +186,8 @@ def _comparison(figure: str, method: str, variant: str, seeds: dict[int, tuple[s
                 test = compare_paired(x, y, n_resamples=options["n_resamples"], seed=options["seed"])
                 entry["image_level"] = {k: v for k, v in test.to_dict().items() if k not in ("mean_a", "mean_b")}
         per_seed.append(entry)
-    out: dict[str, Any] = {"figure": figure, "method": method, "variant": variant, "baseline": options["baseline"],
-                           "seeds": [s["seed"] for s in per_seed if s["n_images"]], "n_seeds": len(groups),
+    out: dict[str, Any] = {"group": group, "figure": figure, "method": method, "variant": variant,
+                           "baseline": options["baseline"], "seeds": [s["seed"] for s in per_seed if s["n_images"]], "n_seeds": len(groups),
                            "per_seed": per_seed}
     accuracies = [(s["variant_accuracy"], s["baseline_accuracy"]) for s in per_seed]
     gaps = [100.0 * (a - b) for a, b in accuracies if a is not None and b is not None]
@@ -195,7 +206,7 @@ def _comparison(figure: str, method: str, variant: str, seeds: dict[int, tuple[s
     return out
 
 
-def _reason(c: dict[str, Any], alpha: float, min_seeds: int) -> str:
+def _reason(c: dict[str, Any], alpha: float, min_seeds: int, images: str = "matched") -> str:
     if c["n_seeds"] < min_seeds:
         why = f"{c['n_seeds']} seed(s) with matched images; a call needs {min_seeds}"
     elif c["call"] == "not shown":
@@ -204,9 +215,30 @@ def _reason(c: dict[str, Any], alpha: float, min_seeds: int) -> str:
         why = (f"mean of {c['n_seeds']} seed differences {c['call']} than 0: t-test p = {c['p']:.3g}, "
                f"Holm-adjusted {c['p_holm']:.3g} < {alpha}")
     if c["accuracy_flag"]:
-        why += (f"; accuracies differ by {c['accuracy_gap']:+.1f} points (> {ACCURACY_GAP:g}): "
-                "compared on the images both models classify correctly")
+        why += (f"; accuracies differ by {c['accuracy_gap']:+.1f} points (> {ACCURACY_GAP:g}): compared on "
+                + ("the images both models classify correctly" if images == "matched" else "every image"))
     return why
+
+
+def detection(comparisons: Sequence[dict[str, Any]], *, alpha: float = ALPHA, power: float = DETECTION_POWER) -> None:
+    """Add what each comparison's test can see, inside its family of ``m`` comparisons with a p-value.
+
+    From the comparison's seed differences (``per_seed[*]["difference"]``): ``family`` (``m``),
+    ``ci_simultaneous`` (the t-interval at level ``1 − alpha / m``: Bonferroni, so the ``m``
+    intervals cover their true differences together with probability at least ``1 − alpha``; one
+    that excludes 0 means Holm's first step, hence Holm, calls it) and ``detectable_difference``
+    (:func:`~.seed_stats.detectable_difference` at ``alpha / m`` and ``power``, with the measured SD
+    of the seed differences; ``None`` with fewer than 2 seeds).
+    """
+    m = sum(c.get("p") is not None for c in comparisons)
+    for c in comparisons:
+        differences = [s["difference"] for s in c["per_seed"] if s.get("difference") is not None]
+        c.update(family=m, ci_simultaneous=None, detectable_difference=None)
+        if len(differences) < 2 or m == 0:
+            continue
+        test = seed_t_test(differences, confidence=1.0 - alpha / m)
+        c.update(ci_simultaneous=[_r(test.low), _r(test.high)],
+                 detectable_difference=_r(detectable_difference(test.sd, test.n, alpha=alpha / m, power=power)))
 
 
 def _holm_image_level(comparisons: list[dict[str, Any]]) -> None:
@@ -226,12 +258,12 @@ def _holm_image_level(comparisons: list[dict[str, Any]]) -> None:
 def variant_verdict(records: Sequence[ImageRecord], *, figures: Sequence[str] = PAIRED_FIGURES,
                     methods: Sequence[str] | None = None, baseline: str = DEFAULT_VARIANT, alpha: float = ALPHA,
                     min_seeds: int = MIN_SEEDS, accuracy_gap: float = ACCURACY_GAP, n_resamples: int = 2000,
-                    seed: int = 0, image_level: bool = True) -> dict[str, Any]:
+                    seed: int = 0, image_level: bool = True, images: str = "matched") -> dict[str, Any]:
     """Each variant against ``baseline`` per figure and map, across the seeds both were trained with.
 
     Args:
         records: the evaluation's per-image records; models named ``<name>-seed<k>`` (one model per
-            variant and seed), others are ignored.
+            variant, seed and folder), others are ignored.
         figures: per-image table figures of the metric registry
             (:data:`~infsa_viz.metrics.registry.FIGURES`).
             Default MoRF-AOC and box PR-AUC.
@@ -243,21 +275,29 @@ def variant_verdict(records: Sequence[ImageRecord], *, figures: Sequence[str] = 
         accuracy_gap: accuracy difference in points above which a comparison is flagged.
         n_resamples, seed: of the hierarchical bootstrap and the image-level paired bootstrap.
         image_level: also run each seed's image-level paired tests (default ``True``).
+        images: the image set the call reads: ``"matched"`` (default: the images both models
+            classify correctly) or ``"all"`` (every image where the figure is defined for both:
+            for a benchmark whose explained class is the prediction and whose informative images
+            are those a model gets "wrong", such as a cue-conflicting image decided by the cue).
 
     Returns:
-        ``{"protocol", "comparisons"}``; each comparison holds ``figure``, ``method``,
-        ``variant``, ``baseline``, ``seeds``, ``n_seeds``, ``difference`` (mean of the seed
-        differences, ``variant − baseline`` in the figure's units), ``ci`` (hierarchical
-        bootstrap, 95 %), ``ci_t``, ``sd_seeds``, ``t``, ``p`` and ``p_holm`` (seed level),
-        ``call``, ``reason``, ``accuracy_gap`` (points, mean over seeds), ``accuracy_flag``,
-        ``matched_images`` and ``per_seed`` (models, accuracies, matched images, both means,
-        the difference and its ``image_level`` tests).
+        ``{"protocol", "comparisons"}``; each comparison holds ``group`` (:func:`model_group`),
+        ``figure``, ``method``, ``variant``, ``baseline``, ``seeds``, ``n_seeds``, ``difference``
+        (mean of the seed differences, ``variant − baseline`` in the figure's units), ``ci``
+        (hierarchical bootstrap, 95 %), ``ci_t`` (t, 95 %), ``sd_seeds``, ``t``, ``p`` and
+        ``p_holm`` (seed level), ``call``, ``reason``, ``family``, ``ci_simultaneous`` and
+        ``detectable_difference`` (:func:`detection`), ``image_sets`` (:mod:`.image_sets`),
+        ``accuracy_gap`` (points, mean over seeds), ``accuracy_flag``, ``matched_images`` and
+        ``per_seed`` (models, accuracies, matched images, both means, the difference, its
+        ``image_sets`` means and its ``image_level`` tests).
 
     Raises:
-        ValueError: a bad ``alpha`` or figure, or two models of one variant and seed.
+        ValueError: a bad ``alpha`` or figure, or two models of one variant and seed in one folder.
     """
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha={alpha!r} must lie strictly between 0 and 1")
+    if images not in ("matched", "all"):
+        raise ValueError(f"images={images!r} is invalid; expected 'matched' or 'all'")
     known = [name for name, f in FIGURES.items() if f.table]
     for figure in figures:
         if figure not in known:
@@ -267,28 +307,41 @@ def variant_verdict(records: Sequence[ImageRecord], *, figures: Sequence[str] = 
     present = list(dict.fromkeys(method for _, method in tables))
     chosen = verdict_methods(present) if methods is None else [m for m in methods if m in present]
     options = {"baseline": baseline, "n_resamples": n_resamples, "seed": seed, "image_level": image_level,
-               "accuracy_gap": accuracy_gap}
-    comparisons = [_comparison(figure, method, variant, seeds, tables, options)
-                   for variant, seeds in _pairs(tables, baseline).items() for method in chosen for figure in figures]
+               "accuracy_gap": accuracy_gap, "images": images}
+    comparisons = [_comparison(figure, method, pair, seeds, tables, options)
+                   for pair, seeds in _pairs(tables, baseline).items() for method in chosen for figure in figures]
     raw = np.array([math.nan if c["p"] is None else c["p"] for c in comparisons], dtype=np.float64)
     adjusted = holm(raw) if comparisons else raw
     calls = call_rule([c["difference"] or 0.0 for c in comparisons], adjusted,
                       [c["n_seeds"] for c in comparisons], alpha=alpha, min_seeds=min_seeds)
     for c, p_holm, call in zip(comparisons, adjusted, calls, strict=True):
         c.update(p_holm=significant(float(p_holm)), call=str(call))
-        c["reason"] = _reason(c, alpha, min_seeds)
+        c["reason"] = _reason(c, alpha, min_seeds, images)
+    detection(comparisons, alpha=alpha)
+    image_set_calls(comparisons, alpha=alpha, min_seeds=min_seeds)
     _holm_image_level(comparisons)
     return {"protocol": {
         "unit": "the trained model: one difference per training seed, variant - baseline on the same images",
         "baseline": baseline, "alpha": alpha, "min_seeds": min_seeds, "figures": list(figures), "methods": chosen,
-        "images": "per seed, the images both models classify correctly and where the figure is defined for both "
-                  "(matched_images); accuracies beside, flagged when they differ by more than "
-                  f"{accuracy_gap:g} points",
+        "groups": "models are paired within their folder (model_group): one group per folder",
+        "images": ("per seed, the images both models classify correctly and where the figure is defined for both "
+                   if images == "matched" else "per seed, every image where the figure is defined for both models "
+                   "(misclassified ones included) ") + "(matched_images); accuracies beside, flagged when they differ "
+                  f"by more than {accuracy_gap:g} points",
+        "image_set": images,
+        "image_sets": {**IMAGE_SETS, "test": "image_sets: the same seed-level test, Holm across the family and call "
+                                             "rule on each set's seed differences"},
         "difference": "mean over seeds of each seed's mean difference (positive: the variant's map scores higher)",
         "interval": f"ci: hierarchical percentile bootstrap (resample seeds, then images within each seed), 95 %, "
-                    f"{n_resamples} resamples, seed {seed}; ci_t: t-interval of the seed differences",
+                    f"{n_resamples} resamples, seed {seed}; ci_t: t-interval of the seed differences, 95 %; "
+                    "ci_simultaneous: t-interval at 1 - alpha/family (Bonferroni: all hold together with probability "
+                    ">= 1 - alpha; one that excludes 0 is called by Holm)",
+        "detectable_difference": f"the smallest true difference the t-test at alpha/family calls with "
+                                 f"{DETECTION_POWER:.0%} power (noncentral t, df = seeds - 1) at the measured SD of "
+                                 "the seed differences: Holm's first (Bonferroni) step, a lower bound on Holm's power, "
+                                 "so an upper bound on the difference Holm needs",
         "test": "one-sample t-test of the seed differences (df = seeds - 1), two-sided",
-        "correction": "Holm (1979) across every comparison of this verdict (figures x maps x variants)",
+        "correction": "Holm (1979) across every comparison of this verdict (groups x figures x maps x variants)",
         "rule": f"'higher'/'lower' only when at least {min_seeds} seeds and the Holm-adjusted seed-level p < "
                 f"{alpha}; otherwise 'not shown'",
         "image_level": "per seed: paired bootstrap and Wilcoxon signed-rank on the matched images, Holm within the "

@@ -10,12 +10,12 @@ import logging
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..io import atomic_write, write_json
+from ..io import atomic_write, csv_cell, read_json, write_json
 from ..metrics.registry import figures_of
 from .engine import Evaluation
 from .records import ImageRecord
 
-__all__ = ["TABLE_COLUMNS", "records_csv", "report", "rows_csv", "table_columns", "write_evaluation",
+__all__ = ["TABLE_COLUMNS", "read_report", "records_csv", "report", "rows_csv", "table_columns", "write_evaluation",
            "write_plotly_js"]
 
 log = logging.getLogger(__name__)
@@ -43,12 +43,33 @@ def report(evaluation: Evaluation, *, command: str | None = None) -> dict[str, A
             "results": evaluation.rows, "rankings": evaluation.rankings, **evaluation.comparisons}
 
 
+def read_report(path: str | Path, *, parts: Sequence[str] = ("protocol", "dataset", "results")) -> dict[str, Any]:
+    """A report :func:`write_evaluation` wrote, checked: a JSON object with ``parts`` (by default all of
+    ``protocol``, ``dataset`` and ``results``), its ``results`` rows naming their model, variant and method.
+
+    Raises:
+        ValueError: the file is missing, empty, not JSON, or not such a report (naming what is wrong).
+    """
+    record = read_json(path)
+    expected = f"expected an evaluation report (infsa-viz evaluate --out): an object with {', '.join(parts)}"
+    if not isinstance(record, dict):
+        raise ValueError(f"{path}: {expected}, got {type(record).__name__}")
+    kinds = {"protocol": dict, "dataset": dict, "results": list}
+    missing = [k for k in parts if not isinstance(record.get(k), kinds.get(k, object))]
+    if missing:
+        raise ValueError(f"{path}: {expected}; {missing} missing or of the wrong type")
+    for i, row in enumerate(record.get("results", [])):
+        if not isinstance(row, dict) or not all(isinstance(row.get(k), str) for k in ("model", "variant", "method")):
+            raise ValueError(f"{path}: results[{i}] is not a report row (expected 'model', 'variant' and 'method')")
+    return record
+
+
 def _csv(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
     for row in rows:
-        writer.writerow({k: ("" if v is None else json.dumps(v) if isinstance(v, (list, dict)) else v)
+        writer.writerow({k: csv_cell("" if v is None else json.dumps(v) if isinstance(v, (list, dict)) else v)
                          for k, v in row.items()})
     return buf.getvalue()
 

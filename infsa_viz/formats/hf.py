@@ -156,6 +156,8 @@ def from_transformers(directory: str | Path, *, map_location: str = "cpu") -> Vi
     source = str(config_path)
     if not isinstance(hf, dict):
         raise ValueError(f"{source}: expected a JSON object")
+    if not isinstance(hf.get("model_type"), str):
+        raise ValueError(f"{source}: model_type={hf.get('model_type')!r} is invalid; expected a string such as 'vit'")
     weights = directory / "model.safetensors"
     if not weights.is_file() and (directory / "model.safetensors.index.json").is_file():
         weights = directory / "model.safetensors.index.json"
@@ -175,6 +177,14 @@ def from_transformers(directory: str | Path, *, map_location: str = "cpu") -> Vi
     if "head.weight" not in ours:
         raise ValueError(f"{source}: no classifier weights; is this an image-classification model?")
     num_classes = ours["head.weight"].shape[0]
+    declared = hf.get("num_labels")
+    if declared is not None and (isinstance(declared, bool) or declared != num_classes):
+        raise ValueError(f"{source}: num_labels={declared!r} contradicts the classifier, which has {num_classes} rows "
+                         f"(classifier.weight); expected num_labels={num_classes} or none")
+    id2label = hf.get("id2label")
+    if isinstance(id2label, dict) and len(id2label) != num_classes:
+        logger.warning("%s: id2label names %d classes, the classifier has %d rows; its class names are not used",
+                       source, len(id2label), num_classes)
     dim, heads = _int(hf, "hidden_size", 768, source), _int(hf, "num_attention_heads", 12, source)
     depth, channels = _int(hf, "num_hidden_layers", 12, source), _int(hf, "num_channels", 3, source)
     hidden = _int(hf, "intermediate_size", 4 * dim, source)

@@ -1,12 +1,15 @@
 """Our own format: a directory written by :func:`infsa_viz.model.files.save_model`.
 
 ``config.json`` (a :class:`~infsa_viz.model.config.ViTConfig`, no transformers ``model_type``) and
-``model.safetensors``; optionally ``card.json`` recording the weights' sha256 (written by training).
+``model.safetensors``; optionally ``card.json`` (written by training) recording the weights' sha256,
+the variant and the recipe's model: a ``config.json`` that contradicts them (an attention variant,
+a depth, a normalisation edited by hand) is refused, since the weights were trained as the card says.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -43,11 +46,41 @@ def load_directory(directory: str | Path, *, map_location: str | torch.device = 
     sha256 = recorded.get("weights_sha256") if isinstance(recorded, dict) else None
     if sha256 is not None and not isinstance(sha256, str):
         raise ValueError(f"{card}: weights_sha256={sha256!r} must be a hex string")
+    if isinstance(recorded, dict):
+        check_card(config, recorded, config_path=directory / CONFIG_FILE, card_path=card)
     state = load_weights(weights, expected, against=CONFIG_FILE, sha256=sha256, map_location=map_location)
     model = VisionTransformer(config)
     model.load_state_dict(state)
     model.origin = str(directory)
     return model.eval()
+
+
+#: Config fields a card may disagree with: where the weights came from, and the classes' names.
+_INFORMATIONAL = ("source", "class_names")
+
+
+def check_card(config: ViTConfig, card: dict[str, Any], *, config_path: Path, card_path: Path) -> None:
+    """Refuse a config that contradicts its model card: the card's ``variant``, or any field of its
+    ``recipe.model`` (architecture and preprocessing) but :data:`_INFORMATIONAL`.
+
+    Raises:
+        ValueError: naming the fields, the config's values and the card's.
+    """
+    found: dict[str, str] = {}
+    variant = card.get("variant")
+    if variant is not None and variant != config.attention:
+        found["attention"] = f"attention={config.attention!r} (card variant {variant!r})"
+    recipe = card.get("recipe")
+    trained = recipe.get("model") if isinstance(recipe, dict) else None
+    if isinstance(trained, dict):
+        expected = ViTConfig.from_dict(trained, source=f"{card_path}: recipe.model").to_dict()
+        given = config.to_dict()
+        for key in expected:
+            if key not in _INFORMATIONAL and given[key] != expected[key]:
+                found.setdefault(key, f"{key}={given[key]!r} (card {expected[key]!r})")
+    if found:
+        raise ValueError(f"{config_path}: contradicts {card_path.name}, which records what the weights were trained "
+                         f"as: {', '.join(found.values())}; restore config.json or remove the card")
 
 
 def _detect(candidate: Candidate) -> bool:

@@ -5,9 +5,12 @@ from __future__ import annotations
 from typing import Any, Literal, Sequence
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
-from ..model.capture import AttentionRecord, capture_attention
+from ..estimate import TILE_BYTES, Estimate, Workload
+from ..forward import ForwardRecord
+from ..model.capture import AttentionRecord
+from ..model.operators.base import DENSE_BUDGET
 from .base import MapMethod, register, select_layer, tokens_to_grid
 
 __all__ = ["AttentionMap", "Rollout", "fuse_heads", "rollout"]
@@ -40,6 +43,10 @@ class AttentionMap(MapMethod):
 
     softmax: ``softmax(q kᵀ/√D)``; pure InfSA: ``Â``; Linear-InfSA: ``1·aᵀ`` (every row is ``a``).
     ``row="cls"`` reads what the CLS token attends to (needs a CLS token), ``"mean"`` the mean row.
+    The row is read from the dense ``(B, H, N, N)`` matrix while it holds at most
+    :data:`~infsa_viz.model.operators.base.DENSE_BUDGET` numbers, and matrix-free above (``sᵀA``
+    from ``q`` and ``k`` in tiles, :meth:`~infsa_viz.model.attention.Attention.graph`): the same row to
+    float tolerance, in ``O(tile + N)`` memory.
     """
 
     name = "attention"
@@ -48,21 +55,42 @@ class AttentionMap(MapMethod):
     reference = "the attention matrix itself (e.g. Dosovitskiy et al. 2021, Fig. 6)"
     defaults = {"layer": -1, "head": "mean", "row": "cls"}
     per_layer = True
-    cost = "1 forward; one N×N matrix per head of the chosen layer"
+    reads_attention = True
+    cost = "1 forward; one N×N matrix per head of the chosen layer (matrix-free row above DENSE_BUDGET numbers)"
 
-    def _compute(self, model, images, target, options):
-        _, records = capture_attention(model, images)
-        record = select_layer(records, options["layer"])
+    @staticmethod
+    def _dense(work: Workload) -> bool:
+        return work.batch * work.heads * work.tokens**2 <= DENSE_BUDGET
+
+    def estimate(self, work: Workload, options: dict[str, Any]) -> Estimate:
+        base = work.forward() + work.capture()
+        if self._dense(work):
+            return Estimate(base + work.square(2), "one forward, every layer's q, k and a (B, H, N, N) matrix with "
+                                                   "its scores")
+        return Estimate(base + TILE_BYTES + work.vectors(2 * work.heads),
+                        "one forward, every layer's q, k and the row from q, k in tiles (matrix-free)")
+
+    def _compute(self, forward, options):
+        record = select_layer(forward.attention, options["layer"])
         row = options["row"]
         if row not in ("cls", "mean"):
             raise ValueError(f"row={row!r} must be 'cls' or 'mean'")
         if row == "cls" and record.num_prefix_tokens == 0:
             raise ValueError("row='cls' needs a model with a CLS token; this one mean-pools (use row='mean')")
-        A = record.attention_matrix()  # (B, H, N, N)
-        values = A[:, :, 0] if row == "cls" else A.mean(2)  # (B, H, N)
-        tokens = _pick_heads(values, options["head"])  # (B, N)
         metadata = {"variant": record.variant, "layer": record.layer,
                     "matrix": f"what layer {record.layer} applies ({record.variant}), without rho"}
+        B, H, N, _ = record.q.shape
+        if B * H * N * N <= DENSE_BUDGET:
+            A = record.attention_matrix()  # (B, H, N, N)
+            values = A[:, :, 0] if row == "cls" else A.mean(2)  # (B, H, N)
+        else:  # sᵀA from q and k in tiles: s = e_0 (the CLS row) or 1/N (the mean row)
+            op = record.attention.graph(record.q, record.k, eps=record.eps)
+            start = torch.zeros(N, dtype=op.dtype) if row == "cls" else torch.full((N,), 1.0 / N, dtype=op.dtype)
+            if row == "cls":
+                start[0] = 1.0
+            values = op.rmatvec(start).to(record.q.dtype)  # (B, H, N)
+            metadata["computed"] = "matrix-free: the row from q and k in tiles"
+        tokens = _pick_heads(values, options["head"])  # (B, N)
         return tokens_to_grid(tokens, record), metadata, None
 
 
@@ -152,13 +180,22 @@ class Rollout(MapMethod):
     description = "attention rollout across layers (Abnar & Zuidema 2020)"
     reference = "Abnar & Zuidema, Quantifying Attention Flow in Transformers, ACL 2020"
     defaults = {"head": "mean", "add_residual": True, "matrix": "native", "start": "auto", "discard_ratio": 0.0}
+    reads_attention = True
     cost = "1 forward; one dense N×N product per layer"
 
-    def _compute(self, model: nn.Module, images: Tensor, target: Tensor | None,
-                 options: dict[str, Any]) -> tuple[Tensor, dict[str, Any], None]:
+    def estimate(self, work: Workload, options: dict[str, Any]) -> Estimate:
+        per_layer = (work.square(3 if options.get("matrix") == "infsa" else 2) + work.square(6, heads=False)
+                     + 4.0 * work.tokens**2)  # the scores, the head mean, the residual's identity and products
+        if options.get("discard_ratio"):
+            per_layer += work.square(5, heads=False)  # the sort's values, int64 indices and mask
+        return Estimate(work.forward() + work.capture() + per_layer,
+                        "every layer's q, k; per layer a (B, H, N, N) matrix and six (B, N, N) products",
+                        lower="a smaller input (fewer tokens); rollout has no matrix-free path (neumann and visits do)")
+
+    def _compute(self, forward: ForwardRecord, options: dict[str, Any]) -> tuple[Tensor, dict[str, Any], None]:
         from .spectral import start_row
 
-        _, records = capture_attention(model, images)
+        records = forward.attention
         start = start_row(options["start"], records[0])
         head = options["head"]
         if head not in FUSIONS:

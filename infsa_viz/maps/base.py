@@ -17,6 +17,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from ..estimate import Estimate, Workload, check_estimate
+from ..forward import ForwardRecord, check_classes
 from ..model.capture import AttentionRecord
 from ..targets import Target
 
@@ -58,12 +60,15 @@ class GroundTruth:
         importance: ``(B, O)``: the model's importance of each object, the drop of the explained
             class's probability when that object alone is removed
             (:func:`~infsa_viz.evaluation.interventions.object_importance`), or ``None``.
+        scenes: the images' :class:`~infsa_viz.data.Scene` objects (re-renderable with any objects
+            changed, for metrics that intervene themselves), or ``None``.
     """
 
     boxes: list[np.ndarray]
     objects: tuple[str, ...] | None = None
     masks: np.ndarray | None = None
     importance: np.ndarray | None = None
+    scenes: list[Any] | None = None
 
     @property
     def has_evidence(self) -> bool:
@@ -74,7 +79,8 @@ class GroundTruth:
         rows = np.asarray(rows, dtype=np.int64)
         return GroundTruth(boxes=[self.boxes[i] for i in rows], objects=self.objects,
                            masks=None if self.masks is None else self.masks[rows],
-                           importance=None if self.importance is None else self.importance[rows])
+                           importance=None if self.importance is None else self.importance[rows],
+                           scenes=None if self.scenes is None else [self.scenes[i] for i in rows])
 
 
 @dataclass(frozen=True)
@@ -180,8 +186,31 @@ class MapMethod(ABC):
     #: Whether its ``seed`` option draws the map (the evaluation then seeds each chunk of images
     #: from its own seed and the chunk's first index, so reruns reproduce it).
     seeded: ClassVar[bool] = False
-    #: Work per batch of images, in words.
+    #: Work per batch of images, in words (:meth:`estimate` states it as numbers).
     cost: ClassVar[str] = ""
+    #: The toolkit's version of its definition: raise it whenever a change moves its maps, so
+    #: journalled results of another version (``evaluate --journal``) are recomputed, not reused.
+    version: ClassVar[int] = 1
+    #: What it needs of an evaluation's data beyond images and labels: a
+    #: :class:`~infsa_viz.data.LabelledImages` field → what that is (:meth:`missing_data`).
+    requires: ClassVar[dict[str, str]] = {}
+
+    def missing_data(self, data: Any) -> str | None:
+        """Why this method cannot run on ``data`` (what it needs and the data lacks), or ``None``."""
+        from ..metrics.registry import lacking
+
+        return lacking(self.name, "method", self.requires, data)
+
+    def estimate(self, work: Workload, options: dict[str, Any]) -> Estimate:
+        """What one call on ``work`` (:class:`~infsa_viz.estimate.Workload`) with the resolved ``options``
+        holds at its peak and how many model passes per image it makes; :meth:`attribute` refuses a
+        call that cannot fit before computing anything. Default: one forward and every layer's captured
+        ``q`` and ``k``; methods that hold more state it."""
+        return Estimate(work.forward() + work.capture(), "one forward and every layer's q, k")
+    #: Whether it reads the attention records of the forward (:attr:`ForwardRecord.attention
+    #: <infsa_viz.forward.ForwardRecord.attention>`): a record built for it captures attention in its
+    #: one forward.
+    reads_attention: ClassVar[bool] = False
 
     def resolve(self, options: dict[str, Any]) -> dict[str, Any]:
         """Defaults updated by ``options``; ``ValueError`` for an option the method does not take."""
@@ -192,70 +221,80 @@ class MapMethod(ABC):
             )
         return {**self.defaults, **options}
 
-    def attribute(self, model: nn.Module, images: Tensor, *, target: Target | str | int | Tensor | None = None,
-                  labels: Any = None, truth: GroundTruth | None = None, **options: Any) -> MapResult:
-        """Maps ``(B, h, w)`` of this method for ``images`` ``(B, C, H, W)`` (model input).
+    def attribute(self, model: nn.Module | ForwardRecord, images: Tensor | None = None, *,
+                  target: Target | str | int | Tensor | None = None, labels: Any = None,
+                  truth: GroundTruth | None = None, **options: Any) -> MapResult:
+        """Maps ``(B, h, w)`` of this method for a forward record, or for ``images`` of ``model``.
 
         Args:
-            model: a :class:`~infsa_viz.model.vit.VisionTransformer` (any variant).
-            images: ``(B, C, H, W)`` preprocessed images (:func:`infsa_viz.preprocess.preprocess`).
-            target: the class to explain for methods with ``explains_class``: ``None`` (default,
-                the model's prediction), a :class:`~infsa_viz.targets.Target` or anything
-                :meth:`Target.parse <infsa_viz.targets.Target.parse>` reads (``"label"``,
+            model: a :class:`~infsa_viz.forward.ForwardRecord` (its images, labels and target), or a
+                :class:`~infsa_viz.model.vit.VisionTransformer` (any variant) with ``images``.
+            images: ``(B, C, H, W)`` preprocessed images (:func:`infsa_viz.preprocess.preprocess`),
+                with a model only.
+            target: with a model only: the class to explain for methods with ``explains_class``:
+                ``None`` (default, the model's prediction), a :class:`~infsa_viz.targets.Target` or
+                anything :meth:`Target.parse <infsa_viz.targets.Target.parse>` reads (``"label"``,
                 ``"top 2"``, a class index or name), or ``(B,)`` class indices. Methods that do not
                 explain a class refuse a target.
-            labels: ``(B,)`` ground-truth labels, for ``target="label"``.
+            labels: with a model only: ``(B,)`` ground-truth labels, for ``target="label"``.
             truth: the images' :class:`GroundTruth`, for methods with :attr:`needs_truth`.
             **options: see :attr:`defaults`; unknown options are refused.
 
         Raises:
             ValueError: unknown option, bad option value, a target for a method without one, a
-                missing ground truth, or maps that are not finite (the images are named).
+                missing ground truth, a call whose :meth:`estimate` is over the memory available or
+                the method's bound, or maps that are not finite (the images are named).
         """
         resolved = self.resolve(options)
-        if target is not None and not self.explains_class:
-            raise ValueError(f"method {self.name!r} does not explain a class; target={target!r} does not apply")
-        if self.needs_truth and (truth is None or len(truth.boxes) != images.shape[0]):
+        record = self._record(model, images, target, labels)
+        B = len(record)
+        if self.needs_truth and (truth is None or len(truth.boxes) != B):
             raise ValueError(f"method {self.name!r} is a reference map built from the images' ground truth; "
-                             f"pass truth=GroundTruth(...) with one entry per image ({images.shape[0]})")
-        model.eval()
-        classes = _resolve_target(model, images, target, labels) if self.explains_class else None
-        maps, metadata, validity = self._compute(model, images, classes, resolved, truth) if self.needs_truth \
-            else self._compute(model, images, classes, resolved)
+                             f"pass truth=GroundTruth(...) with one entry per image ({B})")
+        work = Workload.of(record.model, record.inputs)
+        if work is not None:  # before anything is allocated (the record's forward is lazy)
+            check_estimate(self.estimate(work, resolved), work, subject=f"method {self.name!r}",
+                           fewer="fewer images per call")
+        classes = record.explained if self.explains_class else None
+        maps, metadata, validity = self._compute(record, resolved, truth) if self.needs_truth \
+            else self._compute(record, resolved)
         finite = torch.isfinite(maps.detach()).flatten(1).all(-1)  # (B,)
         if not bool(finite.all()):
             bad = (~finite).nonzero().flatten().tolist()
-            raise ValueError(f"{getattr(model, 'origin', 'model')}: method {self.name!r} gave NaN/Inf maps for "
-                             f"images {bad[:8]} (options {resolved}); the model or its inputs are out of range")
+            raise ValueError(f"{getattr(record.model, 'origin', 'model')}: method {self.name!r} gave NaN/Inf maps "
+                             f"for images {bad[:8]} (options {resolved}); the model or its inputs are out of range")
         return MapResult(maps=maps.detach().float(), method=self.name, options=resolved, target=classes,
                          validity=validity, metadata=metadata)
 
+    def _record(self, model: nn.Module | ForwardRecord, images: Tensor | None, target: Any,
+                labels: Any) -> ForwardRecord:
+        """The record to read: ``model`` itself, or one built for ``images`` (the target checked)."""
+        if isinstance(model, ForwardRecord):
+            if images is not None or target is not None or labels is not None:
+                raise ValueError("a ForwardRecord carries its images, labels and target; pass none of them "
+                                 "(record.explaining(classes) explains other classes)")
+            return model
+        if not isinstance(images, Tensor):
+            raise ValueError(f"images has type {type(images).__name__}; expected a (B, C, H, W) tensor with a "
+                             "model (or pass a ForwardRecord alone)")
+        if target is not None and not self.explains_class:
+            raise ValueError(f"method {self.name!r} does not explain a class; target={target!r} does not apply")
+        config = getattr(model, "config", None)
+        if isinstance(target, Tensor):
+            classes = check_classes(target, images.shape[0], getattr(config, "num_classes", None))
+            return ForwardRecord(model, images, labels=labels, capture=self.reads_attention, classes=classes)
+        parsed = Target.parse(target, class_names=getattr(config, "class_names", None))
+        if parsed.needs_label and self.explains_class:  # asked for the labels: every image needs one
+            parsed.resolve(torch.zeros(images.shape[0], getattr(config, "num_classes", None) or 1), labels)
+        return ForwardRecord(model, images, labels=labels, target=parsed, capture=self.reads_attention)
+
     @abstractmethod
-    def _compute(self, model: nn.Module, images: Tensor, target: Tensor | None,
-                 options: dict[str, Any], *truth: GroundTruth) -> tuple[Tensor, dict[str, Any], Validity | None]:
-        """``(maps (B, h, w), metadata, validity)`` for resolved ``options`` (and, for methods with
-        :attr:`needs_truth`, the images' :class:`GroundTruth`)."""
-
-
-def _resolve_target(model: nn.Module, images: Tensor, target: Any, labels: Any) -> Tensor:
-    """The class per image ``(B,)`` that ``target`` names (:class:`~infsa_viz.targets.Target`), or
-    the given ``(B,)`` indices checked against the model's classes."""
-    B = images.shape[0]
-    config = getattr(model, "config", None)
-    num_classes = getattr(config, "num_classes", None)
-    if isinstance(target, Tensor):
-        classes = target.to(torch.int64).flatten() if target.ndim else torch.full((B,), int(target), dtype=torch.int64)
-        if classes.shape != (B,) or (classes < 0).any() or (num_classes is not None and (classes >= num_classes).any()):
-            raise ValueError(f"target has shape {tuple(target.shape)} and values {classes.tolist()[:8]}; expected "
-                             f"({B},) class indices in [0, {num_classes})")
-        return classes
-    parsed = Target.parse(target, class_names=getattr(config, "class_names", None)).validate(num_classes)
-    if parsed.kind == "class":
-        return torch.full((B,), int(parsed.value), dtype=torch.int64)  # type: ignore[arg-type]
-    if parsed.kind == "label":
-        return parsed.resolve(torch.zeros(B, num_classes or 1), labels)
-    with torch.no_grad():
-        return parsed.resolve(model(images), labels)
+    def _compute(self, forward: ForwardRecord, options: dict[str, Any],
+                 *truth: GroundTruth) -> tuple[Tensor, dict[str, Any], Validity | None]:
+        """``(maps (B, h, w), metadata, validity)`` for the images of the record ``forward`` and
+        resolved ``options`` (and, for methods with :attr:`needs_truth`, the images'
+        :class:`GroundTruth`). Methods that explain a class explain ``forward.explained``; methods
+        that read attention read ``forward.attention`` (and set :attr:`reads_attention`)."""
 
 
 #: Method name → the method. Filled by :func:`register`; the one list of methods.
@@ -281,14 +320,24 @@ def check_method(method: str) -> MapMethod:
     return METHODS[method]
 
 
-def attribute(model: nn.Module, images: Tensor, method: str, *, target: Target | str | int | Tensor | None = None,
-              labels: Any = None, truth: GroundTruth | None = None, **options: Any) -> MapResult:
-    """Maps of ``method`` for each image: ``METHODS[method].attribute(model, images, …)``.
+def attribute(model: nn.Module | ForwardRecord, images: Tensor | str, method: str | None = None, *,
+              target: Target | str | int | Tensor | None = None, labels: Any = None, truth: GroundTruth | None = None,
+              **options: Any) -> MapResult:
+    """Maps of ``method`` for each image: ``attribute(record, method)`` reads a
+    :class:`~infsa_viz.forward.ForwardRecord`; ``attribute(model, images, method)`` builds one.
 
     Example:
         >>> result = attribute(model, images, "visits")      # result.maps: (B, h, w)
         >>> attribute(model, images, "attention", layer=0, head=1).maps
+        >>> record = forward_record(model, images, labels=labels, target="label")
+        >>> attribute(record, "saliency").maps               # the record's images and target
     """
+    if isinstance(model, ForwardRecord):
+        if method is not None or not isinstance(images, str):
+            raise ValueError("attribute(record, method): a ForwardRecord carries its images; pass the method second")
+        return check_method(images).attribute(model, target=target, labels=labels, truth=truth, **options)
+    if not isinstance(method, str):
+        raise ValueError(f"method={method!r} is invalid; expected attribute(model, images, method) with a method name")
     return check_method(method).attribute(model, images, target=target, labels=labels, truth=truth, **options)
 
 

@@ -3,11 +3,13 @@ token graph) and Transition Attention Maps (a Markov chain weighted by integrate
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 from torch import Tensor
 
-from ..model.capture import capture_attention
+from ..estimate import Estimate, Workload, count_option
 from ._explicit import explicit_attention, target_logits
 from .attention import FUSIONS, fuse_heads
 from .base import MapMethod, register, tokens_to_grid
@@ -16,6 +18,9 @@ __all__ = ["AttentionFlow", "TransitionAttentionMaps", "attention_flow", "residu
 
 #: Capacities are scaled to integers for scipy's max-flow (relative resolution 1e-9 of a row).
 FLOW_SCALE = 10**9
+#: The most max-flow work per image, ``L · N³`` (``N`` problems on ``L · N²`` edges): about a minute
+#: on one CPU core (measured about 2e7 per second at 37 to 257 tokens; 1,025 tokens at L = 4 is 4.3e9).
+MAX_FLOW_WORK = 1e9
 
 
 def residual_attention(A: Tensor) -> Tensor:
@@ -69,11 +74,21 @@ class AttentionFlow(MapMethod):
     description = "max-flow from each patch to the CLS output through all layers (Abnar & Zuidema 2020)"
     reference = "Abnar & Zuidema, Quantifying Attention Flow in Transformers, ACL 2020"
     defaults = {"head": "mean", "add_residual": True}
+    reads_attention = True
     cost = ("1 forward per image, then N max-flow problems per image on (L+1)·N nodes and L·N² edges "
             "(scipy Dinic, CPU; O(V²E) worst case each)")
 
-    def _compute(self, model, images, target, options):
-        _, records = capture_attention(model, images)
+    def estimate(self, work: Workload, options: dict[str, Any]) -> Estimate:
+        edges = work.layers * float(work.tokens) ** 2
+        return Estimate(work.forward() + work.capture() + work.square(2 * work.layers, heads=False, itemsize=8)
+                        + work.square() + 64 * edges,
+                        "every layer's (N, N) float64 matrix and the layered graph's L·N² edges",
+                        work=work.layers * float(work.tokens) ** 3, limit=MAX_FLOW_WORK,
+                        limit_what="its max-flow work L·N³ per image (N max-flow problems on L·N² edges)",
+                        lower="a smaller input (fewer tokens): attention flow is meant for small token graphs")
+
+    def _compute(self, forward, options):
+        records, images = forward.attention, forward.inputs
         if records[0].num_prefix_tokens == 0:
             raise ValueError("attention_flow ends at the CLS token; this model mean-pools and has no CLS token")
         head = options["head"]
@@ -108,13 +123,21 @@ class TransitionAttentionMaps(MapMethod):
                  "Chain, NeurIPS 2021 XAI4Debugging workshop")
     defaults = {"steps": 20, "start_layer": 0}
     explains_class = True
+    reads_attention = True
     cost = "steps + 1 forwards + steps backwards per image"
 
-    def _compute(self, model, images, target, options):
+    def estimate(self, work: Workload, options: dict[str, Any]) -> Estimate:
+        return Estimate(work.forward(grad=True, explicit=True) + work.layers * work.square()
+                        + work.square(2, itemsize=8) + work.square(work.layers + 2, heads=False, itemsize=8),
+                        "a forward with every layer's (B, H, N, N) attention and its gradient, float64 head means",
+                        forwards=1 + 2 * count_option(options, "steps", 20), lower="fewer steps")
+
+    def _compute(self, forward, options):
+        model, images, target = forward.model, forward.inputs, forward.explained
         steps, start = options["steps"], options["start_layer"]
         if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
             raise ValueError(f"steps={steps!r} must be an integer >= 1")
-        _, records = capture_attention(model, images)
+        records = forward.attention
         L = len(records)
         if isinstance(start, bool) or not isinstance(start, int) or not 0 <= start < L:
             raise ValueError(f"start_layer={start!r} must be an integer in [0, {L})")

@@ -11,8 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
+from ..estimate import Estimate, Workload, count_option
+from ..forward import ForwardRecord
 from .base import MapMethod, register
 
 __all__ = ["InputXGradient", "IntegratedGradients", "Occlusion", "Saliency", "patch_feature_mask",
@@ -53,11 +55,14 @@ class _CaptumMethod(MapMethod):
     captum_class: str
     reference = "Captum (Kokhlikyan et al. 2020)"
 
-    def _compute(self, model: nn.Module, images: Tensor, target: Tensor | None,
-                 options: dict[str, Any]) -> tuple[Tensor, dict[str, Any], None]:
+    def estimate(self, work: Workload, options: dict[str, Any]) -> Estimate:
+        return Estimate(work.forward(grad=True), "one forward kept for the backward", forwards=2)
+
+    def _compute(self, forward: ForwardRecord, options: dict[str, Any]) -> tuple[Tensor, dict[str, Any], None]:
+        model = forward.model
         explainer = _captum(self.captum_class)(model)
-        x = images.detach().clone().requires_grad_(True)
-        attr = self._attribute(explainer, x, target, model.patch_size, options)  # (B, C, H, W) or (B, h, w)
+        x = forward.inputs.detach().clone().requires_grad_(True)
+        attr = self._attribute(explainer, x, forward.explained, model.patch_size, options)  # (B, C, H, W) or (B, h, w)
         maps = attr if attr.dim() == 3 else pool_to_patches(attr.detach(), model.patch_size, absolute=not self.signed)
         return maps.detach(), {"captum": self.captum_class, "pooling": "sum over channels and patch pixels"}, None
 
@@ -80,6 +85,12 @@ class IntegratedGradients(_CaptumMethod):
     captum_class = "IntegratedGradients"
     defaults = {"n_steps": 32, "baseline": 0.0, "internal_batch_size": 64}
     cost = "n_steps forwards + backwards per image"
+
+    def estimate(self, work: Workload, options: dict[str, Any]) -> Estimate:
+        steps = count_option(options, "n_steps", 32)
+        inner = work.with_batch(min(work.batch * steps, count_option(options, "internal_batch_size", 64)))
+        return Estimate(inner.forward(grad=True), "a forward kept for the backward of internal_batch_size scaled inputs",
+                        forwards=2 * steps, lower="fewer n_steps or a smaller internal_batch_size")
 
     def _attribute(self, explainer, x, target, patch_size, options):
         return explainer.attribute(x, baselines=options["baseline"], target=target, n_steps=options["n_steps"],
@@ -121,6 +132,10 @@ class Occlusion(_CaptumMethod):
     captum_class = "FeatureAblation"
     defaults = {"baseline": 0.0}
     cost = "1 + h·w forwards per image (16 perturbations per call)"
+
+    def estimate(self, work: Workload, options: dict[str, Any]) -> Estimate:
+        return Estimate(work.with_batch(16 * work.batch).forward(), "one forward of 16 occluded copies per image",
+                        forwards=1 + work.patches, lower="a smaller input (fewer patches)")
 
     def _attribute(self, explainer, x, target, patch_size, options):
         mask = patch_feature_mask(tuple(x.shape[1:]), patch_size)  # type: ignore[arg-type]

@@ -13,6 +13,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from ..estimate import Estimate, Workload
 from ..model.capture import attention_layers
 from ._explicit import explicit_attention, target_logits
 from .base import MapMethod, register, select_layer, tokens_to_grid
@@ -67,7 +68,14 @@ class CheferGeneric(MapMethod):
     explains_class = True
     cost = "1 forward + 1 backward per image; L dense N×N products"
 
-    def _compute(self, model, images, target, options):
+    def estimate(self, work: Workload, options: dict[str, Any]) -> Estimate:
+        return Estimate(work.forward(grad=True, explicit=True) + work.layers * work.square()
+                        + work.square(2 * 2 + 2, heads=False, itemsize=8) + work.square(2, itemsize=8),
+                        "a forward with every layer's (B, H, N, N) attention and its gradient, and float64 "
+                        "(B, N, N) relevance products", forwards=2)
+
+    def _compute(self, forward, options):
+        model, images, target = forward.model, forward.inputs, forward.explained
         _need_cls(model, self.name)
         attentions, gradients, _ = _gradients(model, images, target)
         R = chefer_relevance(attentions, gradients)  # (B, N, N)
@@ -92,8 +100,14 @@ class AttnLRP(MapMethod):
     signed = True
     cost = "1 forward + 1 backward per image"
 
-    def _compute(self, model, images, target, options):
-        x = images.detach().clone().requires_grad_(True)
+    def estimate(self, work: Workload, options: dict[str, Any]) -> Estimate:
+        return Estimate(work.forward(grad=True, explicit=True) + 3 * work.layers * work.square(),
+                        "a forward with every layer's (B, H, N, N) attention, its halved-gradient copies and its "
+                        "gradient", forwards=2)
+
+    def _compute(self, forward, options):
+        model, target = forward.model, forward.explained
+        x = forward.inputs.detach().clone().requires_grad_(True)
         _, _, (grad,) = _gradients(model, x, target, lrp=True, inputs=[x])
         relevance = (x.detach() * grad).float()  # (B, C, H, W)
         maps = pool_to_patches(relevance, model.patch_size)
@@ -122,7 +136,11 @@ class GradCAM(MapMethod):
     explains_class = True
     cost = "1 forward + 1 backward per image"
 
-    def _compute(self, model, images, target, options):
+    def estimate(self, work: Workload, options: dict[str, Any]) -> Estimate:
+        return Estimate(work.forward(grad=True), "one forward kept for the backward", forwards=2)
+
+    def _compute(self, forward, options):
+        model, images, target = forward.model, forward.inputs, forward.explained
         layers = attention_layers(model)
         module = select_layer(layers, options["layer"])  # type: ignore[arg-type]
         seen: list[Tensor] = []

@@ -13,10 +13,13 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
-from ..model.capture import AttentionRecord, capture_attention
+from ..estimate import TILE_BYTES, Estimate, Workload
+from ..forward import ForwardRecord
+from ..model.capture import AttentionRecord
 from ..model.operators import SpectralOperator
+from ..model.operators.base import DENSE_BUDGET
 from ..spectral.graph import UNLEARNED_GAMMA, Discount, check_head, layer_graph
 from ..spectral.layers import neumann_across_layers
 from ..spectral.markov import absorption_check, expected_visits
@@ -62,6 +65,23 @@ def _validity(records: Sequence[AttentionRecord], graphs: Sequence[tuple[Spectra
     )
 
 
+def _graph_estimate(work: Workload, *, solver: str, dense_limit: int, vectors: float, what: str,
+                    matrix_free: str, copies: int) -> Estimate:
+    """One forward, every layer's q, k, then one layer's graph: solved densely (``copies`` float64
+    ``(B, N, N)`` matrices: the graph and its factors) where ``solver`` is dense or ``"auto"`` picks it (at most
+    :data:`DENSE_BUDGET` numbers and ``N ≤ dense_limit``), else matrix-free (``vectors`` float64
+    vectors of length N per image and head, and one tile)."""
+    base = work.forward() + work.capture()
+    dense = solver == "dense" or (solver == "auto" and work.tokens <= dense_limit
+                                  and work.batch * work.tokens**2 <= DENSE_BUDGET)
+    if dense:
+        return Estimate(base + work.square() + work.square(copies, heads=False, itemsize=8),
+                        f"every layer's q, k, a (B, H, N, N) matrix and the dense (B, N, N) {what}",
+                        lower=f"solver={matrix_free!r} (matrix-free)" if solver == "dense" else "")
+    return Estimate(base + TILE_BYTES + work.vectors(vectors * work.heads * 2),
+                    f"every layer's q, k and the {what} from q, k in tiles (matrix-free)")
+
+
 def _gamma_value(gamma: Any) -> float | list[float]:
     g = torch.as_tensor(gamma).detach().flatten()
     return float(g[0]) if bool((g == g[0]).all()) else g.tolist()
@@ -81,10 +101,15 @@ class Visits(MapMethod):
     defaults = {"layer": -1, "head": "mean", "gamma": None, "start": "auto", "matrix": "native",
                 "include_start": True, "solver": "auto", "tol": 1e-10, "block_size": None}
     per_layer = True
+    reads_attention = True
     cost = "1 forward; a dense solve (N ≤ 2048) or GMRES on matrix-free products"
 
-    def _compute(self, model, images, target, options):
-        _, records = capture_attention(model, images)
+    def estimate(self, work: Workload, options: dict[str, Any]) -> Estimate:
+        return _graph_estimate(work, solver=options["solver"], dense_limit=2048, vectors=52,
+                               what="solve of (I - gamma A) x = s", matrix_free="gmres", copies=1)
+
+    def _compute(self, forward, options):
+        records = forward.attention
         record = select_layer(records, options["layer"])
         op, discount = layer_graph(record, head=options["head"], matrix=options["matrix"],
                                    block_size=options["block_size"], gamma=options["gamma"])
@@ -106,10 +131,15 @@ class Neumann(MapMethod):
     reference = "Roffo & Palmer, arXiv 2603.00175 (the stacked-layer series)"
     defaults = {"gamma": None, "head": "mean", "start": "auto", "matrix": "native", "include_start": False,
                 "block_size": None}
+    reads_attention = True
     cost = "1 forward; L matrix-free row-vector products"
 
-    def _compute(self, model, images, target, options):
-        _, records = capture_attention(model, images)
+    def estimate(self, work: Workload, options: dict[str, Any]) -> Estimate:
+        return Estimate(work.forward() + work.capture() + TILE_BYTES + work.vectors(4 * work.heads * 2),
+                        "one forward, every layer's q, k and row vectors through the layers in tiles (matrix-free)")
+
+    def _compute(self, forward, options):
+        records = forward.attention
         start = start_row(options["start"], records[0])
         graphs = [layer_graph(r, head=options["head"], matrix=options["matrix"], block_size=options["block_size"],
                               gamma=options["gamma"]) for r in records]
@@ -132,10 +162,15 @@ class Perron(MapMethod):
     defaults = {"layer": -1, "head": "mean", "side": "left", "matrix": "native", "normalize": "sum",
                 "solver": "auto", "block_size": None}
     per_layer = True
+    reads_attention = True
     cost = "1 forward; closed form (rank one), LAPACK eig (N ≤ 1024) or matrix-free power iteration"
 
-    def _compute(self, model, images, target, options):
-        _, records = capture_attention(model, images)
+    def estimate(self, work: Workload, options: dict[str, Any]) -> Estimate:
+        return _graph_estimate(work, solver=options["solver"], dense_limit=1024, vectors=4, what="eigenproblem",
+                               matrix_free="power", copies=3)
+
+    def _compute(self, forward, options):
+        records = forward.attention
         record = select_layer(records, options["layer"])
         op, _ = layer_graph(record, head=options["head"], matrix=options["matrix"],
                             block_size=options["block_size"])
@@ -158,11 +193,15 @@ class LinearEstimate(MapMethod):
     reference = "Roffo & Palmer, arXiv 2603.00175 (Linear-InfSA)"
     defaults = {"layer": -1, "head": "mean"}
     per_layer = True
+    reads_attention = True
     cost = "1 forward; O(N·D)"
 
-    def _compute(self, model: nn.Module, images: Tensor, target: Tensor | None,
-                 options: dict[str, Any]) -> tuple[Tensor, dict[str, Any], None]:
-        _, records = capture_attention(model, images)
+    def estimate(self, work: Workload, options: dict[str, Any]) -> Estimate:
+        return Estimate(work.forward() + work.capture() + work.vectors(2 * work.heads),
+                        "one forward, every layer's q, k and the (B, H, N) weights a")
+
+    def _compute(self, forward: ForwardRecord, options: dict[str, Any]) -> tuple[Tensor, dict[str, Any], None]:
+        records = forward.attention
         record = select_layer(records, options["layer"])
         head = options["head"]
         check_head(head, record.q.shape[1])

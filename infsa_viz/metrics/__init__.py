@@ -1,15 +1,17 @@
 """Attribution metrics: MoRF / LeRF patch-removal curves and their scores, box ROC-AUC /
 PR-AUC and the pointing game, each returned with its resolved protocol; deletion / insertion,
 positive / negative perturbation, ROAD, mass-based localisation, evidence metrics against the
-objects a model used, the greedy deletion oracle (a MoRF ceiling), complexity, sanity checks, the
-class-switch test and a multi-criteria ranking. Every metric the evaluation computes is declared
-once in the registry (:mod:`.registry`; the built-in declarations are in :mod:`.catalog`).
+objects a model used, FunnyBirds-style part checks, the greedy deletion oracle and a beam-search
+estimate of MoRF's ceiling, complexity, sanity checks, the class-switch test and a multi-criteria
+ranking. Every metric the evaluation computes is declared once in the registry (:mod:`.registry`;
+the built-in declarations are in :mod:`.catalog`).
 
 Plain functions over maps ``(B, h, w)`` on the ViT patch grid (or pixel maps ``(B, H, W)`` for
 the localisation metrics). OpenCV and scikit-learn are imported by the functions that use them.
 """
 
 from ._checks import UndefinedMetricWarning
+from .beam_deletion import BeamDeletion, beam_deletion, beam_forwards
 from .class_switch import class_switch, switch_classes
 from .evidence import (
     EVIDENCE_FIGURES,
@@ -22,6 +24,7 @@ from .evidence import (
     object_mass,
     top_object_agreement,
 )
+from .funnybirds import background_independence, completeness_checks, target_sensitivity
 from .greedy_deletion import GreedyDeletion, greedy_deletion, greedy_forwards
 from .insertion import (
     DeletionInsertion,
@@ -51,6 +54,7 @@ from .protocol import BoxAUCProtocol, PerturbationProtocol, PointingProtocol
 from .ranking import rank_methods
 from .road import ROADCurves, noisy_linear_imputation, road_curves
 from .sanity import (
+    FAIL_THRESHOLD,
     cascading_randomisation,
     map_similarity,
     random_other_class,
@@ -78,6 +82,7 @@ from . import catalog  # noqa: F401, E402  (registers the built-in metrics, in t
 
 __all__ = [
     "EVIDENCE_FIGURES",
+    "FAIL_THRESHOLD",
     "FIGURES",
     "METRICS",
     "RECALL_GRID",
@@ -92,6 +97,7 @@ __all__ = [
     "default_metrics",
     "register_metric",
     "BoxAUCProtocol",
+    "BeamDeletion",
     "BoxAUCResult",
     "BoxCurve",
     "CurveScore",
@@ -106,12 +112,16 @@ __all__ = [
     "RankCorrelation",
     "UndefinedMetricWarning",
     "aopc",
+    "background_independence",
+    "beam_deletion",
+    "beam_forwards",
     "box_auc",
     "box_curves",
     "box_mass_share",
     "boxes_to_mask",
     "cascading_randomisation",
     "class_switch",
+    "completeness_checks",
     "complexity",
     "deletion_insertion",
     "energy_pointing_game",
@@ -141,6 +151,7 @@ __all__ = [
     "spearman",
     "ssim",
     "switch_classes",
+    "target_sensitivity",
     "top_object_agreement",
     "upsample_map",
 ]

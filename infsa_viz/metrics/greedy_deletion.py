@@ -35,7 +35,7 @@ from .perturbation import (
 from .removal import resolve_device
 from .protocol import Baseline, PerturbationProtocol, Score
 
-__all__ = ["GreedyDeletion", "greedy_deletion", "greedy_forwards"]
+__all__ = ["GreedyDeletion", "OrderSearch", "greedy_deletion", "greedy_forwards", "order_search"]
 
 _STREAM_TIES = 0  # the tie-breaking stream of removal_order
 
@@ -58,6 +58,51 @@ class GreedyDeletion:
     curves: PerturbationCurves
     forwards_per_image: int
     protocol: dict[str, Any]
+
+
+@dataclass(frozen=True, eq=False)
+class OrderSearch:
+    """What a search over MoRF removal orders needs, resolved once as MoRF resolves it.
+
+    Attributes:
+        protocol: MoRF's resolved protocol (grid, steps, baseline, tie seed, batch size).
+        scored: ``(B,) int64`` the class whose probability is tracked.
+        x: ``(B, C, H, W)`` the images on the forward device; ``fill``: their baseline images.
+        perm: ``(h·w,)`` MoRF's seeded tie order.
+        options: the keyword arguments of :func:`~.perturbation.perturbation_curves` it was given.
+    """
+
+    protocol: PerturbationProtocol
+    scored: np.ndarray
+    x: Tensor
+    fill: Tensor
+    perm: np.ndarray
+    options: dict[str, Any]
+
+    def finish(self, model: nn.Module, images: Tensor, targets: Any,
+               position: np.ndarray) -> tuple[np.ndarray, PerturbationCurves]:
+        """``(maps (B, h, w), their MoRF curves)`` of the orders ``position`` (``(B, h·w)``, each patch's
+        place, first removed 0): ``h·w − position``, a map MoRF removes in exactly that order."""
+        h, w = self.protocol.grid
+        maps = (h * w - position).astype(np.float64).reshape(len(position), h, w)
+        return maps, perturbation_curves(model, images, maps, targets, order="morf", steps=self.protocol.steps,
+                                         **self.options)
+
+
+def order_search(model: nn.Module, images: Tensor, targets: Any, *, steps: int, **options: Any) -> OrderSearch:
+    """Check every input as :func:`~.perturbation.perturbation_curves` does (2 forwards per image) and
+    resolve what a search over MoRF orders needs (``options``: its keyword arguments but ``order``)."""
+    patch_size = options["patch_size"]
+    B, _, H, W = images.shape if isinstance(images, Tensor) and images.ndim == 4 else (0, 0, 0, 0)
+    h, w = (H // patch_size, W // patch_size) if isinstance(patch_size, int) and patch_size > 0 else (1, 1)
+    check = perturbation_curves(model, images, np.zeros((B, h, w)), targets, order="morf", steps=1, **options)
+    fields = {f.name for f in dataclasses.fields(PerturbationProtocol)}
+    protocol = PerturbationProtocol(**{**{k: v for k, v in check.protocol.items() if k in fields},
+                                       "grid": (h, w), "steps": steps})
+    x = images.to(resolve_device(model, images, options["device"]))
+    fill = baseline_images(images, protocol).to(device=x.device, dtype=images.dtype)
+    perm = np.random.default_rng([protocol.seed, _STREAM_TIES]).permutation(h * w)  # (N,) MoRF's tie order
+    return OrderSearch(protocol, check.scored_class, x, fill, perm, options)
 
 
 def greedy_forwards(steps: int, num_patches: int) -> int:
@@ -94,20 +139,12 @@ def greedy_deletion(
     Raises:
         TypeError, ValueError: as :func:`~.perturbation.perturbation_curves`.
     """
-    options = dict(patch_size=patch_size, baseline=baseline, baseline_value=baseline_value, blur_sigma=blur_sigma,
-                   score=score, seed=seed, batch_size=batch_size, device=device)
-    B, _, H, W = images.shape if isinstance(images, Tensor) and images.ndim == 4 else (0, 0, 0, 0)
-    h, w = (H // patch_size, W // patch_size) if isinstance(patch_size, int) and patch_size > 0 else (1, 1)
-    # Validates every input and resolves the scored class and the protocol (2 forwards per image).
-    check = perturbation_curves(model, images, np.zeros((B, h, w)), targets, order="morf", steps=1, **options)
-    fields = {f.name for f in dataclasses.fields(PerturbationProtocol)}
-    protocol = PerturbationProtocol(**{**{k: v for k, v in check.protocol.items() if k in fields},
-                                       "grid": (h, w), "steps": steps})
-    N = h * w
+    search = order_search(model, images, targets, steps=steps, patch_size=patch_size, baseline=baseline,
+                          baseline_value=baseline_value, blur_sigma=blur_sigma, score=score, seed=seed,
+                          batch_size=batch_size, device=device)
+    protocol, x, fill, perm = search.protocol, search.x, search.fill, search.perm
+    B, N = len(search.scored), len(perm)
     removed = removed_counts(protocol.steps, N)
-    x = images.to(resolve_device(model, images, device))
-    fill = baseline_images(images, protocol).to(device=x.device, dtype=images.dtype)
-    perm = np.random.default_rng([protocol.seed, _STREAM_TIES]).permutation(N)  # (N,) MoRF's tie order
     position = np.full((B, N), N, dtype=np.int64)  # greedy position of each patch; N = still present
     for k in range(1, protocol.steps + 1):
         group, before = int(removed[k] - removed[k - 1]), int(removed[k - 1])
@@ -118,14 +155,13 @@ def greedy_deletion(
         M = candidates.shape[1]
         ranks = np.where(position < N, position, N + 1)[None].repeat(M, axis=0)  # (M, B, N): removed first
         ranks[np.arange(M)[:, None], np.arange(B)[None], candidates.T] = before  # candidate m next
-        probs = perturbed_probabilities(model, x, fill, ranks, np.array([before + 1]), check.scored_class,
+        probs = perturbed_probabilities(model, x, fill, ranks, np.array([before + 1]), search.scored,
                                          protocol.patch_size, protocol.batch_size)[..., 0]  # (M, B)
         best = np.argsort(probs.T, axis=1, kind="stable")[:, :group]  # (B, g) lowest probability first
         chosen = np.take_along_axis(candidates, best, axis=1)
         position[np.arange(B)[:, None], chosen] = before + np.arange(group)[None]
     order = np.argsort(position, axis=1, kind="stable")  # (B, N)
-    maps = (N - position).astype(np.float64).reshape(B, h, w)
-    curves = perturbation_curves(model, images, maps, targets, order="morf", steps=protocol.steps, **options)
+    maps, curves = search.finish(model, images, targets, position)
     forwards = greedy_forwards(protocol.steps, N)
     return GreedyDeletion(
         maps=maps, order=order, curves=curves, forwards_per_image=forwards,

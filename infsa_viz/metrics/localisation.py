@@ -28,7 +28,7 @@ from .protocol import (
 )
 from .upsample import _resize, _union_mask
 
-__all__ = ["RECALL_GRID", "BoxAUCResult", "BoxCurve", "PointingResult", "box_auc", "box_curves", "pointing_game"]
+__all__ = ["RECALL_GRID", "ROC_GRID", "BoxAUCResult", "BoxCurve", "PointingResult", "box_auc", "box_curves", "pointing_game"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -252,6 +252,8 @@ def pointing_game(
 
 #: Recall levels of the interpolated precision curves (0, 0.02, …, 1).
 RECALL_GRID = np.linspace(0.0, 1.0, 51)
+#: False-positive rates at which each image's ROC curve is kept (``BoxCurve.tpr_at``).
+ROC_GRID = np.linspace(0.0, 1.0, 51)
 
 
 @dataclass(frozen=True, eq=False)
@@ -274,6 +276,14 @@ class BoxCurve:
         """The best precision at recall ≥ ``r`` for each ``r`` of ``recall_grid``."""
         best = np.maximum.accumulate(self.precision)  # recall falls along the arrays: max over recall >= r
         return np.interp(recall_grid, self.recall[::-1], best[::-1])
+
+    def tpr_at(self, fpr_grid: np.ndarray = ROC_GRID) -> np.ndarray:
+        """The ROC curve's true-positive rate at each false-positive rate of ``fpr_grid`` (linear
+        between its points; the highest where the curve rises vertically)."""
+        order = np.lexsort((self.tpr, self.fpr))  # fpr ascending, then tpr ascending: interp takes the last
+        fpr, tpr = self.fpr[order], self.tpr[order]
+        keep = np.append(fpr[1:] != fpr[:-1], True)  # the highest tpr at each fpr
+        return np.interp(fpr_grid, fpr[keep], tpr[keep])
 
 
 def box_curves(maps: Any, boxes: Any, *, image_size: int | tuple[int, int],

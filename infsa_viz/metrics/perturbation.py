@@ -111,14 +111,14 @@ def perturbation_curves(
     model: nn.Module, images: Tensor, maps: Any, targets: Any, *, patch_size: int,
     order: Literal["morf", "lerf"] = ..., steps: int = ..., baseline: Baseline = ...,
     baseline_value: float | None = ..., blur_sigma: float | None = ..., score: Score = ...,
-    seed: int = ..., batch_size: int = ..., device: str | torch.device | None = ...,
+    seed: int = ..., batch_size: int = ..., device: str | torch.device | None = ..., logits: Tensor | None = ...,
 ) -> PerturbationCurves: ...
 @overload
 def perturbation_curves(
     model: nn.Module, images: Tensor, maps: Any, targets: Any, *, patch_size: int,
     order: Literal["both"], steps: int = ..., baseline: Baseline = ...,
     baseline_value: float | None = ..., blur_sigma: float | None = ..., score: Score = ...,
-    seed: int = ..., batch_size: int = ..., device: str | torch.device | None = ...,
+    seed: int = ..., batch_size: int = ..., device: str | torch.device | None = ..., logits: Tensor | None = ...,
 ) -> dict[str, PerturbationCurves]: ...
 
 
@@ -138,6 +138,7 @@ def perturbation_curves(
     seed: int = 0,
     batch_size: int = 256,
     device: str | torch.device | None = None,
+    logits: Tensor | None = None,
 ) -> PerturbationCurves | dict[str, PerturbationCurves]:
     """MoRF / LeRF curves: class probability as ViT patches are removed in map order.
 
@@ -176,6 +177,9 @@ def perturbation_curves(
         seed: Non-negative seed for tie-breaking and uniform noise. Default 0.
         batch_size: Perturbed copies per forward pass. Default 256.
         device: Device for the forward passes; default the model's (first parameter's) device.
+        logits: ``(B, M)`` the model's clean logits on ``images`` when the caller has them (a
+            :class:`~infsa_viz.forward.ForwardRecord`'s): ``p_0`` is read from them instead of a
+            forward pass of its own.
 
     Returns:
         A :class:`PerturbationCurves`; for ``order="both"`` a dict ``{"morf": ..., "lerf": ...}``.
@@ -222,7 +226,10 @@ def perturbation_curves(
 
     x = images.to(device)
     fill = baseline_images(images, protocol).to(device=device, dtype=images.dtype)  # (B, C, H, W)
-    clean = _probabilities(model, x, batch_size)  # (B, M)
+    if logits is None:
+        clean = _probabilities(model, x, batch_size)  # (B, M)
+    else:
+        clean = _clean_probabilities(logits, B)
     if labels.max() >= clean.shape[1]:
         raise ValueError(f"targets has class {int(labels.max())}; expected classes in [0, {clean.shape[1]})")
     predicted = clean.argmax(axis=1)
@@ -324,6 +331,14 @@ def _softmax(model: nn.Module, x: Tensor) -> Tensor:
             f"expected a logits tensor of shape ({x.shape[0]}, num_classes)"
         )
     return torch.softmax(logits.to(torch.float64), dim=-1)
+
+
+def _clean_probabilities(logits: Any, B: int) -> np.ndarray:
+    """Softmax probabilities ``(B, M) float64`` of given clean logits (checked against the batch)."""
+    if not isinstance(logits, Tensor) or logits.ndim != 2 or logits.shape[0] != B:
+        raise ValueError(f"logits has shape {tuple(getattr(logits, 'shape', ()))}; expected the clean logits "
+                         f"({B}, classes) of these images")
+    return torch.softmax(logits.detach().to(torch.float64), dim=-1).cpu().numpy()
 
 
 def _probabilities(model: nn.Module, x: Tensor, batch_size: int) -> np.ndarray:

@@ -1,9 +1,10 @@
 """The metric registry: every metric the evaluation computes, declared once.
 
 A :class:`Metric` is one class with its name, category, citation, the rule stored with its
-results, its settings (:class:`Setting`) and the figures it produces (:class:`Figure`: name, label,
-direction, unit, which images its row mean counts, its ceiling reference map); :func:`register_metric`
-adds it to :data:`METRICS`. The evaluation engine, the row summaries, the table columns, the
+results, its settings (:class:`Setting`), the figures it produces (:class:`Figure`: name, label,
+direction, unit, which images its row mean counts, its ceiling reference map, how a single image's
+value is shown) and the per-image curves it keeps (:class:`Curve`; the three declarations live in
+:mod:`~infsa_viz.metrics.declarations`); :func:`register_metric` adds it to :data:`METRICS`. The evaluation engine, the row summaries, the table columns, the
 ranking criteria, the CLI's ``--metrics`` and settings options, the README tables and the app's
 hints all read these declarations (as Quantus declares a metric once with its name, score
 direction and category), so a new metric is one module with its registration:
@@ -20,7 +21,6 @@ direction and category), so a new metric is one module with its registration:
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,8 +29,13 @@ from typing import Any, ClassVar, Literal, get_args
 import numpy as np
 from torch import Tensor, nn
 
+from ..estimate import Estimate, Workload
+from ..forward import ForwardRecord
+from .declarations import IMAGE_SUBSETS, Curve, Figure, Setting
+
 __all__ = [
     "CATEGORIES",
+    "Curve",
     "FIGURES",
     "IMAGE_SUBSETS",
     "METRICS",
@@ -45,146 +50,56 @@ __all__ = [
     "criteria",
     "default_metrics",
     "figures_of",
+    "image_figures",
+    "image_metrics",
     "register_metric",
     "resolve_settings",
 ]
 
 Category = Literal["faithfulness", "localisation", "evidence", "complexity", "randomisation", "robustness"]
 CATEGORIES: tuple[str, ...] = get_args(Category)
-#: Which images a figure's row mean counts: every image where it is defined (``"all"``), or only
-#: the images of the run's curve selection (``"scored"``: ``--select``, e.g. correctly classified,
-#: with a defined MoRF score) — figures divided by the clean probability ``p_0`` use the latter.
-ImageSubset = Literal["all", "scored"]
-IMAGE_SUBSETS: tuple[str, ...] = get_args(ImageSubset)
-
-
-@dataclass(frozen=True)
-class Figure:
-    """One number a metric gives per image (and its row mean).
-
-    Attributes:
-        name: the row key (and the per-image key, unless ``record`` differs).
-        label: the name people read ("MoRF-AOC").
-        higher_is_better: the direction; ``None`` for a descriptive figure (not ranked).
-        unit: what one unit is ("% of the area", "share of pixels", "nats", …).
-        images: :data:`IMAGE_SUBSETS`: the images the row mean counts.
-        percent: a share in [0, 1] that tables and the app show as a percentage.
-        ranked: whether it is a criterion of :func:`~infsa_viz.metrics.rank_methods`.
-        table: whether it is a column of the evaluation table.
-        digits: decimals kept in rows.
-        record: the per-image key when it differs from the row key (``pointing_hit`` → ``pointing_game``).
-        ceiling: the reference map (a :data:`~infsa_viz.maps.METHODS` name with the role
-            ``"ceiling"``) that bounds this figure from above, for the benchmark's headroom.
-        description: one line for glossaries and help texts.
-    """
-
-    name: str
-    label: str
-    higher_is_better: bool | None
-    unit: str
-    images: ImageSubset = "all"
-    percent: bool = False
-    ranked: bool = True
-    table: bool = True
-    digits: int = 5
-    record: str | None = None
-    ceiling: str | None = None
-    description: str = ""
-
-    def __post_init__(self) -> None:
-        if self.images not in IMAGE_SUBSETS:
-            raise ValueError(f"Figure {self.name!r}: images={self.images!r} must be one of {list(IMAGE_SUBSETS)}")
-        if self.ranked and self.higher_is_better is None:
-            raise ValueError(f"Figure {self.name!r} is ranked but has no direction (higher_is_better=None)")
-
-    @property
-    def key(self) -> str:
-        """The per-image key of :class:`~infsa_viz.evaluation.ImageRecord` figures."""
-        return self.record or self.name
-
-    @property
-    def direction(self) -> str:
-        return {True: "higher is better", False: "lower is better", None: "descriptive"}[self.higher_is_better]
-
-
-@dataclass(frozen=True)
-class Setting:
-    """A free choice of a metric's protocol, with its default and bounds (a CLI option ``--name``).
-
-    Bounds are checked before anything runs, so a value that would exhaust memory (e.g. a step
-    count) is refused up front with the bound in the message.
-    """
-
-    name: str
-    default: Any
-    kind: type
-    help: str
-    minimum: float | None = None
-    maximum: float | None = None
-    choices: tuple[Any, ...] | None = None
-    optional: bool = False
-
-    @property
-    def flag(self) -> str:
-        return "--" + self.name.replace("_", "-")
-
-    def check(self, value: Any, *, name: str | None = None) -> Any:
-        """``value`` converted to :attr:`kind` and checked; ``ValueError`` naming the setting (as
-        ``name``, e.g. its CLI flag) otherwise."""
-        if value is None and self.optional:
-            return None
-        expected = (f"one of {list(self.choices)}" if self.choices else
-                    f"{'an integer' if self.kind is int else 'a number' if self.kind is float else self.kind.__name__}"
-                    + (f" >= {self.minimum:g}" if self.minimum is not None else "")
-                    + (f" and <= {self.maximum:g}" if self.maximum is not None else ""))
-        bad = ValueError(f"{name or self.name}={value!r} is invalid; expected {expected}")
-        if isinstance(value, bool) or (self.kind is int and not isinstance(value, (int, np.integer))):
-            raise bad
-        if self.kind is float:
-            if not isinstance(value, (int, float, np.integer, np.floating)) or not math.isfinite(float(value)):
-                raise bad
-            value = float(value)
-        elif self.kind is int:
-            value = int(value)
-        elif not isinstance(value, self.kind):
-            raise bad
-        if self.choices is not None and value not in self.choices:
-            raise bad
-        if (self.minimum is not None and value < self.minimum) or (self.maximum is not None and value > self.maximum):
-            raise bad
-        return value
-
-
 @dataclass(frozen=True, eq=False)
 class Scoring:
     """What a metric sees of one chunk of images (all in model-input space).
 
     Attributes:
-        model: the model (eval mode).
-        images: ``(B, C, H, W)`` prepared inputs.
+        record: the images' :class:`~infsa_viz.forward.ForwardRecord`: the model, the prepared
+            inputs, the clean logits of one forward, the labels and the class explained and scored.
         maps: ``(B, h, w)`` the maps being scored.
-        classes: ``(B,)`` the class each image is scored for (its label, or the prediction where
-            the label is unknown).
         positions: ``(B,)`` each image's index in the whole data set.
         truth: the images' :class:`~infsa_viz.maps.GroundTruth` (target boxes, masks, importance).
         negatives: per image, ``(K_i, 4)`` negative (distractor) boxes, or ``None``.
         negative_labels: per image, the class of each negative box, or ``None``.
         settings: the run's resolved settings (every registered :class:`Setting`, and the
-            evaluation's own ``score``, ``select``, ``seed``, ``batch_size``).
+            evaluation's own ``select``, ``seed``, ``batch_size``).
         redraw: ``redraw(rows, classes) -> (len(rows), h, w)``: the same method's maps of the
             images at ``rows`` explaining ``classes`` (the map itself for methods without a class).
     """
 
-    model: nn.Module
-    images: Tensor
+    record: ForwardRecord
     maps: Tensor
-    classes: np.ndarray
     positions: np.ndarray
     truth: Any
     negatives: list[np.ndarray] | None
     negative_labels: Sequence[np.ndarray] | None
     settings: Mapping[str, Any]
     redraw: Callable[[np.ndarray, np.ndarray], Tensor]
+
+    @property
+    def model(self) -> nn.Module:
+        """The model (eval mode)."""
+        return self.record.model
+
+    @property
+    def images(self) -> Tensor:
+        """``(B, C, H, W)`` the prepared inputs."""
+        return self.record.inputs
+
+    @property
+    def classes(self) -> np.ndarray:
+        """``(B,)`` the class each image is scored for (the record's explained class: its label, or the
+        prediction where the label is unknown, unless the run's target names another)."""
+        return self.record.scored
 
     @property
     def image_size(self) -> tuple[int, int]:
@@ -195,15 +110,15 @@ class Scoring:
         return self.truth.boxes
 
     def __len__(self) -> int:
-        return int(self.images.shape[0])
+        return len(self.record)
 
     def take(self, rows: np.ndarray) -> Scoring:
         """The context of the images at ``rows`` (positions in this chunk)."""
         rows = np.asarray(rows, dtype=np.int64)
         pick = lambda values: None if values is None else [values[i] for i in rows]  # noqa: E731
         base = self.redraw
-        return Scoring(model=self.model, images=self.images[rows], maps=self.maps[rows], classes=self.classes[rows],
-                       positions=self.positions[rows], truth=self.truth.subset(rows), negatives=pick(self.negatives),
+        return Scoring(record=self.record.take(rows), maps=self.maps[rows], positions=self.positions[rows],
+                       truth=self.truth.subset(rows), negatives=pick(self.negatives),
                        negative_labels=pick(self.negative_labels), settings=self.settings,
                        redraw=lambda r, c: base(rows[np.asarray(r, dtype=np.int64)], c))
 
@@ -234,6 +149,8 @@ class Metric(ABC):
     #: The rule, in one line, stored with every result.
     rule: ClassVar[str]
     figures: ClassVar[tuple[Figure, ...]]
+    #: The per-image curves it keeps, and how to draw them.
+    curves: ClassVar[tuple[Curve, ...]] = ()
     #: Its free choices (shared by name with other metrics that declare the same setting).
     settings: ClassVar[tuple[Setting, ...]] = ()
     #: The name of an ``int`` setting: the metric runs on the images whose index is below it
@@ -246,8 +163,25 @@ class Metric(ABC):
     redraws: ClassVar[bool] = False
     #: Whether ``infsa-viz evaluate`` computes it unless ``--metrics`` says otherwise.
     default: ClassVar[bool] = True
-    #: Work per image, in words.
+    #: Work per image, in words (:meth:`estimate` states it as numbers).
     cost: ClassVar[str] = ""
+    #: The toolkit's version of its definition: raise it whenever a change moves its figures, so
+    #: journalled results of another version (``evaluate --journal``) are recomputed, not reused.
+    version: ClassVar[int] = 1
+    #: What it needs of the data beyond images and labels: a :class:`~infsa_viz.data.LabelledImages`
+    #: field → what that is. A run that names the metric on data without it is refused
+    #: (:meth:`missing_data`); where it is only a default, its figures are ``nan`` with the reason.
+    requires: ClassVar[dict[str, str]] = {}
+
+    def missing_data(self, data: Any) -> str | None:
+        """Why this metric cannot be computed on ``data`` (what it needs and the data lacks), or ``None``."""
+        return lacking(self.name, "metric", self.requires, data)
+
+    def estimate(self, work: Workload, settings: Mapping[str, Any]) -> Estimate:
+        """What scoring one chunk of ``work.batch`` images under the resolved ``settings`` holds at its peak
+        and how many model passes per image it makes (:mod:`infsa_viz.estimate`); checked before an
+        evaluation starts. Default: the maps upsampled to the input's pixels, no model pass."""
+        return Estimate(16.0 * work.batch * work.pixels, "the maps upsampled to the input's pixels", forwards=0)
 
     @abstractmethod
     def score(self, ctx: Scoring) -> Scores:
@@ -266,6 +200,13 @@ class Metric(ABC):
         if self.subset:
             out["images"] = f"index < {settings[self.subset]}"
         return out
+
+
+def lacking(name: str, kind: str, requires: Mapping[str, str], data: Any) -> str | None:
+    """``"{kind} {name!r} needs …, which the data lacks"`` for the fields of ``requires`` that ``data``
+    does not hold (``None``), or ``None`` when it holds them all."""
+    missing = [what for field_name, what in requires.items() if getattr(data, field_name, None) is None]
+    return None if not missing else f"{kind} {name!r} needs {' and '.join(missing)}, which the data lacks"
 
 
 class RowMetric(Metric):
@@ -350,6 +291,18 @@ def figures_of(metrics: Sequence[str] | None = None) -> list[Figure]:
 def criteria(metrics: Sequence[str] | None = None) -> dict[str, bool]:
     """Ranking criteria: figure name → higher is better, for the ranked figures of ``metrics``."""
     return {f.name: bool(f.higher_is_better) for f in figures_of(metrics) if f.ranked}
+
+
+def image_metrics() -> list[str]:
+    """The per-image metrics whose figures or curves are shown where single images are explained
+    (a figure with :attr:`Figure.image_format`, or a :class:`Curve`), in registry order."""
+    return [name for name, m in METRICS.items() if not isinstance(m, RowMetric)
+            and (m.curves or any(f.image_format for f in m.figures))]
+
+
+def image_figures(metrics: Sequence[str] | None = None) -> list[Figure]:
+    """The figures of ``metrics`` (default :func:`image_metrics`) shown for single images, in order."""
+    return [f for f in figures_of(image_metrics() if metrics is None else metrics) if f.image_format]
 
 
 def resolve_settings(given: Mapping[str, Any]) -> dict[str, Any]:

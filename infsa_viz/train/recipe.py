@@ -11,9 +11,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._checks import check_memory
+from ..estimate import Workload, available_memory
 from ..model.config import ViTConfig
 
-__all__ = ["TrainConfig"]
+__all__ = ["MAX_EPOCHS", "TrainConfig"]
+
+#: The most epochs a recipe may ask for (each is a pass over ``images_per_epoch`` fresh images).
+MAX_EPOCHS = 100_000
 
 
 @dataclass(frozen=True)
@@ -54,10 +58,17 @@ class TrainConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name}={value!r} must be a positive integer")
+        if self.epochs > MAX_EPOCHS:
+            raise ValueError(f"epochs={self.epochs:,} is invalid; expected an integer >= 1 and <= {MAX_EPOCHS:,}")
         model = self.model
         for name in ("images_per_epoch", "test_size"):  # held at once: uint8 pixels + float32 model input
             check_memory(name, getattr(self, name), bytes_each=5 * model.img_size**2 * model.in_chans,
                          what=f"{model.img_size}x{model.img_size}x{model.in_chans} images as uint8 and float32")
+        step = Workload.for_config(model)  # what one more image adds to a training step: its kept activations
+        per_image = step.with_batch(2).forward(grad=True) - step.forward(grad=True)
+        check_memory("batch_size", self.batch_size, bytes_each=per_image,
+                     what=f"one training step's activations at {step.tokens:,} tokens per image",
+                     budget=available_memory())
         if not self.lr > 0:
             raise ValueError(f"lr={self.lr!r} must be positive")
         for name in ("seed", "data_seed"):

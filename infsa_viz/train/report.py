@@ -15,7 +15,7 @@ from ..io import read_json
 from ..progress import progress
 from .data import cluttered_digits_data
 
-__all__ = ["CARD_FILE", "accuracy", "load_card", "predict", "training_report"]
+__all__ = ["CARD_FILE", "accuracy", "finished_card", "load_card", "predict", "training_report"]
 
 CARD_FILE = "card.json"
 
@@ -40,6 +40,33 @@ def accuracy(model: nn.Module, images: Tensor, labels: Tensor, *, batch_size: in
 def load_card(directory: str | Path) -> dict[str, Any]:
     """The ``card.json`` of a trained model directory (``ValueError`` if missing)."""
     return read_json(Path(directory) / CARD_FILE)
+
+
+#: What a finished run's card must hold: field → its JSON types.
+_FINISHED = {"variant": (str,), "seed": (int,), "test_accuracy": (int, float), "train_seconds": (int, float),
+             "weights_sha256": (str,)}
+
+
+def finished_card(directory: str | Path) -> dict[str, Any]:
+    """The ``card.json`` of a finished training run, checked: a JSON object holding every field a
+    finished run writes (variant, seed, test accuracy in [0, 1], training time, the weights' SHA-256).
+
+    Raises:
+        ValueError: the card is missing, not JSON, or lacks a field or holds a wrong one (named).
+    """
+    path = Path(directory) / CARD_FILE
+    card = read_json(path)
+    if not isinstance(card, dict):
+        raise ValueError(f"{path}: expected a JSON object (a finished run's card), got {type(card).__name__}")
+    for name, types in _FINISHED.items():
+        value = card.get(name)
+        if isinstance(value, bool) or not isinstance(value, types):
+            raise ValueError(f"{path}: {name}={value!r} is invalid; a finished run's card holds "
+                             f"{' or '.join(t.__name__ for t in types)} {name}")
+    if not 0 <= card["test_accuracy"] <= 1 or card["train_seconds"] < 0 or len(card["weights_sha256"]) != 64:
+        raise ValueError(f"{path}: test_accuracy={card['test_accuracy']!r}, train_seconds={card['train_seconds']!r} "
+                         f"or weights_sha256 is out of range; not a finished run's card")
+    return card
 
 
 def training_report(model_dirs: list[str | Path], *, batch_size: int = 256) -> dict[str, Any]:

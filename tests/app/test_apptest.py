@@ -481,3 +481,30 @@ def test_rollout_head_fusion_and_discard_ratio_are_the_librarys(shipped_models):
     assert (options["head"], options["discard_ratio"]) == ("max", 0.5) and options == expected.options
     query = {k: v[0] if isinstance(v, list) else v for k, v in at.query_params.items()}
     assert (query["head"], query["discard"]) == ("max", "0.5")
+
+
+def test_each_shown_map_is_computed_once_with_its_figures(shipped_models, monkeypatch):
+    """Side by side draws each model's map and then scores the same map: one map computation per
+    shown map (figures included), for a map of no class and for a class-explaining one."""
+    import streamlit as st
+
+    from infsa_viz.maps.base import MapMethod
+
+    calls: list[str] = []
+    original = MapMethod.attribute
+
+    def counted(self, *args, **kwargs):
+        calls.append(self.name)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(MapMethod, "attribute", counted)
+    st.cache_data.clear()
+    at = _app().run()
+    _ok(at)
+    assert len(_figures(at).splitlines()) == 2 + len(shipped_models)  # the figures are shown
+    assert calls == ["attention"] * len(shipped_models)
+    calls.clear()
+    at.selectbox(key="method").set_value("saliency").run()
+    _ok(at)
+    assert len(_figures(at).splitlines()) == 2 + len(shipped_models)
+    assert calls == ["saliency"] * len(shipped_models)

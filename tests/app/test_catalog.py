@@ -65,8 +65,8 @@ def test_a_state_dict_with_options_is_a_model_like_any_other(app, tmp_path, make
 
 
 def test_short_names_are_unique(app):
-    entries = [app.catalog.ModelEntry("/a/m", "m", "softmax", 0), app.catalog.ModelEntry("/b/m", "m", "softmax", 0),
-               app.catalog.ModelEntry("/c/k", "k", "softmax", 0)]
+    entries = [app.catalog.ModelEntry("/a/m", "m", 0, "infsa-viz"), app.catalog.ModelEntry("/b/m", "m", 0, "infsa-viz"),
+               app.catalog.ModelEntry("/c/k", "k", 0, "infsa-viz")]
     assert app.catalog.short_names(entries) == {"/a/m": "/a/m", "/b/m": "/b/m", "/c/k": "k"}
 
 

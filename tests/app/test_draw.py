@@ -28,7 +28,7 @@ def test_tiles_follow_opacity_and_boxes(app):
     boxes are drawn in the documented colours only when asked."""
     display = np.random.default_rng(1).integers(0, 256, (48, 48), dtype=np.uint8)
     view = _view(app, display)
-    entry = app.catalog.ModelEntry("/m", "m", "softmax", 0)
+    entry = app.catalog.ModelEntry("/m", "m", 0, "infsa-viz")
     zoom = app.draw.DISPLAY_PX // 48
 
     plain, _ = app.draw.tiles(app.draw.Display(alpha=0.0, show_boxes=False), "attention", [(entry, view)])
@@ -91,9 +91,12 @@ def test_figures_table_shows_undefined_figures_as_na(app):
     assert row == {"morf_aoc": "12.3", "lerf_auc": "56.8", "evidence_spearman": "n/a", "pointing_hit": "n/a",
                    "box_roc_auc": "n/a", "box_pr_auc": "0.500"}  # a figure the record lacks is n/a
     table = app.draw.figures_table([("softmax · m", _Record())])
-    assert table.splitlines()[0] == ("| model | MoRF-AOC | LeRF-AUC | evidence rank correlation | pointing game | "
-                                     "box ROC-AUC | box PR-AUC |")
-    assert table.splitlines()[2].startswith("| softmax · m | 12.3 | 56.8 | n/a | n/a |")
+    assert table.splitlines()[0] == ("| model | MoRF-AOC | LeRF-AUC | evidence rank correlation | box ROC-AUC | "
+                                     "box PR-AUC | pointing game |")  # the registry's figures, in its order
+    assert table.splitlines()[2] == "| softmax · m | 12.3 | 56.8 | n/a | n/a | 0.500 | n/a |"
+    from infsa_viz.metrics.registry import image_figures
+
+    assert table.splitlines()[0] == "| " + " | ".join(["model", *(f.label for f in image_figures())]) + " |"
 
 
 def test_figures_table_leaves_out_curves_of_a_class_the_model_does_not_predict(app):

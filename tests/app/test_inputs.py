@@ -112,3 +112,11 @@ def test_input_warnings_name_what_differs_from_the_training_data(app, tmp_path, 
     assert not any("intensity" in w for w in app.inputs.input_warnings(model, image, normal))
     assert "std 0.00" in app.inputs.input_warnings(model, image, normal * 0)[-1]
     assert set(BENCHMARKS) == set(app.inputs.BENCHMARK_CLASSES)
+
+
+def test_an_upload_is_turned_upright_by_its_exif_orientation(app):
+    from tests.exif_files import encode, with_orientation
+
+    stored = np.random.default_rng(1).integers(0, 255, (30, 50), dtype=np.uint8)
+    choice = app.inputs.upload_image(with_orientation(encode(stored, ".png"), 6), "phone.png")
+    np.testing.assert_array_equal(choice.data.images[0], np.rot90(stored, -1))

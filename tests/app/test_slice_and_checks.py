@@ -14,7 +14,8 @@ from infsa_viz import load_model
 from infsa_viz.data import cue_conditions, test_split
 from infsa_viz.evaluation import EvalSettings, score_images
 from infsa_viz.maps import attribute
-from infsa_viz.metrics.registry import METRICS, figures_of
+from infsa_viz.estimate import Workload
+from infsa_viz.metrics.registry import METRICS, RowMetric, figures_of
 from infsa_viz.metrics.sanity import cascading_randomisation, map_similarity
 from infsa_viz.preprocess import prepare
 from tests.app.test_apptest import _app, _ok, _shown
@@ -40,7 +41,10 @@ def test_the_slice_table_holds_predictions_and_the_librarys_figures(shipped_mode
     np.testing.assert_allclose(table[f"p · {name}"], p.max(-1), rtol=0, atol=1e-6)
     assert (table[f"correct · {name}"].to_numpy() == (p.argmax(-1) == split.labels)).all()
     chosen = at.multiselect(key="slice_metrics").value
-    assert chosen and all(METRICS[m].category in ("localisation", "evidence") for m in chosen)  # the cheap ones
+    work, settings = Workload.of(model, batch=100), EvalSettings().resolved()
+    cheap = [name for name, m in METRICS.items() if not isinstance(m, RowMetric) and not m.redraws
+             and m.estimate(work, settings).forwards <= 5]  # by the metrics' own estimates
+    assert chosen and chosen == cheap and not any(METRICS[m].category == "faithfulness" for m in chosen)
     records, _, _ = score_images(model, split, "attention", protocol=EvalSettings(metrics=chosen, select="all",
                                                                                     target="predicted"))
     for figure in figures_of(chosen):  # columns named by the registry's labels, values the engine's

@@ -1,14 +1,15 @@
-"""``app/targets.py``: the class a map explains, parsed, resolved and validated in one place."""
+"""``app/targets.py``: the class a map explains as the sidebar offers and the URL holds it; it is
+parsed by the library's Target and resolved by the image's forward record (``compute.class_index``)."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 
 def test_choices_offer_the_label_only_for_labelled_images(app):
     assert app.targets.choices(3, labelled=True) == ["predicted", "label", "top 2", "top 3", 0, 1, 2]
     assert app.targets.choices(2, labelled=False) == ["predicted", "top 2", 0, 1]
+    assert app.targets.choices(4, labelled=False, fewest=2) == ["predicted", "top 2", 0, 1, 2, 3]  # ranks every model has
 
 
 def test_parse_reads_every_word_and_refuses_the_rest(app):
@@ -18,15 +19,24 @@ def test_parse_reads_every_word_and_refuses_the_rest(app):
             app.targets.parse(bad)
 
 
-def test_resolve_against_one_models_probabilities(app):
-    p = np.array([0.1, 0.6, 0.05, 0.25])
-    assert app.targets.resolve("predicted", p, 2) == 1
-    assert app.targets.resolve("label", p, 2) == 2
-    assert app.targets.resolve("label", p, None) == 1  # no label for this model: its prediction
-    assert app.targets.resolve("top 2", p, None) == 3 and app.targets.resolve("top 9", p, None) == 2
-    assert app.targets.resolve(3, p, None) == 3
-    with pytest.raises(ValueError, match=r"class=4 is not a class of the model; expected a class index in \[0, 4\)"):
-        app.targets.resolve(4, p, None)
+def test_the_forward_record_resolves_the_apps_targets(app):
+    """The app's targets resolve as the library's record resolves them, one rule for an unknown label."""
+    import torch
+
+    from infsa_viz.forward import ForwardRecord
+
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(1, 4))
+    logits = torch.log(torch.tensor([[0.1, 0.6, 0.05, 0.25]]))
+
+    def resolve(target, label):
+        return int(ForwardRecord(model, torch.zeros(1, 1, 1, 1), labels=[-1 if label is None else label],
+                                 target=app.targets.parse(str(target)), logits=logits, name="class").explained[0])
+
+    assert resolve("predicted", 2) == 1 and resolve("label", 2) == 2
+    assert resolve("label", None) == 1  # no label for this model: its prediction
+    assert resolve("top 2", None) == 3 and resolve(3, None) == 3
+    with pytest.raises(ValueError, match=r"class=top 9 is invalid for the model, which has 4 classes"):
+        resolve("top 9", None)
 
 
 def test_describe_names_a_class_by_every_model_that_names_it(app):

@@ -2,8 +2,10 @@
 
 A case passes when the entry point refuses the input with the expected exception (library:
 ``ValueError``/``TypeError``; CLI: exit code 2) and one line naming the input and what was
-expected, with no traceback and no new file in the output folder. Cases marked ``memory`` run in
-a subprocess under a 3 GiB address-space limit: the refusal must come before any big allocation.
+expected, with no traceback and no new file in the output folder; or, for a case that ``expect``s
+``"ok"`` (an input that must be handled correctly, not refused), when the entry point succeeds and
+its ``check`` finds the result right. Cases marked ``memory`` run in a subprocess under a 3 GiB
+address-space limit: the refusal must come before any big allocation.
 ``tests/bad_inputs/test_matrix.py`` runs them in CI; ``python -m benchmarks reliability`` runs
 them again and records the counts in ``metrics/reliability.json``.
 """
@@ -25,6 +27,7 @@ import numpy as np
 import torch
 
 MEMORY_LIMIT = 3 << 30  # bytes of address space for `memory` cases
+TIME_LIMIT = 300  # seconds a `memory` case's child may run
 ROOT = Path(__file__).resolve().parents[2]
 
 Paths = dict[str, Path]
@@ -44,9 +47,16 @@ class Case:
         memory: run in a subprocess under :data:`MEMORY_LIMIT`.
         setup: a context manager factory run around the case (e.g. holding a lock).
         program: the CLI program of a ``cli`` case: ``"infsa-viz"``, ``"benchmarks"`` (``python -m
-            benchmarks``) or ``"train_seeds"`` (``scripts/train_seeds.py``); see :data:`PROGRAMS`.
+            benchmarks``), ``"train_seeds"`` (``scripts/train_seeds.py``) or ``"script:NAME"`` (the
+            ``main`` of ``scripts/NAME.py``); see :func:`program`.
         pending: why the case cannot pass yet (another engineer's change); tests mark it xfail,
             the reliability benchmark counts it apart.
+        expect: ``"refused"`` (default) or ``"ok"``: the input is valid or must be handled (a rotated
+            photo, a name that looks like a formula) and the entry point must succeed (CLI: exit 0;
+            library: ``call`` returns ``None`` or the reason it is wrong).
+        check: for ``"ok"`` cases, ``check(paths) -> reason | None`` after the entry point ran.
+        ci: run by the test suite (``tests/bad_inputs/test_matrix.py``); ``False``: too slow for CI,
+            run by ``python -m benchmarks reliability`` only (covered by a faster unit test).
     """
 
     id: str
@@ -59,6 +69,9 @@ class Case:
     setup: Callable[[Paths], Any] | None = field(default=None, compare=False)
     program: str = "infsa-viz"
     pending: str | None = None
+    expect: str = "refused"
+    check: Callable[[Paths], str | None] | None = field(default=None, compare=False)
+    ci: bool = True
 
 
 @dataclass(frozen=True)
@@ -92,7 +105,10 @@ def _check_message(case: Case, message: str, traceback_seen: bool) -> Outcome:
 
 
 def program(name: str) -> Callable[[list[str]], int]:
-    """A CLI program as ``argv → exit code``: ``"infsa-viz"``, ``"benchmarks"`` or ``"train_seeds"``."""
+    """A CLI program as ``argv → exit code``: ``"infsa-viz"``, ``"benchmarks"``, ``"train_seeds"`` or
+    ``"script:NAME"`` (``scripts/NAME.py``)."""
+    import importlib
+
     from infsa_viz.cli import main
 
     if name == "infsa-viz":
@@ -101,6 +117,8 @@ def program(name: str) -> Callable[[list[str]], int]:
         from benchmarks import BENCH_COMMANDS, PROG
 
         return lambda argv: main(argv, commands=BENCH_COMMANDS, prog=PROG)
+    if name.startswith("script:"):
+        return importlib.import_module(f"scripts.{name[len('script:'):]}").main
     from scripts.train_seeds import main as train_seeds
 
     def run(argv: list[str]) -> int:
@@ -122,6 +140,11 @@ def _run_cli(case: Case, paths: Paths) -> Outcome:
         with contextlib.redirect_stderr(buf), contextlib.redirect_stdout(io.StringIO()):
             rc = program(case.program)(argv)
         err = buf.getvalue()
+    if case.expect == "ok":
+        if rc != 0:
+            return Outcome(False, err.strip()[-500:], f"exit code {rc}, expected 0", peak)
+        reason = case.check(paths) if case.check else None
+        return Outcome(reason is None, "handled correctly" if reason is None else reason, reason or "", peak)
     # warnings logged before the error are not the error line
     err = "\n".join(line for line in err.splitlines()
                     if not line.startswith(("infsa-viz: ", "python -m benchmarks: ")) or "error:" in line)
@@ -142,8 +165,8 @@ def limited_main(name: str, peak_file: str) -> None:
 
 
 def _run_limited(case: Case, argv: list[str]) -> tuple[int, str, float | None]:
-    """Run a CLI case in a child under :data:`MEMORY_LIMIT` of address space (300 s at most): its exit
-    code, stderr and peak resident memory in MiB."""
+    """Run a CLI case in a child under :data:`MEMORY_LIMIT` of address space (:data:`TIME_LIMIT` s at most):
+    its exit code, stderr and peak resident memory in MiB."""
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -152,13 +175,19 @@ def _run_limited(case: Case, argv: list[str]) -> tuple[int, str, float | None]:
                 "from tests.bad_inputs.cases import limited_main; limited_main({1!r}, {2!r})"
                 ).format(MEMORY_LIMIT, case.program, str(peak))
         proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=ROOT,
-                              timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                              timeout=TIME_LIMIT, env={**os.environ, "PYTHONPATH": str(ROOT)})
         return proc.returncode, proc.stderr, float(peak.read_text()) if peak.is_file() else None
 
 
 def _run_api(case: Case, paths: Paths) -> Outcome:
     if case.memory:
         raise NotImplementedError("memory-limited library cases are run through the CLI")
+    if case.expect == "ok":
+        try:
+            reason = case.call(paths)
+        except Exception as err:  # noqa: BLE001 - any exception is the finding
+            return Outcome(False, f"{type(err).__name__}: {err}", "raised on an input it must handle")
+        return Outcome(reason is None, "handled correctly" if reason is None else str(reason), reason or "")
     try:
         case.call(paths)
     except case.error as err:
@@ -193,7 +222,7 @@ def run_case(case: Case, paths: Paths) -> Outcome:
     with context:
         outcome = run(case, paths)
     created = _files(paths["out"]) - before
-    if outcome.passed and created:
+    if outcome.passed and created and case.expect == "refused":
         return Outcome(False, outcome.message, f"left files behind: {sorted(str(p.name) for p in created)[:3]}",
                        outcome.peak_mib)
     return outcome
@@ -502,10 +531,12 @@ def _app_cases() -> list[Case]:
 
 
 def all_cases() -> list[Case]:
-    """Every case: library API, CLI and app, the second sweep's (``sweep2.py``) included."""
+    """Every case: library API, CLI and app, the second and third sweeps' (``sweep2.py``, ``sweep3.py``) included."""
     from tests.bad_inputs.sweep2 import second_sweep_cases
 
-    cases = _api_cases() + _cli_cases() + _app_cases() + second_sweep_cases()
+    from tests.bad_inputs.sweep3 import third_sweep_cases
+
+    cases = _api_cases() + _cli_cases() + _app_cases() + second_sweep_cases() + third_sweep_cases()
     ids = [(c.surface, c.id) for c in cases]
     if len(ids) != len(set(ids)):
         raise RuntimeError("duplicate case ids")

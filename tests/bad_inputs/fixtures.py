@@ -231,6 +231,9 @@ def build(root: Path) -> dict[str, Path]:
     _second_sweep(root, p)
     p["out"] = root / "out"
     p["out"].mkdir()
+    from tests.bad_inputs.sweep3 import third_sweep_fixtures
+
+    third_sweep_fixtures(root, p)
     return p
 
 

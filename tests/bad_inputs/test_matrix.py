@@ -30,6 +30,8 @@ def test_every_reader_has_a_declared_size_bomb_under_the_memory_limit():
 
 def _marks(case) -> list:
     marks = [pytest.mark.slow] if case.memory else []
+    if not case.ci:  # covered by a faster unit test; the reliability benchmark runs it
+        marks.append(pytest.mark.skip(reason="benchmark only: python -m benchmarks reliability"))
     if case.pending:  # another engineer's change; not run (a memory case would only wait for the allocator)
         marks.append(pytest.mark.xfail(reason=case.pending, run=False, strict=True))
     return marks

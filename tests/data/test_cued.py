@@ -148,8 +148,10 @@ def test_distractor_counts_are_drawn_from_the_range():
 
 
 def test_the_shared_test_split_shows_the_cue_on_every_image_half_consistent():
-    p10, p100 = (test_split(benchmark=name) for name in ("cued-digits-p10", "cued-digits-p100"))
+    p10, p100, shared = (test_split(benchmark=name) for name in ("cued-digits-p10", "cued-digits-p100", "cued-digits"))
     np.testing.assert_array_equal(p10.images, p100.images)
+    np.testing.assert_array_equal(p10.images, shared.images)
+    assert len({BENCHMARKS[n].preprocessing for n in ("cued-digits-p10", "cued-digits-p100", "cued-digits")}) == 1
     conditions = cue_conditions(p10.scenes, p10.labels)
     assert set(conditions) <= set(CUE_CONDITIONS) and "absent" not in set(conditions)
     assert abs((conditions == "consistent").mean() - 0.5) < 0.04

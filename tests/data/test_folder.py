@@ -258,3 +258,15 @@ def test_classes_file_applies_to_class_folders_through_the_cli_inputs(tmp_path):
     data = load_data(args, [("m", model)])
     assert sorted(zip(data.names, data.labels.tolist())) == [(str(root / "cat" / "a.png"), 0),
                                                               (str(root / "dog" / "a.png"), 2)]
+
+
+def test_folder_images_are_turned_upright_by_their_exif_orientation(tmp_path):
+    from tests.exif_files import encode, with_orientation
+
+    stored = np.zeros((20, 40), np.uint8)
+    stored[:5, :5] = 255  # a bright top-left corner
+    (tmp_path / "3").mkdir()
+    (tmp_path / "3" / "a.jpg").write_bytes(with_orientation(encode(stored, ".jpg"), 8))
+    image = FolderDataset(tmp_path).labelled().images[0]
+    assert image.shape == (40, 20)  # orientation 8: turned 90° anticlockwise to be seen
+    assert image[-5:, :5].mean() > 200 and image[:5, :5].mean() < 50

@@ -15,7 +15,8 @@ from infsa_viz.evaluation import EvalSettings, default_methods, evaluate, score_
 from infsa_viz.maps import METHODS, attribute
 from infsa_viz.metrics import aopc, box_auc, box_curves, lerf_auc, morf_aoc, perturbation_curves, pointing_game
 from infsa_viz.model import VisionTransformer
-from infsa_viz.preprocess import Preprocessing, preprocess
+from infsa_viz.preprocess import Preprocessing, prepare, preprocess
+from tests.counting import counting
 
 
 def _data(n: int = 4, *, labels=None) -> LabelledImages:
@@ -111,3 +112,19 @@ def test_protocol_validation_and_default_methods():
         with pytest.raises(ValueError):
             EvalSettings(**bad)
     assert EvalSettings(target=3).to_dict()["target_rule"].endswith("class 3")
+
+
+@pytest.mark.parametrize("methods", [["attention"], ["attention", "rollout", "visits", "saliency", "random",
+                                                     "chefer2021", "box_oracle"]])
+def test_one_clean_forward_per_chunk_whatever_the_number_of_methods(model, methods):
+    """Every method and metric of a chunk reads the chunk's one forward record: the images are
+    prepared once and the clean forward (no gradient, the chunk's own input) runs once per chunk."""
+    data = _data(6)
+    chunks = [[0, 1, 2], [3, 4, 5]]
+    clean = [prepare(model, data.subset(c).images).tensor for c in chunks]
+    protocol = EvalSettings(steps=2, chunk=3, select="all", metrics=["perturbation", "box_auc", "pointing_game",
+                                                                     "class_switch"], subsample=6)
+    with counting(model, clean) as forwards:
+        found = evaluate([("m", model)], methods, data, protocol=protocol)
+    assert len(found.rows) == len(methods) and all(r["n_images"] == 6 for r in found.rows)
+    assert forwards.clean == len(chunks)

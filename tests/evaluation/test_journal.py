@@ -189,8 +189,94 @@ def test_output_lock_under_a_file_is_one_clear_error(tmp_path):
 def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path):
     from benchmarks.reliability import kill_and_resume
 
-    result = kill_and_resume(tmp_path)
+    result = kill_and_resume(tmp_path, n_images=12)  # 18 chunks: the kill lands between the 2nd and the 15th
     assert 0 < result["killed_after_chunks"] < result["chunks"] and not result["report_written_before_resume"]
     assert result["resumed_message"] is not None
     assert result["equal_json"] and result["equal_csv"] and result["equal_images_csv"]
     assert result["journal_removed"] and result["lock_released"] and result["user_file_kept"]
+
+
+def _report_without_command(path) -> dict:
+    record = json.loads(path.read_text())
+    record["protocol"].pop("command")
+    return record
+
+
+def _linear(config: dict) -> dict:
+    return {**config, "attention": "linear_infsa"}
+
+
+def _normalised_otherwise(config: dict) -> dict:
+    return {**config, "preprocessing": {**config["preprocessing"], "mean": [0.3], "std": [0.4]}}
+
+
+@pytest.mark.parametrize("edit", [_linear, _normalised_otherwise])
+def test_an_edited_config_under_journal_gives_the_fresh_runs_figures(tmp_path, make_config, edit):
+    """Acceptance (issue 38): the chunk key covers the whole config, not the weights alone."""
+    import torch
+
+    from infsa_viz.cli import main
+    from infsa_viz.model import save_model
+
+    torch.manual_seed(1)
+    model_dir = save_model(VisionTransformer(make_config("pure_infsa", num_classes=10)), tmp_path / "m")
+    argv = ["evaluate", "--models", str(model_dir), "--methods", "attention", "--n-images", "4", "--chunk", "2",
+            "--steps", "2", "--subsample", "0", "--road-images", "0", "--sanity-images", "0", "--select", "all"]
+    journal = tmp_path / "journal"
+    assert main([*argv, "--journal", str(journal), "--out", str(tmp_path / "before.json")]) == 0
+    config = json.loads((model_dir / "config.json").read_text())
+    (model_dir / "config.json").write_text(json.dumps(edit(config)))
+    assert main([*argv, "--journal", str(journal), "--out", str(tmp_path / "journalled.json")]) == 0
+    assert main([*argv, "--out", str(tmp_path / "fresh.json")]) == 0
+    journalled, fresh = (_report_without_command(tmp_path / f"{n}.json") for n in ("journalled", "fresh"))
+    before = _report_without_command(tmp_path / "before.json")
+    assert journalled["results"] == fresh["results"]
+    assert journalled["results"][0]["morf_aoc"] != before["results"][0]["morf_aoc"]  # the edit moved the figures
+    if edit is _linear:
+        assert journalled["results"][0]["variant"] == "linear_infsa"
+
+
+def test_an_unchanged_model_reuses_its_chunks(tmp_path, make_config, caplog):
+    from infsa_viz.cli import main
+    from infsa_viz.model import save_model
+
+    model_dir = save_model(VisionTransformer(make_config("softmax", num_classes=10)), tmp_path / "m")
+    argv = ["evaluate", "--models", str(model_dir), "--methods", "attention", "--n-images", "4", "--chunk", "2",
+            "--steps", "2", "--subsample", "0", "--road-images", "0", "--sanity-images", "0",
+            "--journal", str(tmp_path / "journal")]
+    assert main([*argv, "--out", str(tmp_path / "a.json")]) == 0
+    with caplog.at_level("WARNING"):
+        assert main([*argv, "--out", str(tmp_path / "b.json")]) == 0
+    assert "resumed: 2 finished chunk(s)" in caplog.text
+
+
+def test_the_chunk_key_holds_the_metric_versions_and_the_methods_defaults(tmp_path, monkeypatch, make_config):
+    from infsa_viz.evaluation.journal import model_digest, run_fingerprint
+    from infsa_viz.maps import METHODS
+    from infsa_viz.metrics.registry import METRICS
+
+    data, protocol = test_split(2), EvalSettings()
+    before = run_fingerprint(data, protocol, 1)
+    monkeypatch.setattr(type(METRICS["perturbation"]), "version", 2)
+    assert run_fingerprint(data, protocol, 1) != before
+    journal = Journal(tmp_path / "j", before, data=data)
+    path = journal._path("m", "visits", [0, 1])
+    monkeypatch.setattr(type(METHODS["visits"]), "defaults", {**METHODS["visits"].defaults, "tol": 1e-6})
+    assert journal._path("m", "visits", [0, 1]) != path
+    journal.close()
+    model = VisionTransformer(make_config("softmax", num_classes=10))
+    other = VisionTransformer(make_config("softmax", num_classes=10, class_names=tuple("abcdefghij")))
+    other.load_state_dict(model.state_dict())
+    assert model_digest(model) != model_digest(other)  # same weights, another config
+
+
+def test_a_users_stray_run_json_is_not_called_an_older_journal(tmp_path):
+    (tmp_path / "j").mkdir()
+    (tmp_path / "j" / "run.json").write_text('{"my": "experiment"}')
+    (tmp_path / "j" / "results.csv").write_text("mine")
+    with pytest.raises(ValueError, match=r"holds files this toolkit did not write \(results.csv, run.json\)"):
+        Journal(tmp_path / "j", {"run": 1})
+    (tmp_path / "j" / "results.csv").unlink()
+    with pytest.raises(ValueError, match=r"holds files this toolkit did not write \(run.json\)"):
+        Journal(tmp_path / "j", {"run": 1})
+    assert (tmp_path / "j" / "run.json").read_text() == '{"my": "experiment"}'

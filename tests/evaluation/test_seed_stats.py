@@ -74,3 +74,35 @@ def test_seeded_and_validated():
             hierarchical_bootstrap(bad)
     with pytest.raises(ValueError, match="n_resamples"):
         hierarchical_bootstrap(groups, n_resamples=0)
+
+
+def test_t_test_power_matches_gpower_and_a_simulation():
+    """G*Power 3.1 (one-sample t, two-sided, α 0.05, d = 1, n = 10): power 0.8030963; and the share of
+    simulated t-tests that reject, inside a Bonferroni family of 30 with 6 seeds."""
+    from infsa_viz.evaluation.seed_stats import t_test_power
+
+    assert t_test_power(1.0, 1.0, 10) == pytest.approx(0.8030963, abs=1e-6)
+    assert t_test_power(-2.0, 2.0, 10) == t_test_power(2.0, 2.0, 10)  # either sign, in units of sd
+    assert t_test_power(0.0, 1.0, 6, alpha=0.01) == pytest.approx(0.01)  # no difference: the level
+    rng = np.random.default_rng(0)
+    x = rng.normal(2.5, 1.0, size=(40000, 6))
+    rejected = (t_test_p(x) < 0.05 / 30).mean()
+    assert rejected == pytest.approx(t_test_power(2.5, 1.0, 6, alpha=0.05 / 30), abs=0.01)
+
+
+def test_detectable_difference_inverts_the_power():
+    from infsa_viz.evaluation.seed_stats import detectable_difference, t_test_power
+
+    for n, alpha, sd in ((6, 0.05 / 30, 2.0), (12, 0.05 / 30, 0.5), (3, 0.05, 1.0), (10, 0.05, 1.0)):
+        delta = detectable_difference(sd, n, alpha=alpha)
+        assert t_test_power(delta, sd, n, alpha=alpha) == pytest.approx(0.8, abs=1e-6)
+        assert t_test_power(0.95 * delta, sd, n, alpha=alpha) < 0.8
+    assert detectable_difference(1.0, 10) == pytest.approx(0.996, abs=1e-3)  # d ≈ 1 at n = 10 (G*Power: n = 10)
+    # more seeds, a smaller family or a smaller SD: a smaller detectable difference
+    assert detectable_difference(1.0, 12, alpha=0.05 / 30) < detectable_difference(1.0, 6, alpha=0.05 / 30)
+    assert detectable_difference(1.0, 6, alpha=0.05 / 2) < detectable_difference(1.0, 6, alpha=0.05 / 30)
+    assert detectable_difference(0.0, 6) == 0.0 and math.isnan(detectable_difference(math.nan, 6))
+    for bad, name in (({"sd": -1.0, "n": 6}, "sd"), ({"sd": 1.0, "n": 1}, "n"),
+                      ({"sd": 1.0, "n": 6, "power": 0.01}, "power"), ({"sd": 1.0, "n": 6, "alpha": 0.0}, "alpha")):
+        with pytest.raises(ValueError, match=name):
+            detectable_difference(**bad)

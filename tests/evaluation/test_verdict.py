@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from infsa_viz.evaluation import quality_across_seeds, variant_verdict
-from infsa_viz.evaluation.seed_stats import seed_t_test
-from infsa_viz.evaluation.verdict import call_rule, split_seed, verdict_methods
+from infsa_viz.evaluation.image_sets import seed_set_means
+from infsa_viz.evaluation.seed_stats import call_rule, seed_t_test
+from infsa_viz.evaluation.verdict import model_group, split_seed, verdict_methods
 from tests.evaluation.helpers import image_record
 
 VARIANTS = ("softmax", "pure_infsa", "linear_infsa")
@@ -15,7 +16,7 @@ VARIANTS = ("softmax", "pure_infsa", "linear_infsa")
 
 def _records(shift: dict[str, float], *, seeds=(1, 2, 3, 4, 5, 6), n: int = 60, noise: float = 1.0,
              seed_sd: float = 0.0, rng_seed: int = 0, wrong: dict[str, int] | None = None,
-             methods=("attention",)):
+             methods=("attention",), folder: str = "runs"):
     """Records of one model per variant and seed: image values ``base + shift + seed effect + noise``
     (the base shared by the models of a seed); ``wrong[variant]`` first images misclassified."""
     rng = np.random.default_rng(rng_seed)
@@ -23,7 +24,7 @@ def _records(shift: dict[str, float], *, seeds=(1, 2, 3, 4, 5, 6), n: int = 60, 
     for seed in seeds:
         base = rng.normal(60.0, 10.0, n)
         for variant in VARIANTS:
-            model = f"runs/{variant}-seed{seed}"
+            model = f"{folder}/{variant}-seed{seed}"
             misses = (wrong or {}).get(variant, 0)
             for method in methods:
                 values = base + shift.get(variant, 0.0) + rng.normal(0.0, seed_sd) + rng.normal(0.0, noise, n)
@@ -119,8 +120,8 @@ def test_bad_inputs_are_named():
         variant_verdict(records, alpha=1.5)
     with pytest.raises(ValueError, match="figures contains 'accuracy'"):
         variant_verdict(records, figures=("accuracy",))
-    twin = [image_record("other/softmax-seed1", "attention", 0, morf=1.0, pr=0.5)]
-    with pytest.raises(ValueError, match="both softmax seed 1"):
+    twin = [image_record("runs/gauss-seed1", "attention", 0, morf=1.0, pr=0.5)]  # a second softmax seed 1 in runs/
+    with pytest.raises(ValueError, match="both softmax seed 1 in folder 'runs'"):
         variant_verdict(records + twin)
 
 
@@ -148,3 +149,94 @@ def test_quality_across_seeds():
     assert out["runs/pure"]["morf_aoc"]["adjacent_separated"] == [None] * 3  # computed without method tests
     per_model["runs/pure-seed2"]["morf_aoc"]["adjacent"] = {"separated": 2, "n_pairs": 4}
     assert quality_across_seeds({"per_model": per_model})["runs/pure"]["morf_aoc"]["adjacent_pairs"] == [None, 4, None]
+
+
+def test_models_are_paired_within_their_folder_and_holm_spans_every_group():
+    """Two training settings (folders) with the same seeds: each InfSA model meets the softmax model of
+    its own seed and folder; one family over both groups."""
+    high = _records({"pure_infsa": 4.0}, seeds=(1, 2, 3), seed_sd=0.3, folder="seeds/cued/p0.9", rng_seed=2)
+    low = _records({}, seeds=(1, 2, 3), seed_sd=0.3, folder="seeds/cued/p0.5", rng_seed=3)
+    verdict = _verdict(high + low, image_level=False)
+    groups = {(c["group"], c["variant"]): c for c in verdict["comparisons"]}
+    assert set(groups) == {(g, v) for g in ("seeds/cued/p0.5", "seeds/cued/p0.9") for v in ("pure_infsa", "linear_infsa")}
+    assert groups["seeds/cued/p0.9", "pure_infsa"]["per_seed"][0]["baseline_model"] == "seeds/cued/p0.9/softmax-seed1"
+    assert groups["seeds/cued/p0.9", "pure_infsa"]["difference"] == pytest.approx(4.0, abs=0.7)
+    assert abs(groups["seeds/cued/p0.5", "pure_infsa"]["difference"]) < 0.7
+    assert all(c["family"] == 4 for c in verdict["comparisons"])
+    assert model_group("seeds/cued/p0.9/softmax-seed1") == "seeds/cued/p0.9" and model_group("softmax-seed1") == ""
+
+
+def test_simultaneous_interval_and_detectable_difference_follow_the_family():
+    """ci_simultaneous is the t-interval at 1 - alpha/m (scipy), m the comparisons with a p-value; an interval
+    that excludes 0 always comes with a call (Bonferroni is Holm's first step); the detectable difference is
+    the noncentral-t power inversion at alpha/m with the seed differences' SD."""
+    from scipy import stats as sps
+
+    from infsa_viz.evaluation.seed_stats import t_test_power
+
+    records = _records({"pure_infsa": 1.5, "linear_infsa": 0.4}, methods=("attention", "rollout"), seed_sd=0.4,
+                       rng_seed=4)
+    verdict = variant_verdict(records, n_resamples=100, image_level=False)
+    comparisons = [c for c in verdict["comparisons"] if c["p"] is not None]
+    m = len(comparisons)
+    assert m == 8 and all(c["family"] == m for c in comparisons)
+    for c in comparisons:
+        x = np.array([s["difference"] for s in c["per_seed"]])
+        if not x.std(ddof=1) > 0:  # box PR-AUC is 0.5 everywhere: a zero-width interval, detectable 0
+            assert c["ci_simultaneous"] == [0.0, 0.0] and c["detectable_difference"] == 0.0
+            continue
+        low, high = sps.t.interval(1 - 0.05 / m, x.size - 1, loc=x.mean(), scale=sps.sem(x))
+        np.testing.assert_allclose(c["ci_simultaneous"], [low, high], rtol=1e-4, atol=1e-6)
+        assert c["ci_simultaneous"][0] <= c["ci_t"][0] and c["ci_t"][1] <= c["ci_simultaneous"][1]
+        if c["ci_simultaneous"][0] > 0 or c["ci_simultaneous"][1] < 0:
+            assert c["call"] != "not shown"
+        power = t_test_power(c["detectable_difference"], x.std(ddof=1), x.size, alpha=0.05 / m)
+        assert power == pytest.approx(0.8, abs=1e-4)
+    assert any(c["call"] != "not shown" for c in comparisons)
+
+
+def test_image_sets_average_the_images_they_name():
+    """Analytic: 4 images; the variant misclassifies image 0, the baseline image 3; image 2 undefined for
+    the baseline."""
+    x = np.array([10.0, 2.0, 4.0, 6.0])
+    y = np.array([1.0, 1.0, np.nan, 3.0])
+    sets = seed_set_means(x, y, np.array([False, True, True, True]), np.array([True, True, True, False]))
+    assert sets["matched"] == {"variant_mean": 2.0, "baseline_mean": 1.0, "difference": 1.0, "n_variant": 1,
+                               "n_baseline": 1}
+    assert sets["own_correct"]["variant_mean"] == 4.0 and sets["own_correct"]["baseline_mean"] == 1.0
+    assert (sets["own_correct"]["n_variant"], sets["own_correct"]["n_baseline"]) == (3, 2)
+    assert sets["all"]["variant_mean"] == 6.0 and sets["all"]["baseline_mean"] == pytest.approx(5 / 3)
+
+
+def test_a_call_that_rests_on_misclassified_images_is_told_apart():
+    """pure InfSA misclassifies a third of the images, and scores 6 points lower on exactly those: on the
+    matched images and on its own correct images it equals softmax; on all images it is lower."""
+    rng = np.random.default_rng(7)
+    records = []
+    for seed in range(1, 7):
+        base = rng.normal(60.0, 5.0, 60)
+        for variant in VARIANTS:
+            wrong = variant == "pure_infsa"
+            values = base + rng.normal(0.0, 0.2) + rng.normal(0.0, 0.5, 60) - np.where(
+                wrong & (np.arange(60) < 20), 6.0, 0.0)
+            records += [image_record(f"runs/{variant}-seed{seed}", "attention", i, morf=float(values[i]), pr=0.5,
+                                     variant=variant, predicted=1 if wrong and i < 20 else 0) for i in range(60)]
+    pure = _comparison(_verdict(records, image_level=False), "pure_infsa")
+    sets = pure["image_sets"]
+    assert sets["matched"]["call"] == pure["call"] == "not shown" and sets["own_correct"]["call"] == "not shown"
+    assert sets["all"]["call"] == "lower" and sets["all"]["difference"] == pytest.approx(-2.0, abs=0.3)
+    assert sets["matched"]["p"] == pytest.approx(pure["p"], rel=1e-4) and sets["all"]["stored"]
+    assert pure["per_seed"][0]["image_sets"]["all"]["n_variant"] == 60
+
+
+def test_the_call_can_read_every_image_instead_of_the_matched_ones():
+    records = _records({"pure_infsa": 2.0}, seed_sd=0.5, rng_seed=3, wrong={"softmax": 10, "pure_infsa": 20})
+    matched, every = _verdict(records), _verdict(records, images="all")
+    m, a = _comparison(matched, "pure_infsa"), _comparison(every, "pure_infsa")
+    assert m["matched_images"]["min"] == 40 and a["matched_images"]["min"] == 60
+    for seed_m, seed_a in zip(m["per_seed"], a["per_seed"], strict=True):
+        assert seed_a["difference"] == pytest.approx(seed_a["image_sets"]["all"]["difference"], abs=1e-5)
+        assert seed_m["difference"] == pytest.approx(seed_m["image_sets"]["matched"]["difference"], abs=1e-5)
+    assert every["protocol"]["image_set"] == "all" and "misclassified ones included" in every["protocol"]["images"]
+    with pytest.raises(ValueError, match="images"):
+        _verdict(records, images="some")

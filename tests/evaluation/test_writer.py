@@ -44,3 +44,33 @@ def test_json_csv_per_image_csv_and_html(tmp_path, make_config):
     with pytest.raises(ValueError, match="must end in .json"):
         write_evaluation(result, tmp_path / "r.csv")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plotly.min.js", "r.csv", "r.html", "r.images.csv", "r.json"]
+
+
+def test_image_names_that_look_like_formulas_are_escaped_in_the_per_image_csv():
+    import csv
+    import io
+
+    from infsa_viz.evaluation import records_csv
+    from infsa_viz.evaluation.records import ImageRecord
+
+    records = [ImageRecord(model="=m", variant="softmax", method="attention", index=i, name=name, label=1,
+                           logits=np.array([-1.0, 2.0]), target=None, scored=1, figures={"morf_aoc": -0.5},
+                           curves={}, map_min=-1.0, map_max=1.0, map_mass=2.0, validity=None)
+               for i, name in enumerate(("=cmd|' /C calc'!A0", "+1.png", "-2.png", "@x.png", "ok.png"))]
+    rows = list(csv.DictReader(io.StringIO(records_csv(records))))
+    assert [r["name"] for r in rows] == ["'=cmd|' /C calc'!A0", "'+1.png", "'-2.png", "'@x.png", "ok.png"]
+    assert rows[0]["model"] == "'=m" and float(rows[0]["morf_aoc"]) == -0.5  # numbers are not touched
+
+
+def test_read_report_names_what_a_damaged_report_lacks(tmp_path):
+    from infsa_viz.evaluation.writer import read_report
+
+    path = tmp_path / "r.json"
+    for text, match in (("", "not valid JSON"), ("[]", "expected an evaluation report .*got list"),
+                        ("{}", r"\['protocol', 'dataset', 'results'\] missing"),
+                        ('{"protocol": {}, "dataset": {}, "results": [{"model": "m"}]}', r"results\[0\] is not")):
+        path.write_text(text)
+        with pytest.raises(ValueError, match=match):
+            read_report(path)
+    path.write_text('{"results": []}')
+    assert read_report(path, parts=("results",)) == {"results": []}

@@ -22,12 +22,21 @@ def test_meta_evaluates_each_model_once_and_summarises(tmp_path, monkeypatch):
     assert meta_evaluation.main(argv) == 0
     report = json.loads(out.read_text())
     assert sorted(report["models"]["cluttered-digits"]) == ["pure_infsa-seed1", "softmax-seed1"]
-    morf = report["summary"]["cluttered-digits"]["morf_aoc"]
-    assert morf["models"] == 2 and 0 <= morf["trustworthy"] <= 2
+    summary = report["summary"]["cluttered-digits"]
+    figures = summary["figures"]
+    morf = figures["morf_aoc"]
+    assert morf["models"] == 2 and 0 <= morf["trustworthy"] <= 2 and morf["role"] == "metric"
     assert morf["spearman_max"] is None  # untrained models classify none of 4 images: no scored MoRF mean
-    box = report["summary"]["cluttered-digits"]["box_pr_auc"]
-    assert -1 <= box["spearman_max"] <= 1 and 0 <= box["stability_min"] <= 1
-    assert "class_switch_shift" not in report["summary"]["cluttered-digits"]  # it re-explains: not meta-evaluable
+    box = figures["box_pr_auc"]
+    assert -1 <= box["spearman_max"] <= 1 and 0 <= box["stability_min"] <= 1 and box["reactivity_min"] <= 0.5
+    assert len(box["stability_curve_min"]) == len(box["noise"])
+    for name in ("class_switch_shift", "target_sensitivity"):  # they re-explain: not meta-evaluable
+        assert name not in figures
+    controls = summary["controls"]
+    assert set(controls["negative"]) == {"control_constant", "control_random", "control_peakedness",
+                                         "control_total_mass", "control_image"}
+    assert controls["negatives_never_trusted"] and all(figures[n]["trustworthy"] == 0 for n in controls["negative"])
+    assert set(summary["trusted_for_every_model"]) <= set(figures)
     first = (parts / "cluttered-digits" / "softmax-seed1.json").stat().st_mtime_ns
     assert meta_evaluation.main(argv) == 0  # resumed: nothing recomputed
     assert (parts / "cluttered-digits" / "softmax-seed1.json").stat().st_mtime_ns == first

@@ -10,7 +10,8 @@ from infsa_viz.model import VARIANTS, VisionTransformer, ViTConfig, save_model
 from scripts import paper_gap
 from scripts.doc_sections import markers, read_section
 
-SECTIONS = ("protocol-sensitivity", "protocol-sensitivity-matches", "eigen-cosine-layers", "eigen-cosine-tokens")
+SECTIONS = ("protocol-sensitivity", "protocol-sensitivity-matches", "forking-paths", "forking-paths-grid",
+            "eigen-cosine-layers", "eigen-cosine-tokens")
 
 
 def _seed_models(root):
@@ -46,10 +47,15 @@ def test_both_studies_write_their_json_and_tables(tmp_path):
     assert "ours: mean · patch_fraction · ratio · aoc · label · correct" in tables["protocol-sensitivity"]
     assert "target = predicted, images = all" in tables["protocol-sensitivity"]
     assert paper_gap.main([*argv, "--tables-only"]) == 0  # from the JSON alone
+    assert "seed 2 (Linear-InfSA seed 2 vs softmax seed 2)" in tables["forking-paths"]
 
 
 def test_a_missing_seed_model_or_section_exits_2(tmp_path, capsys):
     assert paper_gap.main(["--only", "cosine", "--seeds-dir", str(tmp_path), "--metrics", str(tmp_path)]) == 2
     assert "do not exist" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        paper_gap.main(["--n-images", "0"])
+    assert paper_gap.main(["--n-images", "0"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "paper_gap.py: error: --n-images=0 must be a positive integer"  # one line, no usage
+    for bad in ("a,b", "-1", ","):
+        assert paper_gap.main(["--seeds", bad]) == 2
+        assert "--seeds" in capsys.readouterr().err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -17,8 +18,52 @@ def test_dry_run_plans_every_variant_and_seed(tmp_path, capsys):
     assert len(commands) == 6  # 3 variants x 2 seeds
     assert all("--data-seed 0" in c and "--data cluttered-digits-hard" in c and "--epochs 3" in c for c in commands)
     assert not any(tmp_path.iterdir())  # nothing trained, nothing written
-    with pytest.raises(SystemExit):
-        train_seeds.main(["--variants", "softmax,gauss", "--dry-run"])
+    assert train_seeds.main(["--variants", "softmax,gauss", "--dry-run"]) == 2
+
+
+@pytest.mark.parametrize("argv,match", [(["--variants", ","], "--variants names no variant"),
+                                        (["--epochs", str(10**12)], r"--epochs=1,000,000,000,000 is invalid; expected "
+                                                                    r"an integer >= 1 and <= 100,000"),
+                                        (["--data-seed", "-1"], "--data-seed=-1 must be a non-negative integer")])
+def test_bad_options_are_one_line_and_exit_2(tmp_path, capsys, argv, match):
+    assert train_seeds.main([*argv, "--out", str(tmp_path / "runs")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and re.search(match, err)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_out_under_a_file_is_refused_up_front(tmp_path, capsys):
+    (tmp_path / "file").write_text("x")
+    assert train_seeds.main(["--out", str(tmp_path / "file" / "runs"), "--epochs", "1"]) == 2
+    assert "is a file; expected a folder" in capsys.readouterr().err
+
+
+def _runs_argv(runs) -> list[str]:
+    return ["--benchmark", "cluttered-digits", "--variants", "softmax", "--seeds", "1", "--epochs", "1",
+            "--images-per-epoch", "32", "--test-size", "16", "--threads", "1", "--out", str(runs)]
+
+
+def test_a_second_run_on_one_out_is_refused(tmp_path, capsys):
+    from infsa_viz.evaluation.journal import OutputLock
+
+    runs = tmp_path / "runs"
+    with OutputLock(runs / "train_seeds"):  # a run holding --out
+        assert train_seeds.main(_runs_argv(runs)) == 2
+    err = capsys.readouterr().err.strip()
+    assert "another train_seeds.py run is writing" in err and len(err.splitlines()) == 1
+    assert sorted(p.name for p in runs.iterdir()) == []  # nothing trained; the lock went with its holder
+
+
+@pytest.mark.parametrize("card", ["{}", "", "[1]", '{"variant": "softmax", "seed": 1, "test_accuracy": 0.5}'])
+def test_a_damaged_card_is_not_a_finished_run(tmp_path, capsys, card):
+    runs = tmp_path / "runs"
+    (runs / "softmax-seed1").mkdir(parents=True)
+    (runs / "softmax-seed1" / "card.json").write_text(card)
+    assert train_seeds.main(_runs_argv(runs)) == 2
+    err = capsys.readouterr().err.strip()
+    assert "card.json" in err and len(err.splitlines()) == 1 and "Traceback" not in err
+    assert (runs / "softmax-seed1" / "card.json").read_text() == card  # left as it was, nothing trained over it
+    assert not (runs / "seeds.json").exists()
 
 
 @pytest.mark.slow

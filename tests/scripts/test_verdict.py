@@ -11,15 +11,16 @@ import pytest
 from infsa_viz.evaluation import compare
 from infsa_viz.io import write_json
 from infsa_viz.model import VARIANTS, VisionTransformer, ViTConfig, save_model
-from scripts import verdict, verdict_text
+from scripts import verdict, verdict_benchmarks, verdict_text
 from scripts.doc_sections import markers, read_section
 from tests.evaluation.helpers import image_record
 
 
 def _docs(tmp_path):
-    """A docs file holding the verdict-tables section."""
+    """A docs file holding the verdict-tables and verdict-image-sets sections."""
     path = tmp_path / "verdict.md"
-    path.write_text("# verdict\n\n" + "\n".join(markers("verdict-tables")) + "\n\nafter\n", encoding="utf-8")
+    path.write_text("# verdict\n\n" + "\n".join(markers("verdict-tables")) + "\n\n"
+                    + "\n".join(markers("verdict-image-sets")) + "\n\nafter\n", encoding="utf-8")
     return path
 
 
@@ -41,16 +42,30 @@ def test_seed_models_are_found_in_variant_then_seed_order(tmp_path):
     assert verdict.seed_models("cluttered-digits-hard", tmp_path) == []
 
 
-def test_images_per_benchmark_unless_given():
+def test_a_benchmark_is_one_data_entry(tmp_path, monkeypatch):
+    """A benchmark with two training settings is one entry: its groups' models are found folder by folder,
+    evaluated on its data and images; a retired benchmark is refused with its reason."""
     import argparse
 
-    def n_images(benchmark: str, given: int | None) -> str:
-        args = argparse.Namespace(n_images=given, metrics=Path("m"), journal=None, threads=None)
-        argv = verdict.evaluate_argv(benchmark, ["a-seed1"], args)
-        return argv[argv.index("--n-images") + 1]
-
-    assert [n_images(b, None) for b in ("cluttered-digits", "cluttered-digits-hard")] == ["1000", "500"]
-    assert n_images("cluttered-digits-hard", 64) == "64"
+    entry = verdict_benchmarks.VerdictBenchmark("cued", data="cluttered-digits", seeds="cued", n_images=64,
+                                                greedy_images=8, groups=("p0.9", "p0.5"))
+    monkeypatch.setitem(verdict_benchmarks.VERDICT_BENCHMARKS, "cued", entry)
+    for group in entry.groups:
+        for variant in VARIANTS:
+            (tmp_path / "cued" / group / f"{variant}-seed1").mkdir(parents=True)
+            (tmp_path / "cued" / group / f"{variant}-seed1" / "config.json").write_text("{}")
+    found = verdict.seed_models("cued", tmp_path)
+    assert [p.rsplit("/", 2)[1:] for p in found] == [[g, f"{v}-seed1"] for g in entry.groups for v in VARIANTS]
+    args = argparse.Namespace(n_images=None, metrics=Path("m"), journal=None, threads=None)
+    argv = verdict.evaluate_argv("cued", found, args)
+    assert argv[argv.index("--data") + 1] == "cluttered-digits" and argv[argv.index("--n-images") + 1] == "64"
+    greedy = verdict.greedy_argv("cued", found, argparse.Namespace(**{**vars(args), "n_images": 4}))
+    assert greedy[greedy.index("--n-images") + 1] == "4" and greedy[greedy.index("--out") + 1] == "m/verdict-cued-greedy.json"
+    plain = verdict.evaluate_argv("cluttered-digits", found, args)
+    assert plain[plain.index("--n-images") + 1] == "1000"
+    cued = verdict.evaluate_argv("cued-digits", found, args)  # a benchmark's own evaluate options
+    assert cued[cued.index("--target") + 1] == "predicted" and cued[cued.index("--select") + 1] == "all"
+    assert verdict.main(["--benchmarks", "cluttered-digits-hard", "--summary-only"]) == 2
 
 
 @pytest.mark.slow
@@ -71,7 +86,9 @@ def test_evaluates_and_summarises_every_variant_against_softmax(tmp_path, capsys
     comparisons = {(c["figure"], c["method"], c["variant"]) for c in bench["verdict"]}
     assert {(f, m, v) for f in verdict.FIGURES for m in verdict.METHODS for v in VARIANTS[1:]} <= comparisons
     assert all(c["call"] in ("higher", "lower", "not shown") and len(c["per_seed"]) == 3 for c in bench["verdict"])
-    assert all({"difference", "ci", "p", "p_holm", "n_seeds", "matched_images"} <= set(c) for c in bench["verdict"])
+    assert all({"difference", "ci", "ci_t", "ci_simultaneous", "detectable_difference", "family", "p", "p_holm",
+                "n_seeds", "matched_images", "image_sets"} <= set(c) for c in bench["verdict"])
+    assert all(set(c["image_sets"]) == {"matched", "own_correct", "all"} for c in bench["verdict"])
     attention = next(e for e in bench["figures"] if e["variant"] == "softmax" and e["method"] == "attention")
     assert attention["seeds"] == [1, 2, 3] and len(attention["box_pr_auc"]["per_seed_ci"]) == 3
     assert 0 <= attention["box_pr_auc"]["mean"] <= 100  # in points
@@ -127,7 +144,7 @@ def _synthetic_report(n: int = 40, seeds=(1, 2, 3)) -> dict:
                 rows.append({"model": model, "variant": variant, "method": method,
                              "accuracy": 0.9 if variant == "pure_infsa" else 1.0,
                              "morf_aoc": float(values.mean()), "box_pr_auc": 0.4 + shift / 100})
-    return {"protocol": {"command": "synthetic"}, "dataset": {"name": "cluttered-digits", "n_images": n},
+    return {"protocol": {"command": "synthetic", "settings": {"select": "correct"}}, "dataset": {"name": "cluttered-digits", "n_images": n},
             "results": rows, **compare(records, rows, select="correct")}
 
 
@@ -156,9 +173,16 @@ def test_summary_of_a_synthetic_report_holds_the_seed_level_verdict(tmp_path):
     assert pure["per_seed"][0]["variant_accuracy"] == 90.0 and pure["per_seed"][0]["image_level"]["p_wilcoxon_holm"] < 0.05
     linear = found["morf_aoc", "attention", "linear_infsa"]
     assert linear["call"] == "not shown" and not linear["accuracy_flag"]
+    record = json.loads((metrics / "verdict.json").read_text())
     table = read_section(docs, "verdict-tables")
-    assert table == verdict_text.verdict_tables(json.loads((metrics / "verdict.json").read_text()))
-    assert "**higher** ⚠ accuracy -10.0" in table and "| morf_aoc | attention |" in table
+    assert table == verdict_text.verdict_tables(record)
+    assert "**higher** ⚠ accuracy -10.0" in table and "| attention | morf_aoc | pure InfSA |" in table
+    assert read_section(docs, "verdict-image-sets") == verdict_text.image_set_table(record)
+    # the evaluation stored every image set: pure InfSA's 4 misclassified images count only under "all"
+    assert pure["image_sets"]["matched"]["call"] == "higher" and pure["image_sets"]["all"]["stored"]
+    assert pure["per_seed"][0]["image_sets"]["own_correct"] == pytest.approx(5.0, abs=1.5)
+    assert pure["family"] == 4 and pure["ci_simultaneous"][0] < pure["ci_t"][0] < pure["ci_t"][1] < pure["ci_simultaneous"][1]
+    assert "would detect ≥" in verdict_text.readme_table(record) and "Same test on" in verdict_text.called_sentences(record)
     assert docs.read_text().endswith("after\n")  # the prose around the section stays
 
 
@@ -168,3 +192,26 @@ def test_a_report_before_the_seed_level_verdict_is_summarised_without_calls():
     summary = verdict.summarise(old, "old.json")
     assert summary["verdict"] == [] and "predates" in summary["verdict_note"]
     assert "Pending" in verdict_text.verdict_tables({"benchmarks": {"cluttered-digits": summary}})
+
+
+def test_a_report_before_the_detectable_difference_gets_it_from_its_seeds_and_rows():
+    """A report written before issue #35: family, simultaneous interval and detectable difference are
+    recomputed from the seed differences; 'all' (box PR-AUC) and 'own_correct' (MoRF-AOC) image sets from
+    the rows; the sets it did not store are said to be missing and enter Holm as p = 1."""
+    report = _synthetic_report()
+    for c in report["verdict"]["comparisons"]:
+        for key in ("family", "ci_simultaneous", "detectable_difference", "image_sets"):
+            c.pop(key)
+        for s in c["per_seed"]:
+            s.pop("image_sets")
+    summary = verdict.summarise(report, "old.json")
+    assert "predates the image-set means" in summary["image_sets_note"]
+    fresh = {(c["figure"], c["variant"]): c for c in verdict.summarise(_synthetic_report(), "new.json")["verdict"]}
+    for c in summary["verdict"]:
+        new = fresh[c["figure"], c["variant"]]
+        assert c["family"] == new["family"] == 4
+        np.testing.assert_allclose(c["ci_simultaneous"], new["ci_simultaneous"], atol=1e-3)
+        assert c["detectable_difference"] == pytest.approx(new["detectable_difference"], abs=1e-3)
+        stored = {name for name, entry in c["image_sets"].items() if entry["stored"]}
+        assert stored == {"matched", "all" if c["figure"] == "box_pr_auc" else "own_correct"}
+        assert c["image_sets"]["matched"]["call"] == c["call"]

@@ -11,7 +11,8 @@ from .evidence import Evidence
 from .localisation import BoxLocalisation, Complexity, MassLocalisation, Pointing
 from .perturbation import ROAD, DeletionInsertionMetric, PositiveNegativeMetric
 from .checks import ClassSwitch, Sanity
+from .funnybirds import FunnyBirdsChecks, TargetSensitivityCheck
 
 __all__ = ["MAX_ROAD_STEPS", "MAX_STEPS", "ROAD", "BoxLocalisation", "ClassSwitch", "Complexity",
            "DeletionInsertionMetric", "Evidence", "MassLocalisation", "PatchPerturbation", "Pointing",
-           "PositiveNegativeMetric", "Sanity"]
+           "PositiveNegativeMetric", "Sanity", "FunnyBirdsChecks", "TargetSensitivityCheck"]

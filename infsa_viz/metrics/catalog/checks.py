@@ -6,6 +6,7 @@ import numpy as np
 import torch
 
 from ..class_switch import class_switch, switch_classes
+from ...estimate import Estimate
 from ..registry import Figure, Metric, RowMetric, Scores, Scoring, Setting, register_metric
 from ..sanity import sanity_report
 from ._common import SUBSAMPLE
@@ -35,6 +36,9 @@ class ClassSwitch(Metric):
     subset = "subsample"
     count = "n_class_switch"
     redraws = True
+    cost = "one map of another class per image (the method's own cost)"
+    requires = {"negative_labels": "labelled distractor boxes (a cluttered-digits benchmark, or VOC boxes of other "
+                                   "classes)"}
 
     def score(self, ctx: Scoring) -> Scores:
         out = {f.key: np.full(len(ctx), np.nan) for f in self.figures}
@@ -72,6 +76,12 @@ class Sanity(RowMetric):
                         "(0 = off)", minimum=0, maximum=10**5),)
     subset = "sanity_images"
     cost = "one map per randomisation stage (about 2 + depth) per image"
+
+    def estimate(self, work, settings):
+        weights = 4.0 * work.layers * (4 * work.width**2 + 2 * work.width * work.mlp)
+        maps = 8.0 * (work.layers + 2) * work.batch * work.pixels
+        return Estimate(2 * weights + maps, "a randomised copy of the model and a map per stage, upsampled",
+                        forwards=work.layers + 3)
 
     def score_row(self, model, images, classes, method, options, settings, maps_of):
         num_classes = getattr(getattr(model, "config", None), "num_classes", None)

@@ -6,9 +6,9 @@ import numpy as np
 
 from ..perturbation import perturbation_curves
 from ..protocol import BASELINES
-from ..registry import Figure, Metric, Scores, Scoring, Setting, register_metric
+from ..registry import Curve, Figure, Metric, Scores, Scoring, Setting, register_metric
 from ..scores import aopc, lerf_auc, morf_aoc
-from ._common import MAX_STEPS, quiet
+from ._common import MAX_STEPS, copies_estimate, quiet
 
 __all__ = ['PatchPerturbation']
 
@@ -30,12 +30,18 @@ class PatchPerturbation(Metric):
     rule = "class probability as ViT patches are removed in map order, most (MoRF) or least (LeRF) relevant first"
     figures = (
         Figure("morf_aoc", "MoRF-AOC", True, "% of the area over p_k/p_0", images="scored", digits=3,
-               ceiling="greedy_deletion",
+               ceiling="greedy_deletion", image_format=".1f",
                description="area over the class probability as the most relevant patches go"),
         Figure("lerf_auc", "LeRF-AUC", True, "% of the area under p_k/p_0", images="scored", digits=3,
-               description="area under the class probability as the least relevant patches go"),
+               image_format=".1f", description="area under the class probability as the least relevant patches go"),
         Figure("aopc", "AOPC", True, "probability", images="scored", ranked=False,
                description="average drop of the probability over the MoRF steps"),
+    )
+    curves = (
+        Curve("morf", "MoRF", "perturbation", "fractions", "share of patches removed", "p(scored class)",
+              figure="morf_aoc", percent=(True, True), mean="morf_mean", mean_x="fractions"),
+        Curve("lerf", "LeRF", "perturbation", "fractions", "share of patches removed", "p(scored class)",
+              figure="lerf_auc", dash=True, percent=(True, True), mean="lerf_mean", mean_x="fractions"),
     )
     settings = (
         Setting("steps", 20, int, "MoRF/LeRF removal steps K (K + 1 points)", minimum=1, maximum=MAX_STEPS),
@@ -44,11 +50,14 @@ class PatchPerturbation(Metric):
     )
     cost = "2 x (steps + 1) forwards per image"
 
+    def estimate(self, work, settings):
+        return copies_estimate(work, settings["batch_size"], 2 * (settings["steps"] + 1) + 1)
+
     def score(self, ctx: Scoring) -> Scores:
         s = ctx.settings
         curves = perturbation_curves(ctx.model, ctx.images, ctx.maps, ctx.classes, patch_size=ctx.model.patch_size,
-                                     order="both", steps=s["steps"], baseline=s["baseline"], score=s["score"],
-                                     seed=s["seed"], batch_size=s["batch_size"])
+                                     order="both", steps=s["steps"], baseline=s["baseline"], score="target",
+                                     seed=s["seed"], batch_size=s["batch_size"], logits=ctx.record.logits)
         with quiet():
             values = {"morf_aoc": morf_aoc(curves["morf"], select="all").per_image,
                       "lerf_auc": lerf_auc(curves["lerf"], select="all").per_image,

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..evidence import evidence_scores
 from ..registry import Figure, Metric, Scores, Scoring, register_metric
-from ._common import quiet
+from ._common import copies_estimate, quiet
 
 __all__ = ['Evidence']
 
@@ -35,7 +35,8 @@ class Evidence(Metric):
             "when the object alone is removed in distribution (background: swapped), clipped at 0")
     figures = (
         Figure("evidence_spearman", "evidence rank correlation", True, "Spearman's rho over objects",
-               ceiling="evidence_oracle", description="the map ranks the objects as their removal hurts the model"),
+               ceiling="evidence_oracle", image_format="+.2f",
+               description="the map ranks the objects as their removal hurts the model"),
         Figure("evidence_kendall", "evidence Kendall tau", True, "Kendall's tau-b over objects", ranked=False,
                ceiling="evidence_oracle", description="the same ranking, by Kendall's tau-b"),
         Figure("evidence_mass_accuracy", "evidence mass accuracy", True, "histogram intersection", percent=True,
@@ -52,6 +53,13 @@ class Evidence(Metric):
                description="share of the K highest pixels on the target digit, K = its pixels (CLEVR-XAI, mask)"),
     )
     cost = "one forward per scene object per image (shared by every map), then mask sums"
+    requires = {"scenes": "scene objects (their masks and in-distribution removals, from a generated benchmark "
+                          "such as --data cluttered-digits)"}
+
+    def estimate(self, work, settings):
+        # the objects' importance: (objects + 1) renders per image, scored batch_size at a time (4 objects
+        # in the shipped benchmarks), and the objects' (B, O, H, W) masks
+        return copies_estimate(work, settings["batch_size"], 5, extra=4.0 * work.batch * work.pixels)
     _KEYS = {"evidence_spearman": "evidence_spearman", "evidence_kendall": "evidence_kendall",
              "evidence_mass_accuracy": "evidence_mass_accuracy", "top_object_agreement": "top_object_agreement",
              "mask_relevance_mass_accuracy": "relevance_mass_accuracy",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..localisation import RECALL_GRID, box_auc, box_curves, pointing_game
+from ..localisation import RECALL_GRID, ROC_GRID, box_auc, box_curves, pointing_game
 from ..mass import complexity, energy_pointing_game, relevance_rank_accuracy
-from ..registry import Figure, Metric, Scores, Scoring, register_metric
+from ..registry import Curve, Figure, Metric, Scores, Scoring, register_metric
 from ._common import quiet
 
 __all__ = ['BoxLocalisation', 'Complexity', 'MassLocalisation', 'Pointing']
@@ -26,8 +26,10 @@ class BoxLocalisation(Metric):
     rule = "the upsampled map as a detector of the target boxes' pixels (sklearn ROC-AUC and PR-AUC per image)"
     figures = (
         Figure("box_roc_auc", "box ROC-AUC", True, "AUC", percent=True, ranked=False, ceiling="box_oracle",
+               image_format=".3f",
                description="map values rank the target box's pixels above the others (0.5 = chance)"),
         Figure("box_pr_auc", "box PR-AUC", True, "average precision", percent=True, ceiling="box_oracle",
+               image_format=".3f",
                description="precision-recall of the same ranking (chance = the box's share of pixels)"),
         Figure("distractor_roc_auc", "distractor ROC-AUC", True, "AUC", percent=True, ranked=False,
                description="target pixels ranked above the distractors' pixels"),
@@ -35,14 +37,24 @@ class BoxLocalisation(Metric):
                description="share of target pixels: the PR-AUC of a constant map"),
     )
 
+    curves = (
+        Curve("roc", "box ROC", "roc", tuple(ROC_GRID.round(3)), "false-positive rate", "true-positive rate",
+              figure="box_roc_auc", diagonal=True),
+        Curve("precision", "box precision-recall", "pr", tuple(RECALL_GRID.round(3)), "recall", "precision",
+              figure="box_pr_auc", mean="precision_mean", mean_x="recall"),
+    )
+
     def score(self, ctx: Scoring) -> Scores:
         with quiet():
             auc = box_auc(ctx.maps, ctx.boxes, image_size=ctx.image_size, negatives_boxes=ctx.negatives)
+        found = box_curves(ctx.maps, ctx.boxes, image_size=ctx.image_size)
         precision = np.stack([np.full(len(RECALL_GRID), np.nan) if c is None else c.interpolated_precision()
-                              for c in box_curves(ctx.maps, ctx.boxes, image_size=ctx.image_size)])
+                              for c in found])
+        roc = np.stack([np.full(len(ROC_GRID), np.nan) if c is None else c.tpr_at() for c in found])
         distractor = (np.full(len(ctx), np.nan) if auc.negatives_roc_auc is None else auc.negatives_roc_auc)
         return Scores({"box_roc_auc": auc.roc_auc, "box_pr_auc": auc.pr_auc, "distractor_roc_auc": distractor,
-                       "positive_fraction": auc.positive_fraction}, auc.protocol, curves={"precision": precision})
+                       "positive_fraction": auc.positive_fraction}, auc.protocol,
+                      curves={"precision": precision, "roc": roc})
 
     def row_extras(self, records, scored, protocol):
         undefined = {"box_undefined": int(sum(not np.isfinite(r.box_roc_auc) for r in records))}
@@ -65,7 +77,7 @@ class Pointing(Metric):
     citation = "Zhang et al., ECCV 2016"
     rule = "the map's maximum falls on a target box (within the tolerance)"
     figures = (Figure("pointing_game", "pointing game", True, "share of hits", percent=True, record="pointing_hit",
-                      ceiling="box_oracle", description="the map's maximum falls in the target box"),)
+                      ceiling="box_oracle", image_format="hit", description="the map's maximum falls in the target box"),)
 
     def score(self, ctx: Scoring) -> Scores:
         with quiet():

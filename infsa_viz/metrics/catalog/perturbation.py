@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..insertion import deletion_insertion, positive_negative_perturbation
 from ..registry import Figure, Metric, Scores, Scoring, Setting, register_metric
 from ..road import road_curves
-from ._common import MAX_ROAD_STEPS, MAX_STEPS, SUBSAMPLE
+from ._common import MAX_ROAD_STEPS, MAX_STEPS, SUBSAMPLE, copies_estimate
 
 __all__ = ['DeletionInsertionMetric', 'PositiveNegativeMetric', 'ROAD']
 
@@ -31,6 +31,10 @@ class DeletionInsertionMetric(Metric):
     count = "n_subsample"
     cost = "2 x (insertion_steps + 1) forwards per image"
 
+    def estimate(self, work, settings):
+        return copies_estimate(work, settings["batch_size"], 2 * (settings["insertion_steps"] + 1),
+                               extra=8.0 * work.batch * work.pixels)  # the blurred copy
+
     def score(self, ctx: Scoring) -> Scores:
         s = ctx.settings
         di = deletion_insertion(ctx.model, ctx.images, ctx.maps, ctx.classes, patch_size=ctx.model.patch_size,
@@ -53,6 +57,10 @@ class PositiveNegativeMetric(Metric):
                Figure("negative_perturbation_auc", "negative perturbation AUC", True, "AUC", percent=True))
     settings = (SUBSAMPLE,)
     subset = "subsample"
+    cost = "2 x 10 forwards per image"
+
+    def estimate(self, work, settings):
+        return copies_estimate(work, settings["batch_size"], 20)
 
     def score(self, ctx: Scoring) -> Scores:
         s = ctx.settings
@@ -84,6 +92,11 @@ class ROAD(Metric):
     subset = "road_images"
     count = "n_road"
     cost = "2 x road_steps forwards and sparse solves per image"
+
+    def estimate(self, work, settings):
+        # the imputation: one sparse system per image of about 9 entries per pixel (values and indices)
+        return copies_estimate(work, settings["batch_size"], 2 * settings["road_steps"],
+                               extra=2 * 9 * 16.0 * work.pixels)
 
     def score(self, ctx: Scoring) -> Scores:
         s = ctx.settings

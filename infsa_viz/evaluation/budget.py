@@ -1,0 +1,126 @@
+"""An evaluation's (or an explanation's) size checked before any image is scored.
+
+Every map method and metric states what one call holds and how many model passes it makes
+(:meth:`MapMethod.estimate <infsa_viz.maps.MapMethod.estimate>`,
+:meth:`Metric.estimate <infsa_viz.metrics.registry.Metric.estimate>`, :mod:`infsa_viz.estimate`);
+:func:`check_maps` and :func:`check_evaluation` read those declarations for every model of a job
+and refuse, in one line, the first call that cannot fit this machine or its method's bound, naming
+the option that lowers it: the most images per call that fit (``chunk``), the perturbed copies per
+forward (``batch_size``), or the method's own (a matrix-free solver, fewer steps, a smaller input).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from torch import nn
+
+from ..estimate import Estimate, Workload, available_memory, check_estimate, largest_batch
+from ..maps import check_method
+
+__all__ = ["Spell", "check_call", "check_evaluation", "check_maps", "cli_option", "library_option"]
+
+#: How an option that lowers a job is spelled in a message: ``(name, value or None) -> text``.
+Spell = Callable[[str, Any], str]
+
+
+def library_option(name: str, value: Any = None) -> str:
+    """``chunk=3`` (or ``chunk``): an argument of the library."""
+    return name if value is None else f"{name}={value}"
+
+
+def cli_option(name: str, value: Any = None) -> str:
+    """``--chunk 3`` (or ``--chunk``): an option of the command line."""
+    flag = f"--{name.replace('_', '-')}"
+    return flag if value is None else f"{flag} {value}"
+
+
+def check_call(estimate: Callable[[Workload], Estimate], work: Workload, subject: str, spell: Spell = library_option,
+               budget: float | None = None, option: str = "chunk", leave_out: str = "") -> None:
+    """Refuse a call whose ``estimate(work)`` is over its bounds or the memory available: at ``work.batch``
+    images when fewer would fit (naming the most that fit as ``option``, spelled by ``spell``), else at
+    one image (what even one image needs; ``leave_out`` names the list to leave it out of).
+
+    Raises:
+        ValueError: one line naming ``subject``, the estimate and what lowers it.
+    """
+    budget = available_memory() if budget is None else budget
+
+    def stated(w: Workload) -> Estimate:
+        found = estimate(w)
+        if not leave_out:
+            return found
+        return dataclasses.replace(found, lower=" or ".join(x for x in (found.lower, f"leave it out of {leave_out}")
+                                                            if x))
+
+    found = stated(work)
+    check_estimate(found, work, subject=subject, fewer=None, budget=float("inf"))  # the bounds on work first
+    if found.bytes <= budget:
+        return
+    fits = largest_batch(estimate, work, budget=budget)
+    if fits:
+        check_estimate(found, work, subject=subject, budget=budget,
+                       fewer=spell(option, fits) + " (the most images per call that fit)")
+    one = work.with_batch(1)
+    check_estimate(stated(one), one, subject=subject, budget=budget)
+
+
+def check_maps(models: Sequence[tuple[str, nn.Module]], methods: Sequence[tuple[str, dict[str, Any]]], *,
+               batch: int = 1, spell: Spell = library_option, option: str = "chunk",
+               budget: float | None = None) -> None:
+    """Refuse maps of ``methods`` (``(name, options)``) for ``models`` on ``batch`` images each, and each
+    model's own forward, when one cannot fit (see :func:`~infsa_viz.estimate.check_estimate`); ``option``
+    (spelled by ``spell``) sets the images per call.
+
+    Raises:
+        ValueError: one line naming the model, the method, the estimate and what lowers it.
+    """
+    budget = available_memory() if budget is None else budget
+    for model_name, model in models:
+        work = Workload.of(model, batch=batch)
+        if work is None:
+            continue
+        check_call(lambda w: Estimate(w.forward(), "one forward"), work, f"model {model_name!r}: its forward", spell,
+               budget, option)
+        for method, options in methods:
+            spec = check_method(method)
+            resolved = spec.resolve(options)
+            check_call(lambda w, spec=spec, resolved=resolved: spec.estimate(w, resolved), work,
+                   f"model {model_name!r}: method {method!r}", spell, budget, option, spell("methods", None))
+
+
+def check_evaluation(models: Sequence[tuple[str, nn.Module]], methods: Sequence[str], protocol: Any, *,
+                     n_images: int, spell: Spell = library_option, budget: float | None = None) -> None:
+    """Refuse an evaluation (:func:`~infsa_viz.evaluation.evaluate`) whose maps or metrics cannot fit a
+    chunk of ``protocol.chunk`` images (the sanity checks: their first ``sanity_images``), before any
+    image is scored.
+
+    Raises:
+        ValueError: one line naming the model, the method or metric, the estimate and what lowers it.
+    """
+    budget = available_memory() if budget is None else budget
+    settings = protocol.resolved()
+    chunk = max(1, min(protocol.chunk, n_images))
+    calls = []
+    for method in methods:
+        spec = check_method(method)
+        shared = {k: v for k, v in settings.items() if k in spec.from_settings}
+        calls.append((method, {**shared, **protocol.options_for(method)}))
+    check_maps(models, calls, batch=chunk, spell=spell, budget=budget)
+    for model_name, model in models:
+        work = Workload.of(model, batch=chunk)
+        if work is None:
+            continue
+        for metric in protocol.image_metrics():
+            check_call(lambda w, metric=metric: metric.estimate(w, settings), work,
+                   f"model {model_name!r}: metric {metric.name!r}", spell, budget, leave_out=spell("metrics", None))
+        for metric in protocol.row_metrics():  # on its first images at once
+            count = min(int(settings[metric.subset]), n_images) if metric.subset else n_images
+            if count:
+                option = metric.subset or "chunk"
+                check_maps([(model_name, model)], calls, batch=count, spell=spell, option=option, budget=budget)
+                check_call(lambda w, metric=metric: metric.estimate(w, settings), work.with_batch(count),
+                       f"model {model_name!r}: metric {metric.name!r}", spell, budget, option,
+                       spell("metrics", None))
