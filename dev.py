@@ -58,6 +58,8 @@ def main(argv: list[str]) -> int:
     command, rest = argv[0], argv[1:]
     if command == "test":
         return subprocess.call([str(PYTHON), "-m", "pytest", *rest], cwd=ROOT)
+    if not any(a.split("=")[0] == "--server.address" for a in rest):  # this machine only, unless told otherwise
+        rest = ["--server.address", "127.0.0.1", *rest]
     return subprocess.call([str(BIN / "streamlit"), "run", "app", *rest], cwd=ROOT)
 
 

@@ -136,21 +136,21 @@ def set_probabilities(entry: ModelEntry, set_key: str, stop: int | None = None) 
 def misclassified(entry: ModelEntry, set_key: str) -> np.ndarray:
     """Indices of the set's images the model gets wrong, ascending (empty when the set's labels
     are not its classes)."""
-    if not inputs.belongs(entry, set_key):
+    labels = inputs.set_labels(entry, set_key)
+    if labels is None:
         return np.zeros(0, np.int64)
-    return np.flatnonzero(set_probabilities(entry, set_key).argmax(-1) != inputs.set_data(set_key).labels)
+    return np.flatnonzero(set_probabilities(entry, set_key).argmax(-1) != labels)
 
 
 def first_all_correct(entries: list[ModelEntry], set_key: str) -> int | None:
     """The first image of the set that every model belonging to it classifies correctly (read
     a batch at a time); ``None`` when no model belongs to the set or no image qualifies."""
-    judged = [e for e in entries if inputs.belongs(e, set_key)]
+    judged = [(e, labels) for e in entries if (labels := inputs.set_labels(e, set_key)) is not None]
     if not judged:
         return None
-    labels = inputs.set_data(set_key).labels
-    for start in range(0, len(labels), BATCH):
+    for start in range(0, len(judged[0][1]), BATCH):
         right = np.logical_and.reduce([_chunk_probabilities(e.path, e.version, set_key, start).argmax(-1)
-                                       == labels[start:start + BATCH] for e in judged])
+                                       == labels[start:start + BATCH] for e, labels in judged])
         if right.any():
             return start + int(np.argmax(right))
     return None

@@ -16,6 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 import streamlit as st
 
+import safe
 from infsa_viz.maps import METHODS
 from infsa_viz.metrics.registry import Figure, image_figures
 from infsa_viz.overlay import ColourScale, colour_scale, encode_png, overlay, to_rgb
@@ -37,7 +38,7 @@ CSS = """<style>
 .infsa-cbar .ticks span:last-child {transform: translateX(-100%);}
 .infsa-cbar .ticks span:last-child::before {left: auto; right: 0;}
 .infsa-cbar .unit {font-size: 12px; line-height: 1.3; opacity: .8; overflow-wrap: anywhere;}
-@container (max-width: 240px) {.infsa-cbar .ticks .minor {display: none;}}
+@container (max-width: 300px) {.infsa-cbar .ticks .minor {display: none;}}
 @container (max-width: 150px) {
   .infsa-cbar .ticks {height: auto; display: flex; flex-wrap: wrap; justify-content: space-between; column-gap: .3rem;}
   .infsa-cbar .ticks span, .infsa-cbar .ticks span:first-child, .infsa-cbar .ticks span:last-child {
@@ -45,6 +46,16 @@ CSS = """<style>
   .infsa-cbar .ticks span::before {display: none;}
 }
 .st-key-grid_compact_tiles [data-testid="stImage"] img {max-width: 150px;}
+[data-testid="stMarkdownContainer"] table {display: block; max-width: 100%; overflow-x: auto;}
+[data-testid="stMain"] [data-testid="stHorizontalBlock"] {flex-wrap: wrap;}
+[data-testid="stMain"] [data-testid="stColumn"] {min-width: min(136px, 100%); flex-grow: 0;}
+.st-key-grid_header, .st-key-grid_tiles, .st-key-grid_compact_tiles {container-type: inline-size;}
+@container (max-width: 640px) {  /* narrow: each method's name and colour bar on a line above its tiles */
+  .st-key-grid_tiles [data-testid="stColumn"]:first-child,
+  .st-key-grid_compact_tiles [data-testid="stColumn"]:first-child {flex-basis: 100%; min-width: 100%;}
+  .st-key-grid_header [data-testid="stColumn"]:first-child {display: none;}
+}
+[data-testid="stDownloadButton"] button p {white-space: normal; overflow-wrap: anywhere;}
 </style>"""
 
 
@@ -226,7 +237,8 @@ def prediction_line(names: Sequence[str], probabilities: np.ndarray, label: int 
 
 
 def _name(names: Sequence[str], index: int) -> str:
-    return names[index] if 0 <= index < len(names) else f"class {index}"
+    """A class's name as markdown text (class names come from a model's config: escaped)."""
+    return safe.md(names[index], 60) if 0 <= index < len(names) else f"class {index}"
 
 
 def top_classes(names: Sequence[str], probabilities: np.ndarray, k: int = 3) -> str:

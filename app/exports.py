@@ -1,21 +1,35 @@
 """Downloads of every page that draws maps: the overlays (PNG), the raw maps (NPZ: one ``.npy``
-per map, ``numpy.load`` reads it) and the per-map figures (CSV, JSON).
+per map, ``numpy.load`` reads it), the per-map figures (CSV, JSON), a page's table (CSV) and the
+settings that made them (JSON).
 
-Files are built when a button is clicked (Streamlit's deferred downloads), not on every rerun,
-and a click does not rerun the page.
+The PNG is what the page shows (the same colour scale, opacity and boxes, each colour bar baked
+in). Every file records the settings (:func:`settings`: models with their class names, method,
+layer, head or head fusion, discard ratio, γ, target, display, version): the PNG in a ``tEXt``
+chunk, the NPZ as ``settings`` (a JSON string), the JSON beside the records. Files are built when
+a button is clicked (Streamlit's deferred downloads), not on every rerun, and a click does not
+rerun the page.
 """
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import re
+import struct
+import zlib
 from typing import Any, Callable, Sequence
 
 import numpy as np
 import streamlit as st
 
+from infsa_viz import __version__
+from infsa_viz.io import csv_cell
+from infsa_viz.maps import METHODS
 from infsa_viz.overlay import ColourScale, encode_png, overlay, overlay_grid, with_colorbar
+
+#: The PNG text chunk's keyword that holds the settings.
+PNG_KEY = "infsa-viz settings"
 
 
 def stem(*parts: Any) -> str:
@@ -23,13 +37,17 @@ def stem(*parts: Any) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", "-".join(str(p) for p in parts)).strip("-")[:80] or "infsa-viz"
 
 
-def overlay_tiles(views: Sequence[tuple[str, Any]], scale: ColourScale, *, alpha: float,
+def overlay_tiles(views: Sequence[tuple[str, Any]], scale: ColourScale, *, display: Any,
                   unit: str | None = None) -> list[tuple[str, np.ndarray]]:
-    """``(title, tile)`` of each map drawn as in the app on ``scale``, its colour bar baked in."""
+    """``(title, tile)`` of each map drawn as the app shows it on ``scale`` (``display``: its
+    opacity and whether the target and distractor boxes are drawn), its colour bar baked in."""
     out = []
     for i, (title, view) in enumerate(views):
         zoom = max(1, 288 // view.display.shape[0])
-        tile = overlay(view.display, view.map, scale, i, alpha=alpha, boxes=view.boxes, zoom=zoom)
+        boxes = view.boxes if display.show_boxes else None
+        negatives = getattr(view, "negative_boxes", None) if display.show_boxes else None
+        tile = overlay(view.display, view.map, scale, i, alpha=display.alpha, boxes=boxes, distractor_boxes=negatives,
+                       zoom=zoom)
         out.append((title, with_colorbar(tile, scale, i, label=unit)))
     return out
 
@@ -47,42 +65,62 @@ def grid_png(tiles: Sequence[tuple[str, np.ndarray]], *, ncols: int | None = Non
     return encode_png(overlay_grid(padded, titles, ncols=ncols))
 
 
-def overlays_png(views: Sequence[tuple[str, Any]], scale: ColourScale, *, alpha: float, ncols: int | None = None,
+def overlays_png(views: Sequence[tuple[str, Any]], scale: ColourScale, *, display: Any, ncols: int | None = None,
                  unit: str | None = None) -> bytes:
     """PNG of the maps drawn as in the app, each with its colour bar baked in, titled (ASCII)."""
-    return grid_png(overlay_tiles(views, scale, alpha=alpha, unit=unit), ncols=ncols)
+    return grid_png(overlay_tiles(views, scale, display=display, unit=unit), ncols=ncols)
 
 
-def array_names(names: Sequence[str]) -> list[str]:
-    """A file-safe, distinct array name per map name (:func:`stem`; names that differ only in
-    punctuation get ``-2``, ``-3`` … in order, so no map is lost)."""
-    out: list[str] = []
-    for name in names:
-        base = candidate = stem(name)
-        count = 1
-        while candidate in out:
-            count += 1
-            candidate = f"{base}-{count}"
-        out.append(candidate)
-    return out
+def settings(sel: Any, *, extra: dict[str, Any] | None = None, method: str | None = None,
+             options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What made a page's maps, JSON-ready: version, image, method with its resolved options
+    (layer, head or head fusion, discard ratio, γ, …), the target as chosen and as each model
+    resolves it, every model with its variant and class names, the display, and ``extra``."""
+    import compute
+    import inputs
+
+    method = sel.method if method is None else method
+    spec = METHODS[method]
+    resolved = {**spec.defaults, **(sel.options if options is None else options)}
+    models = []
+    for entry in sel.models:
+        row: dict[str, Any] = {"name": entry.name, "variant": entry.variant, "format": entry.format,
+                               "class_names": list(inputs.class_names(entry))}
+        if spec.explains_class and sel.image is not None:
+            try:
+                row["explains"] = compute.class_index(entry, sel.image, sel.target)
+            except ValueError as err:
+                row["explains"] = str(err)
+        models.append(row)
+    return {"infsa_viz": __version__, "image": None if sel.image is None else sel.image.source,
+            "method": method, "family": spec.family, "options": resolved,
+            "layer": resolved.get("layer"), "head": resolved.get("head"),
+            "head_fusion": resolved.get("head") if "head" in resolved and not spec.per_layer else None,
+            "discard_ratio": resolved.get("discard_ratio"), "gamma": resolved.get("gamma", None),
+            "gamma_source": ("learned rho (fixed default without one)" if resolved.get("gamma") is None else "chosen")
+            if "gamma" in resolved else None,
+            "target": sel.target if spec.explains_class else None, "models": models,
+            "display": {k: getattr(sel.display, k) for k in ("colormap", "alpha", "scale", "clip", "show_boxes")},
+            **(extra or {})}
 
 
-def maps_npz(maps: dict[str, np.ndarray]) -> bytes:
-    """An ``.npz`` of the raw maps (one ``(h, w)`` float32 array per name, :func:`array_names`)."""
-    buffer = io.BytesIO()
-    np.savez(buffer, **{key: np.asarray(m, np.float32) for key, m in zip(array_names(list(maps)), maps.values())})
-    return buffer.getvalue()
+def _json(value: Any) -> str:
+    return json.dumps(value, indent=2, default=str, ensure_ascii=True) + "\n"
+
+
+def png_with_text(png: bytes, text: str, key: str = PNG_KEY) -> bytes:
+    """``png`` with a ``tEXt`` chunk ``key``: ``text`` (ASCII) after its header chunk."""
+    body = key.encode("latin-1") + b"\0" + text.encode("ascii", "replace")
+    chunk = struct.pack(">I", len(body)) + b"tEXt" + body + struct.pack(">I", zlib.crc32(b"tEXt" + body))
+    end = 8 + 4 + 4 + 13 + 4  # signature, then IHDR: length, type, 13 bytes of data, CRC
+    return png[:end] + chunk + png[end:]
 
 
 def table_csv(rows: Sequence[dict[str, Any]]) -> str:
     """CSV of a page's table rows (columns in order of first appearance), every text cell escaped against
-    spreadsheet formulas (:func:`infsa_viz.io.csv_cell`): model and method names are the user's text."""
-    import csv
-
-    from infsa_viz.io import csv_cell
-
-    columns = list(dict.fromkeys(k for row in rows for k in row))
+    spreadsheet formulas (:func:`infsa_viz.io.csv_cell`): model, method and class names are outside text."""
     buffer = io.StringIO()
+    columns = list(dict.fromkeys(k for row in rows for k in row))
     writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
     for row in rows:
@@ -90,23 +128,60 @@ def table_csv(rows: Sequence[dict[str, Any]]) -> str:
     return buffer.getvalue()
 
 
-def records_json(records: Sequence[Any]) -> str:
-    """The per-map figures of :class:`~infsa_viz.evaluation.ImageRecord` s as JSON."""
-    return json.dumps([r.scalars() for r in records], indent=2, default=str) + "\n"
+def array_names(names: Sequence[str], *, taken: Sequence[str] = ()) -> list[str]:
+    """A file-safe, distinct array name per map name (:func:`stem`; names that differ only in
+    punctuation, or that meet a ``taken`` name, get ``-2``, ``-3`` … in order, so no map is lost)."""
+    out: list[str] = []
+    for name in names:
+        base = candidate = stem(name)
+        count = 1
+        while candidate in out or candidate in taken:
+            count += 1
+            candidate = f"{base}-{count}"
+        out.append(candidate)
+    return out
+
+
+def maps_npz(maps: dict[str, np.ndarray], settings: dict[str, Any] | None = None) -> bytes:
+    """An ``.npz`` of the raw maps (one ``(h, w)`` float32 array per name, :func:`array_names`) and, when
+    given, the settings as ``settings`` (a JSON string: ``json.loads(str(npz["settings"]))``)."""
+    buffer = io.BytesIO()
+    names = array_names(list(maps), taken=() if settings is None else ("settings",))
+    arrays = {key: np.asarray(m, np.float32) for key, m in zip(names, maps.values())}
+    if settings is not None:
+        arrays["settings"] = np.array(_json(settings))
+    np.savez(buffer, **arrays)
+    return buffer.getvalue()
+
+
+def records_json(records: Sequence[Any], settings: dict[str, Any] | None = None) -> str:
+    """The per-map figures of :class:`~infsa_viz.evaluation.ImageRecord` s as JSON (with the
+    settings that made them, when given)."""
+    rows = [r.scalars() for r in records]
+    return _json(rows if settings is None else {"settings": settings, "records": rows})
 
 
 def buttons(name: str, *, png: Callable[[], bytes] | None = None,
             maps: Callable[[], dict[str, np.ndarray]] | None = None,
-            records: Callable[[], Sequence[Any]] | None = None, key: str) -> None:
-    """A row of download buttons (those given), each built on click."""
+            records: Callable[[], Sequence[Any]] | None = None,
+            table: Callable[[], Sequence[dict[str, Any]]] | None = None,
+            settings: dict[str, Any] | None = None, key: str) -> None:
+    """A row of download buttons (those given, and the settings when given), each built on
+    click; the settings travel inside the PNG, the NPZ and the JSON too."""
     from infsa_viz.evaluation import records_csv
 
-    wanted = [("Overlays (PNG)", png, lambda f: f(), "png", "image/png"),
-              ("Raw maps (NPZ)", maps, lambda f: maps_npz(f()), "npz", "application/octet-stream"),
+    text = None if settings is None else _json(settings)
+    wanted = [("Overlays (PNG)", png, lambda f: f() if text is None else png_with_text(f(), text), "png",
+               "image/png"),
+              ("Raw maps (NPZ)", maps, lambda f: maps_npz(f(), settings), "npz", "application/octet-stream"),
               ("Figures (CSV)", records, lambda f: records_csv(f()), "csv", "text/csv"),
-              ("Figures (JSON)", records, lambda f: records_json(f()), "json", "application/json")]
+              ("Figures (JSON)", records, lambda f: records_json(f(), settings), "json", "application/json"),
+              ("Table (CSV)", table, lambda f: table_csv(f()), "table.csv", "text/csv"),
+              ("Settings (JSON)", (lambda: text) if text is not None else None, lambda f: f(), "settings.json",
+               "application/json")]
     shown = [w for w in wanted if w[1] is not None]
-    for column, (label, source, build, ext, mime) in zip(st.columns(len(shown)), shown):
-        column.download_button(label, (lambda s=source, b=build: b(s)), f"{name}.{ext}", mime,
-                               key=f"{key}-{ext}", on_click="ignore", width="stretch",
-                               help="one .npy array per map; numpy.load reads it" if ext == "npz" else None)
+    columns = st.columns(min(len(shown), 3))  # at most three a row: labels stay whole in narrow columns
+    for i, (label, source, build, ext, mime) in enumerate(shown):
+        columns[i % len(columns)].download_button(
+            label, (lambda s=source, b=build: b(s)), f"{name}.{ext}", mime, key=f"{key}-{ext}", on_click="ignore",
+            width="stretch", help="one .npy array per map; numpy.load reads it" if ext == "npz" else None)

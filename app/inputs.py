@@ -100,14 +100,45 @@ def class_names(entry: ModelEntry) -> tuple[str, ...]:
     return catalog.class_names(entry, BENCHMARK_CLASSES)
 
 
+def _folder_classes(entry: ModelEntry, key: str) -> tuple[np.ndarray | None, str | None]:
+    """``(model class of each folder label, None)`` when the model's class names contain the
+    folder's classes (by name or index, as ``infsa-viz evaluate`` maps them:
+    :func:`infsa_viz.data.folder.folder_labels`), else ``(None, why)``."""
+    from infsa_viz.data.folder import folder_labels
+
+    folders = set_classes(key)
+    names = class_names(entry)
+    try:
+        mapping, _ = folder_labels(list(folders), classes=list(names), num_classes=len(names))
+    except ValueError:
+        missing = [f for f in folders if f not in names]
+        return None, f"its classes lack {', '.join(missing[:3])}{' …' if len(missing) > 3 else ''}"
+    return np.array([mapping[f] for f in folders], dtype=np.int64), None
+
+
+def set_labels(entry: ModelEntry, key: str | None) -> np.ndarray | None:
+    """The set's labels as classes of this model (``(n,) int64``), or ``None`` when they are not
+    its classes: a benchmark it was not trained on, a folder whose classes it does not name."""
+    if key is None or catalog.load_error(entry) is not None:
+        return None
+    if key in BENCHMARKS:
+        return set_data(key).labels if catalog.trained_on(entry.path, entry.version) == key else None
+    classes, _ = _folder_classes(entry, key)
+    return None if classes is None else classes[set_data(key).labels]
+
+
 def belongs(entry: ModelEntry, key: str | None) -> bool:
     """Whether a set's labels are classes of this model: it was trained on the benchmark, or its
-    class names are the folder's."""
-    if key is None or catalog.load_error(entry) is not None:
-        return False
-    if key in BENCHMARKS:
-        return catalog.trained_on(entry.path, entry.version) == key
-    return class_names(entry) == set_classes(key)
+    class names contain the folder's classes (each folder mapped to its class by name)."""
+    return set_labels(entry, key) is not None
+
+
+def mismatch(entry: ModelEntry, key: str) -> str | None:
+    """Why a folder's labels are not scored for this model, in a few words (``None``: they are,
+    or the set is a benchmark)."""
+    if key in BENCHMARKS or catalog.load_error(entry) is not None:
+        return None
+    return _folder_classes(entry, key)[1]
 
 
 # ---------------------------------------------------------------------------------- images
@@ -132,8 +163,9 @@ class ImageChoice:
 
     @property
     def key(self) -> str:
-        """The cache identity: pixels, resize and whether the label is used."""
-        return f"{self.base}|{self.fit or 'model'}|{'labelled' if self.labelled else 'unlabelled'}"
+        """The cache identity: pixels, resize and the label used (if any)."""
+        used = f"label {int(self.data.labels[0])}" if self.labelled else "unlabelled"
+        return f"{self.base}|{self.fit or 'model'}|{used}"
 
     @property
     def label(self) -> int | None:
@@ -143,6 +175,13 @@ class ImageChoice:
     def fitted(self, fit: str | None) -> "ImageChoice":
         """The same image resized by ``fit``."""
         return dataclasses.replace(self, fit=fit)
+
+    def relabelled(self, label: int) -> "ImageChoice":
+        """The same image with its label as class ``label`` of a model (a folder's class mapped by name)."""
+        data = self.data
+        one = LabelledImages(images=data.images, labels=np.array([label]), boxes=data.boxes,
+                             negative_boxes=data.negative_boxes, names=list(data.names), scenes=data.scenes)
+        return dataclasses.replace(self, data=one)
 
     def unlabelled(self) -> "ImageChoice":
         """The same pixels without label and boxes (for a model the set's classes are not)."""
@@ -170,8 +209,12 @@ def upload_image(data: bytes, name: str) -> ImageChoice:
 def for_model(image: ImageChoice, entry: ModelEntry) -> ImageChoice:
     """The image as it is given to ``entry``: unlabelled unless the model belongs to its set, and
     with the model's own resize where it cannot take a letterbox (see :func:`fit_note`)."""
-    if image.labelled and image.set_key is not None and not belongs(entry, image.set_key):
-        image = image.unlabelled()
+    if image.labelled and image.set_key is not None:
+        labels = set_labels(entry, image.set_key)
+        if labels is None:
+            image = image.unlabelled()
+        elif image.index is not None and int(labels[image.index]) != int(image.data.labels[0]):
+            image = image.relabelled(int(labels[image.index]))
     if image.fit is not None and fit_note(entry, image) is not None:
         image = image.fitted(None)
     return image

@@ -14,9 +14,12 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
+import access
 import catalog
 import compute
 import inputs
+import options as method_options
+import safe
 import targets
 import urlstate
 from catalog import ModelEntry
@@ -30,18 +33,18 @@ from infsa_viz.overlay import SCALES, SEQUENTIAL
 LAYER_PAGES = ("Spectral", "Attention")
 UPLOAD = "upload"
 FITS = {"model's own": None, "letterbox": "pad"}
-#: Head fusions of methods that fuse heads rather than pick one (rollout).
-FUSIONS = ["mean", "max", "min"]
+FUSIONS = method_options.FUSIONS
 _SELECTION = "_selection"
-DEFAULTS = {"method": "attention", "target": targets.DEFAULT, "layer": -1, "head": "mean", "discard_ratio": 0.0,
+DEFAULTS = {"method": "attention", "target": targets.DEFAULT, "layer": -1, "head": "mean",
             "upload_fit": "model's own", "colormap": "inferno", "alpha": 0.5, "scale": "shared", "clip": 99.0,
             "show_boxes": True}
 
 
 @dataclass(frozen=True, eq=False)
 class Selection:
-    """What the sidebar selects: models, image (or an error), method with options and target,
-    display, and the image set the image comes from (``None`` for an upload)."""
+    """What the sidebar selects: models (those that load), image (or an error), method with
+    options and target, display, the image set the image comes from (``None`` for an upload) and
+    the selected models that do not load (``broken``: said once, by the entry point)."""
 
     models: list[ModelEntry]
     image: ImageChoice | None
@@ -53,14 +56,12 @@ class Selection:
     head: int | str
     display: Display
     set_key: str | None = None
+    broken: tuple[ModelEntry, ...] = ()
 
 
 def _keep(key: str, options: list[Any], default: Any) -> None:
-    """The widget's state set to ``default`` unless it is one of ``options`` (a value from the URL
-    or an earlier page may not be)."""
-    if st.session_state.get(key, default) not in options:
-        st.session_state[key] = default
-    st.session_state.setdefault(key, default)
+    """:func:`urlstate.keep`: the widget's state, or ``default`` when it is not one of ``options``."""
+    urlstate.keep(key, options, default)
 
 
 def _step(key: str, count: int, step: int | None) -> None:
@@ -70,34 +71,55 @@ def _step(key: str, count: int, step: int | None) -> None:
                              (current + step) % max(count, 1))
 
 
-def _model_choices(found: list[ModelEntry], problems: list[str]) -> list[ModelEntry]:
+def _problem_lines(found: list[ModelEntry], problems: list[str]) -> None:
+    """One line per model that does not load and per folder that holds none (at most
+    :data:`safe.MAX_LINE` characters), the full reasons in one expander."""
+    sb = st.sidebar
+    broken = [(e, catalog.load_error(e)) for e in found if catalog.load_error(e) is not None]
+    lines = [f"{e.name}: does not load ({(error or '').split(':')[0]})" for e, error in broken]
+    lines += [safe.short_paths(p) for p in problems]
+    for text in lines:
+        sb.warning(safe.line(safe.md(text)))
+    if lines:
+        with sb.expander(f"Why ({len(lines)})"):
+            st.code("\n".join([f"{e.name}: {error}" for e, error in broken] + problems), language=None,
+                    wrap_lines=True)
+
+
+def _another_model(rules: access.Access) -> ModelEntry | None:
+    sb = st.sidebar
+    extra = sb.text_input("Another model", key="extra_model", placeholder="/path/to/model",
+                          help="A model under a folder the server was started with (`-- --models DIR`, "
+                               "`-- --model-root DIR`), or any path with `-- --allow-any-path` on a local server: a "
+                               "model directory, a transformers save_pretrained directory, a "
+                               ".safetensors file?num_heads=H; explained with its own preprocessing")
+    if not extra.strip():
+        return None
+    try:
+        entry = catalog.model_entry(rules.check(extra.strip()))
+        catalog.get_model(entry)
+    except ValueError as err:
+        sb.error(safe.line(f"Cannot load this model: {safe.md(safe.short_paths(str(err)))}"))
+        return None
+    return entry
+
+
+def _model_choices(found: list[ModelEntry], problems: list[str], rules: access.Access) -> list[ModelEntry]:
     sb = st.sidebar
     by_path = {e.path: e for e in found}
-    st.session_state.setdefault("models", list(by_path))
+    st.session_state.setdefault("models", [p for p in by_path if catalog.load_error(by_path[p]) is None])
     st.session_state["models"] = [p for p in st.session_state["models"] if p in by_path]
     chosen = sb.multiselect(
         "Models", list(by_path), key="models", format_func=lambda p: by_path[p].label if p in by_path else p,
-        help=f"The shipped models ({catalog.MODELS_DIR}) and any added with `streamlit run app -- --models DIR` "
-             f"or the {catalog.MODELS_ENV} environment variable")
-    for problem in problems:
-        sb.warning(problem)
+        help=f"The shipped models ({catalog.MODELS_DIR.name}/) and any added with `streamlit run app -- --models DIR` "
+             f"or the {catalog.MODELS_ENV} environment variable; models that do not load are not selected")
+    _problem_lines(found, problems)
     if not found:
-        sb.info(f"No trained model found under `{catalog.MODELS_DIR}`: train one with `infsa-viz train`, "
-                "or enter a model path below.")
+        sb.info("No trained model found: train one with `infsa-viz train`, or enter a model path below.")
     entries = [by_path[p] for p in chosen]
-    extra = sb.text_input("Another model", key="extra_model", placeholder="/path/to/model",
-                          help="Any path infsa_viz.load_model reads (a model directory, a transformers "
-                               "save_pretrained directory, a .safetensors file?num_heads=H); explained with its "
-                               "own preprocessing")
-    if extra.strip():
-        try:
-            entry = catalog.model_entry(extra.strip())
-            catalog.get_model(entry)
-        except ValueError as err:
-            sb.error(f"Cannot load {extra.strip()!r}: {err}")
-        else:
-            if entry.path not in {e.path for e in entries}:
-                entries.append(entry)
+    extra = _another_model(rules)
+    if extra is not None and extra.path not in {e.path for e in entries}:
+        entries.append(extra)
     return entries
 
 
@@ -112,12 +134,12 @@ def _upload() -> tuple[ImageChoice | None, str | None]:
                         "to the model's size, aspect kept, margins in the mean colour (models that crop their "
                         "centre keep their own)")
     if upload is None:
-        return None, None if missing is None else f"The link shows the upload {missing!r}: upload it again."
+        return None, None if missing is None else f"The link shows the upload {safe.md(missing, 60)}: upload it again."
     st.session_state.pop(urlstate.MISSING_UPLOAD, None)
     try:
         return inputs.upload_image(upload.getvalue(), upload.name).fitted(FITS[fit]), None
     except ValueError as err:
-        return None, f"Cannot use this file: {err}"
+        return None, f"Cannot use this file: {safe.md(err)}"
 
 
 def _set_image(models: list[ModelEntry], set_key: str) -> tuple[ImageChoice | None, str | None]:
@@ -125,7 +147,7 @@ def _set_image(models: list[ModelEntry], set_key: str) -> tuple[ImageChoice | No
     try:
         count = len(inputs.set_data(set_key))
     except ValueError as err:
-        return None, str(err)
+        return None, safe.md(err)
     judged = [e for e in catalog.loaded(models) if inputs.belongs(e, set_key)]
     if "image_index" not in st.session_state:  # first screen: an image every model gets right
         st.session_state["image_index"] = compute.first_all_correct(judged, set_key) or 0
@@ -143,8 +165,7 @@ def _set_image(models: list[ModelEntry], set_key: str) -> tuple[ImageChoice | No
         key, count, label = "wrong_pos", len(wrong), f"Misclassified image (of {len(wrong)})"
     else:
         key, label = "image_index", f"Image (of {count})"
-    if not 0 <= st.session_state.get(key, 0) < count:
-        st.session_state[key] = 0
+    urlstate.keep_range(key, 0, count - 1, 0)
     position = int(sb.number_input(label, 0, count - 1, key=key))
     back, rand, forward = sb.columns(3)
     back.button("◀", key="previous_image", on_click=_step, args=(key, count, -1), help="Previous image",
@@ -158,7 +179,11 @@ def _set_image(models: list[ModelEntry], set_key: str) -> tuple[ImageChoice | No
     scored = "scored for every selected model" if len(judged) == len(models) else (
         f"scored only for {', '.join(e.name for e in judged)}" if judged else "not scored: no selected model "
         "was trained on these classes")
-    sb.caption(f"{image.source}: shows {shows} ({scored}); target box green, distractors red")
+    sb.caption(f"{safe.md(image.source)}: shows {safe.md(shows)} ({safe.md(scored)}); target box green, "
+               "distractors red")
+    for entry in models:  # a folder whose classes a model lacks: said once, here
+        if (why := inputs.mismatch(entry, set_key)) is not None:
+            sb.caption(safe.line(f"not scored for {safe.md(entry.name)}: {safe.md(why)}"))
     return image, None
 
 
@@ -166,7 +191,7 @@ def _image_choice(models: list[ModelEntry]) -> tuple[ImageChoice | None, str | N
     sets = inputs.image_sets(models, inputs.data_specs())
     _keep("image_set", [*sets, UPLOAD], sets[0])
     set_key = st.sidebar.radio("Images", [*sets, UPLOAD], key="image_set",
-                               format_func=lambda k: "Upload" if k == UPLOAD else inputs.set_title(k),
+                               format_func=lambda k: "Upload" if k == UPLOAD else safe.md(inputs.set_title(k), 60),
                                help="The test split of the benchmark the models were trained on, folders added "
                                     f"with `-- --data folder:PATH` or {inputs.DATA_ENV}, or an image of your own")
     if set_key == UPLOAD:
@@ -201,18 +226,13 @@ def _method_choice(models: list[ModelEntry], image: ImageChoice | None, page: st
                         disabled=not (applies or fuses),
                         help="how the heads of each layer are fused (Abnar & Zuidema: mean; vit-explain: max, min)"
                         if fuses and not applies else ("'mean' fuses the heads" + reason) if applies else reason)
-    options = selector_options(method, layer=layer, head=head, strict=False)
-    if "discard_ratio" in spec.defaults:
-        _keep("discard_ratio", [round(v, 2) for v in np.arange(0, 0.96, 0.05)], 0.0)
-        options["discard_ratio"] = float(sb.select_slider(
-            "Discard ratio", [round(v, 2) for v in np.arange(0, 0.96, 0.05)], key="discard_ratio",
-            help="share of the smallest attention weights of each layer set to 0 before the rollout "
-                 "(vit-explain; 0 = Abnar & Zuidema's rollout)"))
+    options = selector_options(method, layer=layer, head=head, strict=False) | method_options.controls(method)
     labelled = image is not None and image.label is not None
     choices = targets.choices(classes, labelled=labelled, fewest=fewest)
     _keep("target", choices, targets.DEFAULT)
     names = [inputs.class_names(e) for e in catalog.loaded(models)]
-    target = sb.selectbox("Explain class", choices, key="target", format_func=lambda t: targets.describe(t, names),
+    target = sb.selectbox("Explain class", choices, key="target",
+                          format_func=lambda t: safe.line(targets.describe(t, names), 60),
                           disabled=not spec.explains_class,
                           help="The class a gradient method explains: each model's prediction (default), the "
                                "image's label, its 2nd/3rd most probable class, or any class" +
@@ -226,6 +246,9 @@ def _display() -> Display:
             st.session_state.setdefault(key, DEFAULTS[key])
         _keep("colormap", list(SEQUENTIAL), DEFAULTS["colormap"])
         _keep("scale", list(SCALES), DEFAULTS["scale"])
+        urlstate.keep_range("alpha", 0.0, 1.0, DEFAULTS["alpha"])
+        urlstate.keep_range("clip", 90.0, 100.0, DEFAULTS["clip"])
+        _keep("show_boxes", [True, False], DEFAULTS["show_boxes"])
         colormap = st.selectbox("Colormap", SEQUENTIAL, key="colormap",
                                 help="For non-negative maps; signed maps (e.g. integrated gradients) always use a "
                                      "diverging blue-white-red map centred at 0")
@@ -241,24 +264,29 @@ def _display() -> Display:
                    show_boxes=show_boxes)
 
 
-def render(page: str) -> Selection:
-    """Render the shared sidebar for ``page`` (its title), restored from and written to the URL."""
+def render(page: Any) -> Selection:
+    """Render the shared sidebar for ``page`` (a ``st.Page``), restored from and written to the URL."""
     found, problems = catalog.available_models(tuple(str(r) for r in catalog.model_roots()))
     short = catalog.short_names(found)
-    urlstate.restore(short)
-    models = _model_choices(found, problems)
+    rules = access.access()
+    urlstate.restore(short, rules.check)
+    chosen = _model_choices(found, problems, rules)
+    models = catalog.loaded(chosen)
     image, error, set_key = _image_choice(models)
-    method, options, target, layer, head = _method_choice(models, image, page)
+    method, options, target, layer, head = _method_choice(models, image, page.title)
     sel = Selection(models=models, image=image, error=error, method=method, options=options, target=target,
-                    layer=layer, head=head, display=_display(), set_key=set_key)
+                    layer=layer, head=head, display=_display(), set_key=set_key,
+                    broken=tuple(e for e in chosen if e not in models))
     st.session_state[_SELECTION] = sel
     state = st.session_state
-    values = {key: state.get(key) for key, *_ in urlstate.PARAMS.values()}
+    values = {spec.key: state.get(spec.key) for spec in urlstate.PARAMS.values() if spec.page is None}
     values["image_index"] = None if image is None or image.index is None else image.index
     values["upload"] = image.name if image is not None and set_key is None else None
     values["upload_fit"] = state.get("upload_fit") if set_key is None else None
-    values["discard_ratio"] = state.get("discard_ratio") if "discard_ratio" in METHODS[method].defaults else None
-    urlstate.publish(values, short, [e.path for e in models])
+    for key in ("only_wrong", "wrong_model", "wrong_pos"):
+        values[key] = state.get(key) if state.get("only_wrong") and set_key is not None else None
+    values |= {key: None for key, *_ in method_options.CONTROLS.values()} | method_options.values(method)
+    urlstate.publish(values, short, [e.path for e in chosen], page.url_path)
     return sel
 
 
@@ -273,13 +301,29 @@ def selection() -> Selection:
 def require_inputs(sel: Selection) -> None:
     """Stop the page with a clear message when there is no model or no usable image."""
     if sel.error:
-        st.error(sel.error)
+        st.error(safe.line(sel.error, 300))
         st.stop()
     if not sel.models:
         st.info("Select at least one model in the sidebar.")
         st.stop()
     if sel.image is None:
         st.info("Upload an image in the sidebar (PNG or JPEG), or choose a set of images.")
+        st.stop()
+
+
+def require_set(sel: Selection, page: str) -> tuple[str, Any]:
+    """The image set the sidebar shows and its images; the page (``page``: what it does, in a few
+    words) stops with a clear message when there is no model that loads or no set (an upload)."""
+    if not sel.models:
+        st.info("Select at least one model that loads in the sidebar.")
+        st.stop()
+    if sel.set_key is None:
+        st.info(f"The {page} a set of images: choose one under Images in the sidebar (uploads are one image).")
+        st.stop()
+    try:
+        return sel.set_key, inputs.set_data(sel.set_key)
+    except ValueError as err:
+        st.error(safe.line(safe.md(err), 300))
         st.stop()
 
 

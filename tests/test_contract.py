@@ -56,7 +56,7 @@ def test_the_model_stores_the_preprocessing_it_was_trained_with(folder_model):
     np.testing.assert_allclose(how.std, resized.std((0, 1, 2), ddof=1), atol=1e-6)
 
 
-def test_identical_logits_through_evaluate_explain_compare_and_the_app(folder_model, tmp_path):
+def test_identical_logits_through_evaluate_explain_compare_and_the_app(folder_model, tmp_path, monkeypatch):
     root, model_dir = folder_model
     file = sorted((root / "test").glob("*/*.png"))[0]
     expected = _expected(model_dir, file)
@@ -81,6 +81,7 @@ def test_identical_logits_through_evaluate_explain_compare_and_the_app(folder_mo
     from streamlit.testing.v1 import AppTest
 
     threads = torch.get_num_threads()
+    monkeypatch.setenv("INFSA_VIZ_MODEL_ROOTS", str(model_dir.parent))  # a folder whose models may be typed in
     try:
         at = AppTest.from_file(str(APP), default_timeout=240).run()
         at.multiselect(key="models").set_value([]).run()

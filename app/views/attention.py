@@ -9,8 +9,10 @@ import catalog
 import compute
 import draw
 import exports
+import safe
 import sidebar
 import tokens
+import urlstate
 import warmup
 from infsa_viz.overlay import colour_scale, encode_png, overlay, overlay_grid
 
@@ -22,14 +24,8 @@ st.title("Attention")
 sidebar.require_inputs(sel)
 image = sel.image
 usable = catalog.loaded(sel.models)
-for entry in sel.models:
-    if (error := catalog.load_error(entry)) is not None:
-        st.error(f"{entry.label}: {error}")
-if not usable:
-    st.stop()
 by_path = {e.path: e for e in usable}
-st.session_state.setdefault("attention_models", list(by_path))
-st.session_state["attention_models"] = [p for p in st.session_state["attention_models"] if p in by_path]
+urlstate.keep_list("attention_models", list(by_path), list(by_path))
 chosen = st.multiselect("Models", list(by_path), key="attention_models", format_func=lambda p: by_path[p].label,
                         help="Models shown side by side (the patch picker shows the first)")
 entries = [by_path[p] for p in chosen]
@@ -40,8 +36,7 @@ first = entries[0]
 att = tokens.attention(first, image)
 display = compute.model_input(first, image).display[0]
 N = att.matrices.shape[-1]
-if st.session_state.get("query_token", 0) >= N:
-    st.session_state["query_token"] = 0
+urlstate.keep_range("query_token", 0, N - 1, 0)
 
 
 def _picked() -> None:
@@ -80,7 +75,7 @@ drawn: list[tuple[str, np.ndarray]] = []
 for entry in entries:
     model_att = tokens.attention(entry, image)
     model_display = compute.model_input(entry, image).display[0]
-    st.markdown(f"**{entry.label}**")
+    st.markdown(f"**{safe.md(entry.label)}**")
     n = model_att.matrices.shape[-1]
     if token >= n:
         st.error(f"token {token} does not exist in this model ({n} tokens)")
@@ -93,7 +88,7 @@ for entry in entries:
     for column, m, name, unit in zip(st.columns(3), (reading.row, reading.visits, reading.perron), NAMES, UNITS):
         scale = colour_scale([m], "raw", colormap=sel.display.colormap, clip=sel.display.clip)
         tile = overlay(model_display, m, scale, alpha=sel.display.alpha, zoom=draw.zoom_for(model_display))
-        column.image(encode_png(tile), caption=f"{name} · {entry.name}", width="stretch", output_format="PNG")
+        column.image(encode_png(tile), caption=f"{name} · {safe.md(entry.name)}", width="stretch", output_format="PNG")
         column.html(draw.colour_bar(scale, 0, unit))
         exported[f"{entry.name} {name}"] = m
         drawn.append((f"{entry.name}: {name.split()[0]}", tile))
@@ -102,7 +97,7 @@ for entry in entries:
             f"{'≤' if reading.row_mass <= 1 else '>'} 1; holds on {reading.share:.0%} of all rows; {gamma}")
     st.markdown(f":green[{text}]" if reading.row_mass <= 1 and reading.share == 1 else f":orange[{text}]")
 
-    with st.expander(f"Every layer × head of {entry.name}", expanded=entry is first):
+    with st.expander(f"Every layer × head of {safe.md(entry.name)}", expanded=entry is first):
         st.caption(f"Row of token {token} in every layer (rows) and head (columns; 'mean' = head mean), on one raw "
                    "scale (attention weights)" + ("; Linear-InfSA applies 1·aᵀ, so every query row is the same a."
                                                   if entry.variant == "linear_infsa" else "."))
@@ -115,8 +110,11 @@ for entry in entries:
                       for i, m in enumerate(cells)]
         titles = [f"L{li} " + (f"H{hi}" if hi < H else "mean") for li in range(L) for hi in range(H + 1)]
         st.image(encode_png(overlay_grid(grid_tiles, titles, ncols=H + 1)), width="stretch", output_format="PNG",
-                 caption=f"{entry.label}: {L} layers × {H} heads + mean")
+                 caption=f"{safe.md(entry.label)}: {L} layers × {H} heads + mean")
         st.html(draw.colour_bar(scale, 0, "attention weight; " + scale.clipping))
 
 exports.buttons(exports.stem(image.base, "attention", f"token{token}"), key="attention", maps=lambda: exported,
+                settings=exports.settings(sel, method="attention", options={"layer": sel.layer, "head": sel.head},
+                                          extra={"query_token": token, "token": att.token_name(token),
+                                                 "views": list(NAMES)}),
                 png=lambda: encode_png(overlay_grid([t for _, t in drawn], [n for n, _ in drawn], ncols=3)))

@@ -11,8 +11,11 @@ import compute
 import draw
 import exports
 import inputs
+import options as method_options
+import safe
 import sidebar
 import targets
+import urlstate
 from infsa_viz.maps import METHODS
 
 sel = sidebar.selection()
@@ -21,9 +24,12 @@ sidebar.require_inputs(sel)
 image = sel.image
 spec = METHODS[sel.method]
 names = {e.path: inputs.class_names(e) for e in catalog.loaded(sel.models)}
-explains = f" Explains {targets.describe(sel.target, list(names.values()))}." if spec.explains_class else ""
-st.caption(f"**{sel.method}** ({spec.family}): {spec.description}.{explains} Image: {image.source}.")
-show_figures = st.toggle(f"Per-map figures ({draw.figures_names()})", value=True, key="badges")
+explains = f" Explains {safe.md(targets.describe(sel.target, list(names.values())))}." if spec.explains_class else ""
+settings = method_options.describe(sel.method, sel.options)
+st.caption(f"**{sel.method}** ({spec.family}): {spec.description}{'; ' + settings if settings else ''}.{explains} "
+           f"Image: {safe.md(image.source)}.")
+urlstate.keep("badges", [True, False], True)  # a link's value, checked (no value= beside the session state)
+show_figures = st.toggle(f"Per-map figures ({draw.figures_names()})", key="badges")
 
 if show_figures and spec.explains_class:  # a gradient map is costly: compute it once, with its figures
     explained = sidebar.each_model(sel, compute.explain, sel.method, sel.options)
@@ -35,19 +41,19 @@ columns = st.columns(len(views))
 for column, (entry, view) in zip(columns, views):
     with column:
         if isinstance(view, str):
-            st.error(f"{entry.label}: {view}")
+            st.error(safe.line(f"{safe.md(entry.label)}: {safe.md(view)}"))
             continue
-        st.image(pngs[entry.path], caption=entry.label, width="stretch", output_format="PNG")
+        st.image(pngs[entry.path], caption=safe.md(entry.label), width="stretch", output_format="PNG")
         if scale is not None and scale.common_limits is None:
             st.html(draw.colour_bar(scale, list(pngs).index(entry.path), draw.short_unit(scale)))
         probs = compute.probabilities(entry, image)
         st.markdown(draw.prediction_line(names[entry.path], probs, compute.label_for(entry, image)))
         if view.target is not None:
-            st.caption(f"explains {names[entry.path][view.target]}")
+            st.caption(f"explains {safe.md(names[entry.path][view.target])}")
         if (line := draw.validity_line(view.validity)) is not None:
             st.caption(line)
         if (note := inputs.fit_note(entry, image)) is not None:
-            st.caption(note)
+            st.caption(safe.md(note, None))
 if not pngs:
     st.stop()
 if scale.common_limits is not None:
@@ -62,7 +68,7 @@ if show_figures:
         with figures.container():
             with st.spinner(f"Per-map figures ({draw.figures_names()})…"):
                 explained = sidebar.each_model(sel, compute.explain, sel.method, sel.options)
-    records = [(entry.label, r.record) for entry, r in explained if not isinstance(r, str)]
+    records = [(safe.md(entry.label), r.record) for entry, r in explained if not isinstance(r, str)]
     with figures.container():
         st.markdown(f"**Per-map figures** ({draw.figures_caption()})")
         st.markdown(draw.figures_table(records))
@@ -76,19 +82,19 @@ for entry, prepared in resized:
     for warning in inputs.input_warnings(model, inputs.for_model(image, entry), prepared.tensor):
         warnings.setdefault(warning, []).append(entry.name)
 for warning, who in warnings.items():  # once per upload, naming the models it concerns
-    st.warning(warning + ("" if len(who) == len(resized) else f" ({', '.join(who)})"))
+    st.warning(warning + ("" if len(who) == len(resized) else f" ({safe.md(', '.join(who))})"))
 if not resized:
     st.caption("Model input: the image as it is (already each model's input size and channels).")
 else:
     with st.expander("Model input: the exact pixels each model sees"):
         for column, (entry, prepared) in zip(st.columns(len(resized)), resized):
             model = catalog.get_model(entry)[0]
-            column.image(draw.input_png(prepared.display[0]), caption=f"{entry.label}: model input", width="stretch",
+            column.image(draw.input_png(prepared.display[0]), caption=f"{safe.md(entry.label)}: model input", width="stretch",
                          output_format="PNG")
             column.caption(inputs.input_summary(model, inputs.for_model(image, entry)))
 
 st.markdown("**Most probable classes**: " + " · ".join(
-    f"{entry.label}: {draw.top_classes(names[entry.path], compute.probabilities(entry, image))}" for entry, _ in shown))
+    f"{safe.md(entry.label)}: {draw.top_classes(names[entry.path], compute.probabilities(entry, image))}" for entry, _ in shown))
 
 with st.expander("What each map is (logits, resolved options, target, validity, metadata, colour scale)"):
     st.json({entry.label: {
@@ -100,7 +106,7 @@ with st.expander("What each map is (logits, resolved options, target, validity, 
 
 name = exports.stem(image.base, sel.method)
 exports.buttons(
-    name, key="side",
+    name, key="side", settings=exports.settings(sel),
     png=lambda: exports.overlays_png([(f"{e.variant} ({e.name})", v) for e, v in shown], scale,
-                                     alpha=sel.display.alpha, unit=draw.short_unit(scale)),
+                                     display=sel.display, unit=draw.short_unit(scale)),
     maps=lambda: {e.label: v.map for e, v in shown}, records=(lambda: [r for _, r in records]) if records else None)

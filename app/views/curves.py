@@ -10,8 +10,11 @@ import streamlit as st
 import catalog
 import charts  # first: it waits for the warm-up imports (warmup.py) before plotly builds a figure
 import compute
+import exports
 import plotly.graph_objects as go
+import safe
 import sidebar
+import urlstate
 from infsa_viz.metrics.registry import FIGURES, METRICS, criteria, image_metrics
 from infsa_viz.reports import (
     EXPECTED_REPORTS,
@@ -91,10 +94,11 @@ image = sel.image
 st.header("This image")
 results = sidebar.each_model(sel, compute.explain, sel.method, sel.options)
 plots = {chart: go.Figure() for chart in CHARTS}
+curves_rows: list[dict] = []  # every curve drawn, point by point, for the table export
 for i, (entry, result) in enumerate(results):
-    label, color = entry.label, charts.colour(i)
+    label, color = safe.html(entry.label), charts.colour(i)  # plotly reads a little HTML in legends
     if isinstance(result, str):
-        st.error(f"{label}: {result}")
+        st.error(safe.line(f"{safe.md(entry.label)}: {safe.md(result)}"))
         continue
     record = result.record
     for chart, curves in CHARTS.items():
@@ -107,10 +111,12 @@ for i, (entry, result) in enumerate(results):
             value = f" ({figure.label} {figure.format_value(getattr(record, figure.key))})" if figure else ""
             plots[chart].add_scatter(x=list(x), y=list(y), mode="lines", name=f"{label} {curve.label}{value}",
                                      legendgroup=label, line=dict(color=color, dash="dash" if curve.dash else None))
+            curves_rows += [{"model": entry.name, "variant": entry.variant, "curve": curve.name, "x": float(a),
+                             "y": float(b)} for a, b in zip(x, y)]
 for chart, curves in CHARTS.items():
     metrics = list(dict.fromkeys(m.name for m, _ in curves))
     st.caption(" ".join(f"**{c.label}**" for _, c in curves) + ": " + "; ".join(METRICS[m].rule for m in metrics)
-               + f" (image {image.source}, method **{sel.method}**).")
+               + f" (image {safe.md(image.source)}, method **{sel.method}**).")
     plot, first = plots[chart], curves[0][1]
     if not plot.data:
         st.info(f"Nothing to draw for {_title(curves)} on this image and these models (an upload, or an image of "
@@ -120,6 +126,12 @@ for chart, curves in CHARTS.items():
         plot.add_scatter(x=[0, 1], y=[0, 1], mode="lines", name="chance", line=dict(dash="dot", color="gray"))
     st.plotly_chart(charts.layout(plot, entries=len(plot.data), title=_title(curves), **_axes(first)),
                     key=f"{chart}_curves")
+
+if curves_rows:
+    exports.buttons(exports.stem(image.base, "curves", sel.method), key="curves", table=lambda: curves_rows,
+                    records=lambda: [r.record for _, r in results if not isinstance(r, str)],
+                    settings=exports.settings(sel, extra={"curves": {c.name: f"{c.y_label} against {c.x_label}"
+                                                                    for curves in CHARTS.values() for _, c in curves}}))
 
 st.header("Dataset reports")
 files = metrics_files(catalog.ROOT / "metrics")
@@ -134,7 +146,7 @@ if "attention-quality" in files:
         for chart, curves in CHARTS.items():
             plot = go.Figure()
             for i, e in enumerate(entries):
-                label, found = f"{e['variant']} · {Path(str(e['model'])).name}", e["curves"]
+                label, found = safe.html(f"{e['variant']} · {Path(str(e['model'])).name}"), e["curves"]
                 for _, curve in curves:
                     if curve.mean and found.get(curve.mean) and found.get(curve.mean_x):
                         plot.add_scatter(x=found[curve.mean_x], y=found[curve.mean], mode="lines",
@@ -151,6 +163,7 @@ if "attention-quality" in files:
     if rows:
         with st.expander(f"Protocol of one {sel.method} row of the attention-quality report"):
             names = [f"{r.get('variant')} · {Path(str(r.get('model'))).name}" for r in rows]
+            urlstate.keep("protocol_row", list(range(len(rows))), 0)
             pick = st.selectbox("Row", range(len(rows)), format_func=names.__getitem__, key="protocol_row")
             if isinstance(rows[pick].get("protocol"), dict):
                 st.json(rows[pick]["protocol"])
@@ -164,7 +177,8 @@ for stem, path in files.items():
     if _is_result(stem):
         _report(stem, path)
 developer = [(stem, path) for stem, path in files.items() if not _is_result(stem)]
+urlstate.keep("developer_reports", [True, False], False)
 if developer and st.toggle(f"Benchmark reports for developers ({len(developer)}: speed, latency, reliability)",
-                           value=False, key="developer_reports"):
+                           key="developer_reports"):
     for stem, path in developer:
         _report(stem, path)

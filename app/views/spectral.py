@@ -7,7 +7,9 @@ import streamlit as st
 import compute
 import draw
 import exports
+import safe
 import sidebar
+import urlstate
 import warmup
 from infsa_viz.maps import selector_options
 from infsa_viz.maps.spectral import Visits
@@ -22,6 +24,11 @@ sel = sidebar.selection()
 st.title("Spectral")
 sidebar.require_inputs(sel)
 image = sel.image
+for key, choices, default in (("spectral_matrix", list(MATRICES), MATRICES[0]),
+                              ("spectrum_view", ["complex plane", "sorted magnitudes"], "complex plane"),
+                              ("spectrum_axis", ["linear", "log"], "linear")):
+    urlstate.keep(key, choices, default)
+urlstate.keep_range("spectrum_top_k", 1, 64, 12)
 left, right = st.columns(2)
 matrix = left.radio("Matrix", MATRICES, key="spectral_matrix", horizontal=True,
                     help="native: what each layer applies (softmax P, pure InfSA Â, Linear-InfSA 1·aᵀ); "
@@ -31,8 +38,8 @@ left, right = st.columns(2)
 axis = left.radio("Magnitude axis", ["linear", "log"], key="spectrum_axis", horizontal=True,
                   help="log shows the small eigenvalues, which are mostly numerical noise; linear (default) "
                        "shows the few that matter")
-top_k = right.slider("Top k eigenvalues", 1, 64, 12, key="spectrum_top_k", help="by magnitude; the rest are near zero")
-st.caption(f"Layer {'last' if sel.layer == -1 else sel.layer}, head {sel.head} (sidebar); {image.source}. "
+top_k = right.slider("Top k eigenvalues", 1, 64, key="spectrum_top_k", help="by magnitude; the rest are near zero")
+st.caption(f"Layer {'last' if sel.layer == -1 else sel.layer}, head {sel.head} (sidebar); {safe.md(image.source)}. "
            "γ is the learned ρ for InfSA layers and a fixed γ for layers without one; the dashed circle is "
            "|λ| = 1/γ, where the Neumann series Σ γᵗAᵗ stops converging.")
 
@@ -63,14 +70,14 @@ rows = []
 for start in range(0, len(visits), PER_ROW):
     for column, (entry, visit) in zip(st.columns(PER_ROW), visits[start:start + PER_ROW]):
         with column:
-            st.markdown(f"**{entry.label}**")
+            st.markdown(f"**{safe.md(entry.label)}**")
             if isinstance(visit, str):  # the model could not be read or explained: its one-line reason
-                st.error(visit)
+                st.error(safe.line(safe.md(visit)))
                 continue
             try:
                 spectra = compute.spectra(entry, image, matrix)
             except ValueError as err:
-                st.error(str(err))
+                st.error(safe.line(safe.md(err)))
                 continue
             rows += [{"model": entry.name, **s.row()} for s in spectra]
             layers = sorted({s.layer for s in spectra})
@@ -88,7 +95,7 @@ for start in range(0, len(visits), PER_ROW):
                 f"min 1 − γΣ_j A_ij = {spec.min_absorption:.3g})\n"
                 f"- cos(a, Perron) **{spec.cosine_left:.3f}** (left; right {spec.cosine_right:.3f}): "
                 "Linear-InfSA's a against the dense Perron vector of Â")
-            st.image(pngs[entry.path], caption=f"expected visits · {entry.label}", width="stretch",
+            st.image(pngs[entry.path], caption=f"expected visits · {safe.md(entry.label)}", width="stretch",
                      output_format="PNG")
             if scale is not None and scale.common_limits is None:
                 st.html(draw.colour_bar(scale, list(pngs).index(entry.path), draw.short_unit(scale)))
@@ -104,8 +111,10 @@ shown = [(e, v) for e, v in visits if e.path in pngs]
 
 
 exports.buttons(exports.stem(image.base, "spectral"), key="spectral",
-                png=(lambda: exports.overlays_png([(e.name, v) for e, v in shown], scale, alpha=sel.display.alpha))
+                settings=exports.settings(sel, method=Visits.name, options=options,
+                                          extra={"matrix": matrix, "spectrum": view_kind, "top_k": top_k}),
+                png=(lambda: exports.overlays_png([(e.name, v) for e, v in shown], scale, display=sel.display))
                 if shown else None,
                 maps=lambda: {e.label: v.map for e, v in shown})
-st.download_button("Spectral table (CSV)", lambda: exports.table_csv(rows), "spectral.csv", "text/csv", key="download_spectral",
-                   on_click="ignore")
+st.download_button("Spectral table (CSV)", lambda: exports.table_csv(rows), "spectral.csv", "text/csv",
+                   key="download_spectral", on_click="ignore")

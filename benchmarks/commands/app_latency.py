@@ -35,7 +35,7 @@ def _rounded(value: Any) -> Any:
 def run(args: argparse.Namespace) -> int:
     from infsa_viz.io import write_json
 
-    from ..app_latency import CHROMIUM, GOALS, cpu_count, goals_report, measure_app, measure_cold, server_stages
+    from ..app_latency import CHROMIUM, GOALS, LOAD, cpu_count, goals_report, measure_app, measure_cold, server_stages
 
     if not Path(CHROMIUM).exists():
         raise ValueError(f"{CHROMIUM} is missing: the benchmark drives the app in Chromium")
@@ -46,10 +46,13 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--cold-runs={args.cold_runs} and --repeats={args.repeats} must be at least 1")
     with tempfile.TemporaryDirectory() as tmp:
         measured = measure_app(models=models, repeats=args.repeats, log=Path(tmp) / "streamlit.log")
-        cold = [{k: measured[k] for k in ("cold_first_title_s", "cold_first_overlays_s", "cold_first_render_s")},
+        cold = [{k: measured[k] for k in ("server_ready_s", "cold_first_title_s", "cold_first_overlays_s",
+                                          "process_start_to_first_overlay_s", "cold_first_render_s", "loadavg")},
                 *measure_cold(models=models, runs=args.cold_runs - 1, log=Path(tmp) / "cold.log")]
     for key in cold[0]:
-        measured[key] = statistics.median(run[key] for run in cold)
+        if key != "loadavg":
+            measured[key] = statistics.median(run[key] for run in cold)
+            LOAD[key] = [run["loadavg"] for run in cold]  # one per fresh server, beside its figures
     measured["cold_runs"] = cold
     stages = server_stages()
     cold_stages = sum(v for k, v in stages.items() if "switch" not in k)
@@ -65,7 +68,10 @@ def run(args: argparse.Namespace) -> int:
                     "user's action until the page has settled (no stale element, no running indicator, the "
                     "method's caption, one overlay per model and the per-map figures shown); a method switch "
                     "is timed from the choice (Enter on the filtered option), and also with the dropdown's "
-                    "opening and the typing of the name (*_typing_included_s, the first reports' protocol)",
+                    "opening and the typing of the name (*_typing_included_s, the first reports' protocol); "
+                    "process_start_to_first_overlay_s runs from the start of the streamlit process (the browser "
+                    "already open) until the first overlays are shown: the server's start, its first answer "
+                    "(server_ready_s), the page load and the first run",
             "server_stages": "a fresh process runs what the first render and a switch compute, with the app's "
                              "own functions in the app's order, one stage after the other (the app imports pandas, "
                              "for its charts, in a background thread from its start, app/warmup.py; the GIL lets "
@@ -75,11 +81,13 @@ def run(args: argparse.Namespace) -> int:
             "models": models, "viewport": [1280, 800], "cpus": cpu_count(),
             "loadavg_before": [round(v, 2) for v in load_before],
             "loadavg_after": [round(v, 2) for v in load_after],
-            "note": "the machine is shared with other jobs: compare runs only at similar load",
+            "note": "the goals hold on an idle machine; the machine is shared with other jobs: each figure's load "
+                    "average (1, 5, 15 min) when it was measured is in measured.load; compare runs only at similar "
+                    "load",
             "command": command_line(args),
         },
         "goals": goals_report(measured),
-        "measured": _rounded(measured),
+        "measured": _rounded({**measured, "load": dict(LOAD)}),
         "server_stages_s": stages,
         "goal_definitions": GOALS,
     })

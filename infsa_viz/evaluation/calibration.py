@@ -40,9 +40,8 @@ from typing import Any
 import numpy as np
 
 from .._checks import check_float, check_int
-from .seed_stats import t_test_p
+from .seed_stats import ALPHA, MIN_SEEDS, call_rule, t_test_p
 from .stats import holm
-from .seed_stats import ALPHA, MIN_SEEDS, call_rule
 
 __all__ = ["Scenario", "interval_coverage", "seed_differences", "simulate", "simulate_scores", "simulated_calls"]
 

@@ -30,8 +30,9 @@ import numpy as np
 from ..maps import METHODS
 from ..metrics.registry import FIGURES
 from .records import ImageRecord, per_image_figures
+from .seed_stats import ALPHA
 from .stats import compare_paired, holm, significant
-from .verdict import ALPHA, PAIRED_FIGURES, quality_across_seeds, split_seed, spread, variant_verdict
+from .verdict import PAIRED_FIGURES, quality_across_seeds, split_seed, spread, variant_verdict
 
 __all__ = ["PAIRED_FIGURES", "QUALITY_GOALS", "adjacent_methods", "benchmark_quality", "compare", "paired_tests",
            "seed_summary", "split_seed"]

@@ -18,7 +18,8 @@ Holm family of ``m`` tests the verdict evaluates both at ``α / m``, Holm's firs
 step: Holm rejects every hypothesis that step rejects, so the power there is a lower bound on the
 comparison's power under Holm and the detectable difference an upper bound on what Holm needs.
 
-:func:`t_test_p` is the vectorised p-value for simulations (``scripts/verdict_calibration.py``).
+:func:`t_test_p` is the vectorised p-value for simulations (``scripts/verdict_calibration.py``), and
+:func:`call_rule` turns a family's Holm-adjusted seed-level p-values into calls.
 
 Example:
     >>> seed_t_test([1.0, 2.0, 3.0]).p_value < 0.1
@@ -37,12 +38,27 @@ import numpy as np
 from .._checks import check_float, check_int
 from .stats import ConfidenceInterval
 
+__all__ = ["ALPHA", "MIN_SEEDS", "SeedTTest", "call_rule", "detectable_difference", "hierarchical_bootstrap",
+           "seed_t_test", "t_test_p", "t_test_power"]
+
 #: Family-wise significance level of the calls (Holm-adjusted seed-level p-values).
 ALPHA = 0.05
 #: Seeds a call needs (issue #15: at least 3 training seeds per variant).
 MIN_SEEDS = 3
 
-__all__ = ["ALPHA", "MIN_SEEDS", "SeedTTest", "call_rule", "detectable_difference", "hierarchical_bootstrap", "seed_t_test", "t_test_p", "t_test_power"]
+
+def call_rule(difference: Any, p_holm: Any, n_seeds: Any, *, alpha: float = ALPHA,
+              min_seeds: int = MIN_SEEDS) -> np.ndarray:
+    """The call of each comparison: ``"higher"``/``"lower"`` where ``n_seeds >= min_seeds`` and the
+    Holm-adjusted seed-level ``p_holm < alpha`` (by the sign of ``difference``), else ``"not shown"``.
+
+    Vectorised (the calibration applies it to many simulated families at once); ``nan``
+    p-values never call.
+    """
+    d = np.asarray(difference, dtype=np.float64)
+    p = np.asarray(p_holm, dtype=np.float64)
+    called = (np.asarray(n_seeds) >= min_seeds) & (np.nan_to_num(p, nan=1.0) < alpha)
+    return np.where(called & (d > 0), "higher", np.where(called & (d < 0), "lower", "not shown"))
 
 
 def t_test_p(values: Any) -> np.ndarray:
@@ -262,17 +278,3 @@ def hierarchical_bootstrap(groups: Sequence[Any], *, confidence: float = 0.95, n
     estimate = float(np.mean([a.mean() for a in arrays]))
     return ConfidenceInterval(estimate=estimate, low=float(low), high=float(high), confidence=confidence,
                               method="hierarchical", n=S, n_resamples=n_resamples, seed=seed)
-
-
-def call_rule(difference: Any, p_holm: Any, n_seeds: Any, *, alpha: float = ALPHA,
-              min_seeds: int = MIN_SEEDS) -> np.ndarray:
-    """The call of each comparison: ``"higher"``/``"lower"`` where ``n_seeds >= min_seeds`` and the
-    Holm-adjusted seed-level ``p_holm < alpha`` (by the sign of ``difference``), else ``"not shown"``.
-
-    Vectorised (the calibration applies it to many simulated families at once); ``nan``
-    p-values never call.
-    """
-    d = np.asarray(difference, dtype=np.float64)
-    p = np.asarray(p_holm, dtype=np.float64)
-    called = (np.asarray(n_seeds) >= min_seeds) & (np.nan_to_num(p, nan=1.0) < alpha)
-    return np.where(called & (d > 0), "higher", np.where(called & (d < 0), "lower", "not shown"))

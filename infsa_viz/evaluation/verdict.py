@@ -16,7 +16,7 @@ For every group, figure, explanation map and variant, :func:`variant_verdict`:
    images within each seed; :func:`~infsa_viz.evaluation.seed_stats.hierarchical_bootstrap`) and
    t-interval;
 4. adjusts the seed-level p-values by Holm across the whole family of ``m`` comparisons (groups ×
-   figures × maps × variants) and calls ``"higher"`` / ``"lower"`` (:func:`call_rule`) only where
+   figures × maps × variants) and calls ``"higher"`` / ``"lower"`` (:func:`~.seed_stats.call_rule`) only where
    the Holm-adjusted p is below ``alpha`` with at least ``min_seeds`` seeds; ``"not shown"``
    otherwise, with the reason;
 5. says what the test can see: the simultaneous t-interval at level ``1 − alpha / m``
@@ -53,8 +53,8 @@ from .records import ImageRecord, per_image_figures
 from .seed_stats import ALPHA, MIN_SEEDS, call_rule, detectable_difference, hierarchical_bootstrap, seed_t_test
 from .stats import compare_paired, holm, significant
 
-__all__ = ["ACCURACY_GAP", "ALPHA", "DETECTION_POWER", "MIN_SEEDS", "PAIRED_FIGURES", "PAPER_FIGURES", "call_rule",
-           "detection", "model_group", "quality_across_seeds", "split_seed", "spread", "variant_verdict", "verdict_methods"]
+__all__ = ["ACCURACY_GAP", "DETECTION_POWER", "PAIRED_FIGURES", "PAPER_FIGURES", "detection", "model_group",
+           "quality_across_seeds", "split_seed", "spread", "variant_verdict", "verdict_methods"]
 
 #: The paper's figures (Roffo & Palmer, arXiv 2603.00175; ImageNet-scale models, protocol not
 #: published, so never like for like with ours), in %, per variant.

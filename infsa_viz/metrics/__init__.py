@@ -54,6 +54,7 @@ from .protocol import BoxAUCProtocol, PerturbationProtocol, PointingProtocol
 from .ranking import rank_methods
 from .road import ROADCurves, noisy_linear_imputation, road_curves
 from .sanity import (
+    FAIL_THRESHOLD,
     cascading_randomisation,
     map_similarity,
     random_other_class,
@@ -81,6 +82,7 @@ from . import catalog  # noqa: F401, E402  (registers the built-in metrics, in t
 
 __all__ = [
     "EVIDENCE_FIGURES",
+    "FAIL_THRESHOLD",
     "FIGURES",
     "METRICS",
     "RECALL_GRID",

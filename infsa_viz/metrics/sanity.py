@@ -26,7 +26,8 @@ from torch import Tensor, nn
 from .._checks import check_int
 from ._checks import check_maps
 
-__all__ = ["cascading_randomisation", "map_similarity", "random_other_class", "sanity_report", "spearman", "ssim"]
+__all__ = ["FAIL_THRESHOLD", "cascading_randomisation", "map_similarity", "random_other_class", "sanity_report",
+           "spearman", "ssim"]
 
 #: Mean Spearman correlation above which a fully randomised model's maps count as "the same".
 FAIL_THRESHOLD = 0.5

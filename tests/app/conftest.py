@@ -89,8 +89,8 @@ def build_own_models(root: Path) -> OwnModels:
 
 APP_DIR = Path(__file__).resolve().parents[2] / "app"
 #: The app's modules a test may import (they import each other as siblings, as Streamlit runs them).
-APP_MODULES = ("targets", "catalog", "inputs", "compute", "draw", "exports", "urlstate", "tokens", "warmup",
-               "charts", "plugins")
+APP_MODULES = ("targets", "safe", "catalog", "access", "inputs", "compute", "draw", "exports", "urlstate",
+               "options", "tokens", "warmup", "charts", "plugins", "intervene", "slicing", "randomise")
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from pathlib import Path
 
 import cv2
@@ -45,16 +46,22 @@ def _ok(at) -> None:
     assert not at.exception, [e.value for e in at.exception]
 
 
+def _shown(markdown: str) -> str:
+    """Markdown text as the reader sees it: backslash escapes (the app escapes names) resolved."""
+    return re.sub(r"\\(.)", r"\1", markdown)
+
+
 def _captions(at) -> list[str]:
-    """Captions of the overlays (not of the model-input images); a compact tile's alternative text."""
-    return [i.caption or i.alt for image in at.image for i in image.proto.imgs
+    """Captions of the overlays (not of the model-input images); a compact tile's alternative text,
+    as the reader sees them."""
+    return [_shown(i.caption or i.alt) for image in at.image for i in image.proto.imgs
             if not (i.caption or i.alt).endswith(": model input")]
 
 
 def _figures(at) -> str:
     """The side-by-side page's table of per-map figures (markdown)."""
     (table,) = [m.value for m in at.markdown if m.value.startswith("| model | MoRF-AOC")]
-    return table
+    return _shown(table)
 
 
 def test_side_by_side_renders_every_model(shipped_models):
@@ -90,27 +97,34 @@ def test_side_by_side_method_and_image_change(shipped_models):
     at = _app().run()
     at.selectbox(key="method").set_value("perron").run()
     _ok(at)
-    assert any("**perron**" in c.value for c in at.caption)
+    assert any("**perron**" in _shown(c.value) for c in at.caption)
     at.selectbox(key="head").set_value(0).run()
     at.number_input(key="image_index").set_value(7).run()
     _ok(at)
-    assert any("test image #7" in c.value for c in at.caption)
+    assert any("test image #7" in _shown(c.value) for c in at.caption)
     assert len(_captions(at)) == len(shipped_models)
     at.button(key="next_image").click().run()
-    assert any("test image #8" in c.value for c in at.caption)
+    assert any("test image #8" in _shown(c.value) for c in at.caption)
     at.button(key="previous_image").click().run()
     at.button(key="previous_image").click().run()
-    assert any("test image #6" in c.value for c in at.caption)
+    assert any("test image #6" in _shown(c.value) for c in at.caption)
 
 
-def test_model_selection_and_another_model_directory(tmp_path, shipped_models):
+def test_model_selection_and_another_model_directory(tmp_path, shipped_models, monkeypatch):
     at = _app().run()
     at.multiselect(key="models").unselect(shipped_models[0].path).run()
     _ok(at)
     assert _captions(at) == [e.label for e in shipped_models[1:]]
     at.text_input(key="extra_model").input(str(tmp_path / "missing")).run()
+    _ok(at)  # outside every folder the server was started with: refused, in words that say nothing of the disk
+    (refused,) = [_shown(e.value) for e in at.sidebar.error]
+    assert "not a model this server offers" in refused and "does not exist" not in refused
+    monkeypatch.setenv("INFSA_VIZ_MODEL_ROOTS", str(tmp_path))  # a declared root: its paths may be typed
+    at = _app().run()
+    at.text_input(key="extra_model").input(str(tmp_path / "missing")).run()
     _ok(at)
-    assert any("does not exist" in e.value for e in at.sidebar.error)
+    assert any("does not exist" in _shown(e.value) for e in at.sidebar.error)
+    at.multiselect(key="models").unselect(shipped_models[0].path).run()
     at.text_input(key="extra_model").input(shipped_models[0].path).run()  # added back through the path box
     _ok(at)
     assert sorted(_captions(at)) == sorted(e.label for e in shipped_models)
@@ -128,7 +142,7 @@ def test_spectral_page_renders_and_switches_matrix(shipped_models):
     at.slider(key="spectrum_top_k").set_value(5).run()
     _ok(at)
     assert len(at.get("plotly_chart")) == len(shipped_models)
-    assert sum("absorbing-chain reading holds on" in c.value for c in at.caption) == len(shipped_models)
+    assert sum("absorbing-chain reading holds on" in _shown(c.value) for c in at.caption) == len(shipped_models)
 
 
 def test_curves_page_renders_and_follows_the_image():
@@ -142,7 +156,7 @@ def test_curves_page_renders_and_follows_the_image():
         _ok(at)
     at.number_input(key="image_index").set_value(3).run()
     _ok(at)
-    assert any("test image #3" in c.value for c in at.caption)
+    assert any("test image #3" in _shown(c.value) for c in at.caption)
     at.button(key="random_image").click().run()
     _ok(at)
     assert 0 <= at.number_input(key="image_index").value < TEST_SIZE
@@ -168,7 +182,7 @@ def test_misclassified_browsing_shows_the_chosen_models_errors_in_order(shipped_
     with torch.no_grad():
         predicted = model(prepare(model.config, split.images).tensor).argmax(-1).numpy()
     wrong = np.flatnonzero(predicted != split.labels)  # the model's errors, ascending
-    assert f"Image: test image #{int(wrong[3])}." in at.caption[0].value
+    assert f"Image: test image #{int(wrong[3])}." in _shown(at.caption[0].value)
     assert at.number_input(key="wrong_pos").label == f"Misclassified image (of {len(wrong)})"
 
 
@@ -215,7 +229,7 @@ def test_shared_scale_is_computed_on_the_maps_drawn(shipped_models):
     assert not at.error, [e.value for e in at.error]
     assert at.radio(key="scale").value == "shared"
     assert any(c.value.startswith("One colour scale for all maps (share of the map's absolute mass)")
-               and "clipped at the 99th percentile" in c.value for c in at.caption)
+               and "clipped at the 99th percentile" in _shown(c.value) for c in at.caption)
     details = _details(at)
     maps = []
     for m in shipped_models:
@@ -249,7 +263,7 @@ def test_logits_are_the_models_own_on_the_shown_test_image(shipped_models):
     at = _app().run()
     at.number_input(key="image_index").set_value(5).run()
     _ok(at)
-    assert any("test image #5" in c.value for c in at.caption)
+    assert any("test image #5" in _shown(c.value) for c in at.caption)
     details = _details(at)
     assert set(details) == {m.label for m in shipped_models}
     for m in shipped_models:
@@ -326,7 +340,7 @@ def test_class_picker_top_k_and_disabled_controls(shipped_models):
     for m in shipped_models:  # the second most probable class of each model
         assert _details(at)[m.label]["target"] == int(np.argsort(-_logits(m.path, image), kind="stable")[1])
         assert _details(at)[m.label]["colour"]["signed"] and _details(at)[m.label]["colour"]["colormap"] == "rdbu"
-    assert any("diverging, white = 0" in c.value for c in at.caption)
+    assert any("diverging, white = 0" in _shown(c.value) for c in at.caption)
 
 
 def test_clip_slider_sets_the_percentile():
@@ -334,7 +348,7 @@ def test_clip_slider_sets_the_percentile():
     at.slider(key="clip").set_value(100.0).run()
     _ok(at)
     assert {d["colour"]["clip"] for d in _details(at).values()} == {None}
-    assert any("no clipping" in c.value for c in at.caption)
+    assert any("no clipping" in _shown(c.value) for c in at.caption)
 
 
 def test_methods_by_models_grid_has_one_scale_per_row(shipped_models):
@@ -357,12 +371,12 @@ def test_attention_page_reads_the_chosen_token(shipped_models):
     at = _app().run()
     at.switch_page("views/attention.py").run()
     _ok(at)
-    assert any("query: **CLS**" in c.value for c in at.caption)
+    assert any("query: **CLS**" in _shown(c.value) for c in at.caption)
     assert len(_captions(at)) == 4 * len(shipped_models)  # every model side by side
     at.multiselect(key="attention_models").set_value([shipped_models[-1].path]).run()
     at.number_input(key="query_token").set_value(7).run()
     _ok(at)
-    assert any("patch (row 1, col 0)" in c.value for c in at.caption)  # 6 × 6 patches after the CLS token
+    assert any("patch (row 1, col 0)" in _shown(c.value) for c in at.caption)  # 6 × 6 patches after the CLS token
     assert len(_captions(at)) == 4  # attention row, visits, Perron, and the layer × head grid
     line = next(m.value for m in at.markdown if "absorbing-chain reading on this token's row" in m.value)
     model = load_model(shipped_models[-1].path)
@@ -421,12 +435,19 @@ def test_user_models_from_the_environment_and_a_broken_one(tmp_path, shipped_mod
     at = _app().run()
     options = at.multiselect(key="models").options
     assert any("broken" in o for o in options)
-    assert any("nowhere: not a directory" in w.value for w in at.sidebar.warning)
+    warnings = [_shown(w.value) for w in at.sidebar.warning]
+    assert "nowhere: not a directory" in warnings and "broken: does not load (ValueError)" in warnings
+    assert all(len(w) <= 120 for w in warnings) and not any(str(tmp_path) in w for w in warnings)
+    assert str(broken.resolve()) not in at.multiselect(key="models").value  # not selected by default
     at.multiselect(key="models").select(str(broken.resolve())).run()
-    _ok(at)  # not a crash: the broken model's column says why in one line
-    errors = [e.value for e in at.error if "broken" in e.value]
-    assert len(errors) == 1 and "cannot load the model" in errors[0] and "\n" not in errors[0]
+    _ok(at)  # not a crash: the page says once, in one line, that it does not load
+    errors = [_shown(e.value) for e in at.error if "broken" in e.value]
+    assert len(errors) == 1 and "broken does not load" in errors[0] and "\n" not in errors[0]
+    assert len(errors[0]) <= 120
     assert len(_captions(at)) == len(shipped_models)
+    at.switch_page("views/grid.py").run()  # never repeated per row
+    _ok(at)
+    assert len([e for e in at.error if "broken" in e.value]) == 1
 
 
 def test_a_transformers_vit_directory_is_a_model_like_any_other(tmp_path, shipped_models, monkeypatch):

@@ -1,9 +1,12 @@
 """End to end: ``streamlit run app`` served locally, opened in Debian's Chromium by Playwright.
 
 Every page at 800 × 900, 1280 × 800 and 1920 × 1080 with the shipped models and a researcher's
-own two (five models side by side): no horizontal overflow, no clipped or overlapping image,
-colour-bar text of at least 12 px with ticks between the ends; a view copied from the URL opens
-the same in a new browser; and the README's screenshot.
+own two (five models side by side), measured in Streamlit's inner scroll pane (``stMain``: the
+page itself does not scroll): nothing wider than the pane except inside an element that scrolls
+on its own (a table), no clipped or overlapping image, overlays at least 120 px wide, colour-bar
+text of at least 12 px with ticks between the ends; every request the browser makes and every
+connection the server attempts stays on this machine; a view copied from the URL opens the same
+in a new browser; and the README's screenshot.
 """
 
 from __future__ import annotations
@@ -21,11 +24,14 @@ SCREENSHOT = ROOT / "docs" / "app-side-by-side.png"
 CHROMIUM = Path("/usr/bin/chromium")
 RENDER_TIMEOUT_MS = 240_000  # first render: imports, the test split, five models' maps and figures
 VIEWPORTS = {800: 900, 1280: 800, 1920: 1080}
-PAGES = {"": "Side by side", "grid": "Methods × models", "attention": "Attention", "spectral": "Spectral",
-         "gallery": "Gallery", "curves": "Curves & reports", "glossary": "Glossary"}
+PAGES = {"": "Side by side", "grid": "Methods × models", "intervention": "Intervention", "slice": "Slice",
+         "checks": "Differences & sanity", "attention": "Attention", "spectral": "Spectral", "gallery": "Gallery",
+         "curves": "Curves & reports", "glossary": "Glossary"}
 #: Pages that draw overlays (wait for one before measuring).
-WITH_IMAGES = ("", "grid", "attention", "spectral", "gallery")
+WITH_IMAGES = ("", "grid", "intervention", "checks", "attention", "spectral", "gallery")
 MIN_TEXT_PX = 12
+MIN_IMAGE_PX = 120
+NETGUARD = Path(__file__).resolve().parent / "netguard"
 
 pytestmark = [
     pytest.mark.browser,
@@ -43,15 +49,32 @@ def _serve(args: list[str], log: Path):
         pytest.fail(str(err))
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory, shipped_models, own_models):
-    """The app on the shipped models plus the user's two transformers models."""
-    log = tmp_path_factory.mktemp("app") / "streamlit.log"
-    proc, url = _serve(["--models", str(own_models.root)], log)
+def _serve_guarded(args: list[str], folder: Path):
+    """:func:`serve` with the network guard (``netguard/sitecustomize.py``): ``(process, URL, log of
+    every outside host the server resolved or connected to)``."""
+    net = folder / "outside-hosts.log"
     try:
-        yield url
+        proc, url = serve(folder / "streamlit.log", args, env={"INFSA_VIZ_NET_LOG": str(net)}, path=[NETGUARD])
+    except RuntimeError as err:
+        pytest.fail(str(err))
+    return proc, url, net
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory, shipped_models, own_models):
+    """The app on the shipped models plus the user's two transformers models, its outside
+    connections logged."""
+    folder = tmp_path_factory.mktemp("app")
+    proc, url, net = _serve_guarded(["--models", str(own_models.root)], folder)
+    try:
+        yield url, net, folder / "streamlit.log"
     finally:
         stop(proc)
+
+
+@pytest.fixture(scope="module")
+def server(served):
+    return served[0]
 
 
 @pytest.fixture(scope="module")
@@ -66,8 +89,10 @@ def browser():
             chromium.close()
 
 
-#: Layout of the page, measured in the browser: scroll width, every image of the main area with
-#: its column, every colour bar's visible text sizes and ticks, and elided text of metric values.
+#: Layout of the page, measured in the browser: the widths of Streamlit's inner scroll pane (the
+#: main area scrolls, not the document), every element that reaches past the pane's right edge
+#: outside an element that scrolls on its own, every image of the main area with its column, every
+#: colour bar's visible text sizes and ticks, and elided text of metric values.
 LAYOUT_JS = """() => {
   const doc = document.documentElement;
   const main = document.querySelector('[data-testid="stMain"]');
@@ -75,8 +100,17 @@ LAYOUT_JS = """() => {
   const shown = e => e.getBoundingClientRect().width > 0 && !e.closest('details:not([open])');
   const imgs = [...main.querySelectorAll('[data-testid="stImage"] img')].filter(shown);
   const bars = [...main.querySelectorAll('.infsa-cbar')].filter(shown);
+  const right = main.getBoundingClientRect().left + main.clientWidth;
+  const scrolls = e => { for (let p = e.parentElement; p && p !== main; p = p.parentElement) {
+      const x = getComputedStyle(p).overflowX; if (x === 'auto' || x === 'scroll' || x === 'hidden') return true; }
+    return false; };
+  const past = [...main.querySelectorAll('*')].filter(e => shown(e) && e.getBoundingClientRect().right > right + 1
+                                                         && !scrolls(e));
   return {
     scroll: [doc.scrollWidth, doc.clientWidth],
+    pane: [main.scrollWidth, main.clientWidth],
+    past: past.slice(0, 5).map(e => `${e.tagName}.${e.className} ${e.getAttribute('data-testid')}: `
+                                     + `${Math.round(e.getBoundingClientRect().right)} > ${Math.round(right)}`),
     images: imgs.map(img => {
       const r = img.getBoundingClientRect(), col = img.closest('[data-testid="stColumn"]') || main;
       const c = col.getBoundingClientRect();
@@ -121,14 +155,20 @@ def _settle(page, path: str) -> None:
 
 
 def _assert_fits(page, what: str) -> dict:
-    """No horizontal scroll; every image inside its column, none overlapping another; colour-bar
-    text at least 12 px inside its bar, with a tick between the ends; no elided figure."""
+    """No horizontal scroll of the page or of Streamlit's inner pane, nothing past the pane's edge
+    outside a scrolling element; every image inside its column, at least 120 px wide, none
+    overlapping another; colour-bar text at least 12 px inside its bar, with a tick between the
+    ends; no elided figure."""
     layout = page.evaluate(LAYOUT_JS)
     width, client = layout["scroll"]
     assert width <= client, f"{what}: the page scrolls horizontally ({width} > {client} px)"
+    width, client = layout["pane"]
+    assert width <= client, f"{what}: the main pane scrolls horizontally ({width} > {client} px)"
+    assert not layout["past"], f"{what}: past the pane's right edge: {layout['past']}"
     boxes = layout["images"]
     for b in boxes:
         assert b["left"] >= b["colLeft"] - 1 and b["right"] <= b["colRight"] + 1, f"{what}: image clipped {b}"
+        assert b["right"] - b["left"] >= MIN_IMAGE_PX - 1, f"{what}: an image {b['right'] - b['left']:.0f} px wide"
     for i, a in enumerate(boxes):
         for b in boxes[i + 1:]:
             overlap_x = min(a["right"], b["right"]) - max(a["left"], b["left"])
@@ -141,9 +181,18 @@ def _assert_fits(page, what: str) -> dict:
     return layout
 
 
+def _local(url: str) -> bool:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return parts.scheme in ("data", "blob", "about") or parts.hostname in ("127.0.0.1", "localhost", "::1")
+
+
 @pytest.mark.parametrize("width", list(VIEWPORTS))
 def test_every_page_fits_every_width(server, browser, width, shipped_models):
     page = browser.new_page(viewport={"width": width, "height": VIEWPORTS[width]})
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
     try:
         for path, title in PAGES.items():
             page.goto(f"{server}/{path}")
@@ -161,8 +210,30 @@ def test_every_page_fits_every_width(server, browser, width, shipped_models):
         _settle(page, "")
         layout = _assert_fits(page, f"per-map colour bars at {width} px")
         assert len(layout["bars"]) == len(shipped_models) + 2
+        outside = sorted({r for r in requests if not _local(r)})
+        assert not outside, f"requests that leave the machine at {width} px: {outside[:5]}"
     finally:
         page.close()
+
+
+def test_the_server_reaches_nothing_outside_at_start_or_in_use(served, browser):
+    """The guard logs every host the server process resolves or connects to that is not this
+    machine (it does log Streamlit's checkip.amazonaws.com lookup when the server listens on all
+    interfaces): after a start and a visit of every page, nothing; and it listens on 127.0.0.1."""
+    url, net, log = served
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    try:
+        for path in PAGES:
+            page.goto(f"{url}/{path}")
+            _settle(page, path)
+    finally:
+        page.close()
+    assert not net.exists() or not net.read_text().strip(), net.read_text()
+    assert [r for r in requests if not _local(r)] == []
+    banner = log.read_text()
+    assert "URL: http://127.0.0.1:" in banner and "Network URL" not in banner and "External URL" not in banner
 
 
 def _choose(page, label: str, option: str) -> None:

@@ -135,6 +135,6 @@ def test_downloads_hold_the_raw_maps_and_the_drawn_overlays(app):
     display = np.zeros((48, 48), np.uint8)
     views = [("a", _view(app, display)), ("b", _view(app, display))]
     scale = colour_scale([v.map for _, v in views], "shared")
-    png = _decode(app.exports.overlays_png(views, scale, alpha=0.5))
+    png = _decode(app.exports.overlays_png(views, scale, display=app.draw.Display(alpha=0.5)))
     assert png.shape[1] >= 2 * app.draw.DISPLAY_PX and png.shape[0] > app.draw.DISPLAY_PX  # two tiles, bars baked in
     assert app.exports.stem("cluttered-digits:3", "rollout") == "cluttered-digits-3-rollout"

@@ -63,6 +63,8 @@ def test_labels_are_scored_only_for_the_models_that_belong_to_the_set(app, shipp
 
 
 def test_a_folder_set_belongs_to_the_models_that_name_its_classes(app, tmp_path, own_models):
+    """Folders named by a model's classes are scored against it, each mapped to its class by name
+    (not by sorted position); a model that lacks them is not, and the reason names the classes."""
     from tests.app.conftest import PHOTO_CLASSES
 
     for i, name in enumerate(PHOTO_CLASSES):
@@ -72,8 +74,11 @@ def test_a_folder_set_belongs_to_the_models_that_name_its_classes(app, tmp_path,
     assert app.inputs.set_classes(key) == tuple(sorted(PHOTO_CLASSES))
     assert app.inputs.set_title(key) == "folder photos" and len(app.inputs.set_data(key)) == len(PHOTO_CLASSES)
     photo, fruit = app.catalog.model_entry(own_models.vit), app.catalog.model_entry(own_models.deit)
-    assert not app.inputs.belongs(fruit, key)
-    assert app.inputs.belongs(photo, key) == (tuple(sorted(PHOTO_CLASSES)) == PHOTO_CLASSES)
+    assert not app.inputs.belongs(fruit, key) and app.inputs.set_labels(fruit, key) is None
+    assert app.inputs.mismatch(fruit, key).startswith("its classes lack bicycle, bird, car")
+    assert app.inputs.belongs(photo, key) and app.inputs.mismatch(photo, key) is None
+    folders = [app.inputs.set_classes(key)[c] for c in app.inputs.set_data(key).labels]
+    assert app.inputs.set_labels(photo, key).tolist() == [PHOTO_CLASSES.index(f) for f in folders]
     with pytest.raises(ValueError, match="folder nowhere"):
         app.inputs.set_data(app.inputs.data_specs(["--data", f"folder:{tmp_path / 'nowhere'}"], {})[0])
 

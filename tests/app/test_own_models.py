@@ -14,9 +14,10 @@ from infsa_viz import load_model
 from infsa_viz.data import test_split
 from infsa_viz.preprocess import prepare
 from tests.app.conftest import FRUIT_CLASSES, PHOTO_CLASSES
-from tests.app.test_apptest import _app, _captions, _details, _figures, _ok
+from tests.app.test_apptest import _app, _captions, _details, _figures, _ok, _shown
 
-PAGES = ["compare", "grid", "attention", "spectral", "gallery", "curves", "glossary"]
+PAGES = ["compare", "grid", "intervention", "slice", "checks", "attention", "spectral", "gallery", "curves",
+         "glossary"]
 DIGITS = tuple(f"digit {i}" for i in range(10))
 
 
@@ -45,6 +46,10 @@ def test_every_page_works_with_the_users_models(at, page, own_models, shipped_mo
     if page in ("compare", "grid", "spectral"):  # pages that draw every selected model's map
         own = [c for c in _captions(at) if "photo-vit6" in c or "fruit-deit64" in c]
         assert len(own) == (2 * len(at.multiselect(key="grid_methods").value) if page == "grid" else 2)
+    if page == "intervention":  # each model's prediction before and after, in its own class names
+        lines = _own_lines(at)
+        assert sum(any(f"**{n}**" in line for n in PHOTO_CLASSES) for line in lines) == 2
+        assert sum(any(f"**{n}**" in line for n in FRUIT_CLASSES) for line in lines) == 2
 
 
 def test_own_class_names_and_no_digit_label_scored_against_them(at, own_models, shipped_models):
@@ -79,7 +84,7 @@ def test_a_class_only_some_models_have_is_said_in_one_line(at):
     at.selectbox(key="method").set_value("saliency").run()
     at.selectbox(key="target").set_value(7).run()
     _ok(at)
-    errors = [e.value for e in at.error]
+    errors = [_shown(e.value) for e in at.error]
     assert sorted(errors) == [
         "softmax · fruit-deit64: class=7 is not a class of the model; expected a class index in [0, 3)",
         "softmax · photo-vit6: class=7 is not a class of the model; expected a class index in [0, 6)"]

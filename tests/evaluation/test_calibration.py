@@ -17,8 +17,7 @@ import pytest
 
 from infsa_viz.evaluation import variant_verdict
 from infsa_viz.evaluation.calibration import Scenario, seed_differences, simulated_calls, simulate, simulate_scores
-from infsa_viz.evaluation.seed_stats import detectable_difference
-from infsa_viz.evaluation.verdict import ALPHA
+from infsa_viz.evaluation.seed_stats import ALPHA, detectable_difference
 from tests.evaluation.helpers import image_record
 
 #: Replications per scenario: the Monte-Carlo error of a 5 % rate is about 0.5 points.

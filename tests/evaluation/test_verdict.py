@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from infsa_viz.evaluation import quality_across_seeds, variant_verdict
-from infsa_viz.evaluation.seed_stats import seed_t_test
 from infsa_viz.evaluation.image_sets import seed_set_means
-from infsa_viz.evaluation.verdict import call_rule, model_group, split_seed, verdict_methods
+from infsa_viz.evaluation.seed_stats import call_rule, seed_t_test
+from infsa_viz.evaluation.verdict import model_group, split_seed, verdict_methods
 from tests.evaluation.helpers import image_record
 
 VARIANTS = ("softmax", "pure_infsa", "linear_infsa")
