@@ -72,7 +72,7 @@ SETTLED_JS = """([method, models, text]) => {
     .some(c => c.innerText.startsWith(method + ' ('));
   const overlays = [...document.querySelectorAll('[data-testid="stImageCaption"]')]
     .filter(c => c.innerText.includes(' · ') && !c.innerText.includes('model input')).length;
-  const figures = document.body.innerText.includes('Per-map figures (all:');
+  const figures = [...document.querySelectorAll('strong')].some(b => b.innerText === 'Per-map figures');
   return caption && overlays >= models && figures;
 }"""
 

@@ -198,6 +198,12 @@ def _run_api(case: Case, paths: Paths) -> Outcome:
     return Outcome(False, "", "accepted the input")
 
 
+def _as_read(markdown: str) -> str:
+    """Error markdown as the reader sees it: CommonMark shows a backslash-escaped punctuation
+    character as itself (the app escapes every outside text, :func:`app.safe.md`)."""
+    return re.sub(r"\\([!-/:-@[-`{-~])", r"\1", markdown)
+
+
 def _run_app(case: Case, paths: Paths) -> Outcome:
     """Drive the Streamlit app (AppTest): no exception, and one ``st.error`` line matching."""
     try:
@@ -206,9 +212,10 @@ def _run_app(case: Case, paths: Paths) -> Outcome:
         return Outcome(False, f"{type(err).__name__}: {err}", "the app run raised")
     if at.exception:
         return Outcome(False, at.exception[0].value, "uncaught exception on the page")
-    errors = [e.value for e in at.error if re.search(case.match, e.value)]
+    shown = [_as_read(e.value) for e in at.error]
+    errors = [text for text in shown if re.search(case.match, text)]
     if len(errors) != 1:
-        return Outcome(False, " | ".join(e.value for e in at.error), f"{len(errors)} matching error lines")
+        return Outcome(False, " | ".join(shown), f"{len(errors)} matching error lines")
     if "\n" in errors[0].strip() or "Traceback" in errors[0]:
         return Outcome(False, errors[0], "the error is not one line")
     return Outcome(True, errors[0])
