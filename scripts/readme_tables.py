@@ -293,6 +293,35 @@ def goals_table() -> str:
     return "\n".join(lines)
 
 
+def reliance_table() -> str:
+    """The cued models' measured reliance (``metrics/reliance-cued-digits.json``): per training setting
+    and variant, mean [min, max] over seeds, in %."""
+    report = _load("reliance-cued-digits.json")
+
+    def cell(entry: dict[str, Any] | None) -> str:
+        return "–" if not entry else f"{100 * entry['mean']:.1f} [{100 * entry['min']:.1f}, {100 * entry['max']:.1f}]"
+
+    lines = ["| training setting | variant | seeds | accuracy | accuracy, conflicting images | conflicting images "
+             "decided by the cue | top object not the target (prediction explained) | (label explained) |",
+             "|---|---|---:|---|---|---|---|---|"]
+    for setting, variants in report["summary"].items():
+        for variant, e in variants.items():
+            lines.append(f"| {setting} | {VARIANT_NAMES.get(variant, variant)} | {e['models']} | {cell(e['accuracy'])} | "
+                         f"{cell(e['conflicting_accuracy'])} | {cell(e['decided_by_cue'])} | "
+                         f"{cell(e['top_not_target_predicted'])} | {cell(e['top_not_target_label'])} |")
+    difference = report.get("cue_reliance_difference_p100_minus_p10") or {}
+    if difference:
+        lines.append("")
+        lines.append("Cue reliance, p100 − p10 (mean over seeds): " + ", ".join(
+            f"{VARIANT_NAMES.get(v, v)} {100 * d:+.1f} points" for v, d in difference.items()) + ".")
+    overall = report.get("top_not_target_all_models")
+    if overall:
+        lines.append(f"Over all {len(report['models'])} models, the top object is not the target on "
+                     f"{100 * overall['predicted']:.1f} % of test images with the prediction explained "
+                     f"({100 * overall['label']:.1f} % with the label explained).")
+    return "\n".join(lines)
+
+
 def _verdict_docs(name: str) -> Callable[[], str]:
     """A table of ``docs/verdict.md``, made by the maintainer script that writes it (from its committed report)."""
     def make() -> str:
@@ -329,6 +358,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "performance: naive side by side": naive_table,
     "performance: spectral maps": spectral_table,
     "performance: goals": goals_table,
+    "cued: reliance": reliance_table,
     "verdict: seed level": lambda: verdict_text.readme_table(_load("verdict.json")),
     "verdict: called": lambda: verdict_text.called_sentences(_load("verdict.json")),
     "verdict: detectable": lambda: verdict_text.detection_sentence(_load("verdict.json")),
@@ -352,6 +382,7 @@ HOMES: dict[str, str] = {
     "performance: naive side by side": "docs/benchmarks.md",
     "performance: spectral maps": "docs/benchmarks.md",
     "performance: goals": "docs/benchmarks.md",
+    "cued: reliance": "docs/cued.md",
     "verdict: seed level": "README.md",
     "verdict: called": "README.md",
     "verdict: detectable": "README.md",

@@ -134,6 +134,10 @@ def main(argv: list[str] | None = None) -> int:
         },
         "summary": summary,
         "cue_reliance_difference_p100_minus_p10": difference,
+        # The benchmark's ground truth as a whole: mean over every model (both settings) of the share of
+        # test images whose top object is not the target.
+        "top_not_target_all_models": {explained: round(sum(r[f"top_object_{explained}"]["not_target"] for r in rows)
+                                                       / len(rows), 4) for explained in ("predicted", "label")},
         "models": rows,
     })
     print(f"wrote {args.out}", file=sys.stderr)
