@@ -93,7 +93,7 @@ def summarise(parts: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 @script_main("meta_evaluation.py")
 def main(argv: list[str] | None = None) -> int:
-    from scripts.seed_runs import commands, parse_seed_run, run_parts, seed_run_parser, write_report
+    from scripts.seed_runs import commands, explained, parse_seed_run, run_parts, seed_run_parser, write_report
 
     parser = seed_run_parser("meta_evaluation.py", __doc__, seeds=(1, 2, 3), parts=Path("runs") / "meta",
                              out=Path("metrics") / "meta-evaluation.json")
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     def compute(benchmark: str, model_dir: Path) -> dict[str, Any]:
         n_images = N_IMAGES.get(benchmark, DEFAULT_IMAGES)
         settings = EvalSettings(subsample=n_images, road_images=ROAD_IMAGES.get(benchmark, DEFAULT_ROAD_IMAGES),
-                                sanity_images=0)
+                                sanity_images=0, **explained(benchmark))
         data[benchmark] = data.get(benchmark) or test_split(n_images, benchmark=benchmark)
         return meta_evaluate_model(load_model(model_dir), data[benchmark], protocol=settings).to_dict()
 
@@ -128,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         "n_images": {b: N_IMAGES.get(b, DEFAULT_IMAGES) for b in benchmarks},
         "road_images": {b: ROAD_IMAGES.get(b, DEFAULT_ROAD_IMAGES) for b in benchmarks},
         "seeds": list(args.seeds),
+        "explained": {b: explained(b) for b in benchmarks},
         "rule": "a figure is trusted for a model when it is monotone (Spearman of its mean quality against the blend "
                 "weight alpha <= -0.9), stable (of the images whose pair of maps it orders strictly, >= 0.9 keep the "
                 "order under noise a tenth of the maps' difference) and reactive (the model's own evidence oracle "

@@ -37,8 +37,11 @@ TOLERANCE = 1e-9
 from infsa_viz.cli import script_main  # noqa: E402
 
 
-def ceiling_of_model(model: Any, data: Any, maps: list[str]) -> dict[str, Any]:
-    """Per image: MoRF-AOC of each map, of the greedy oracle and of the beam estimate, with costs."""
+def ceiling_of_model(model: Any, data: Any, maps: list[str], *, target: str = "label") -> dict[str, Any]:
+    """Per image: MoRF-AOC of each map, of the greedy oracle and of the beam estimate, with costs.
+
+    ``target``: the class explained and tracked, ``"label"`` or ``"predicted"`` (the model's class on
+    the clean image)."""
     import numpy as np
     import torch
 
@@ -50,7 +53,12 @@ def ceiling_of_model(model: Any, data: Any, maps: list[str]) -> dict[str, Any]:
     s = EvalSettings().resolved()
     morf = {k: s[k] for k in ("steps", "baseline", "seed", "batch_size")}
     x = prepare(model, data.images).tensor
+    if target not in ("label", "predicted"):
+        raise ValueError(f"target={target!r} is not supported; expected 'label' or 'predicted'")
     y = torch.as_tensor(np.asarray(data.labels, dtype=np.int64))
+    if target == "predicted":
+        with torch.no_grad():
+            y = model(x).argmax(-1)
 
     def aoc(curves: Any) -> list[float]:
         return [round(float(v), 4) for v in morf_aoc(curves, select="all").per_image]
@@ -69,7 +77,7 @@ def ceiling_of_model(model: Any, data: Any, maps: list[str]) -> dict[str, Any]:
     beam = beam_deletion(model, x, y, patch_size=model.patch_size, **morf, **SEARCH)
     beam_seconds = time.perf_counter() - start
     with torch.no_grad():
-        correct = (model(x).argmax(-1) == y).numpy()
+        correct = (model(x).argmax(-1) == torch.as_tensor(np.asarray(data.labels, dtype=np.int64))).numpy()
     return {"n_images": len(y), "correct": correct.astype(int).tolist(), "maps": values,
             "greedy_deletion": aoc(greedy.curves), "beam_deletion": aoc(beam.curves),
             "cost": {"greedy_forwards_per_image": int(greedy.forwards_per_image),
@@ -79,7 +87,7 @@ def ceiling_of_model(model: Any, data: Any, maps: list[str]) -> dict[str, Any]:
                      "greedy_seconds_per_image": round(greedy_seconds / len(y), 3),
                      "beam_seconds_per_image": round(beam_seconds / len(y), 3),
                      "threads": torch.get_num_threads()},
-            "protocol": {"morf": {**morf, "score": "target"}, "search": beam.protocol["search"]}}
+            "protocol": {"morf": {**morf, "score": "target"}, "search": beam.protocol["search"], "target": target}}
 
 
 def exceedances(found: dict[str, Any]) -> dict[str, Any]:
@@ -128,7 +136,7 @@ def summarise(parts: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 @script_main("morf_ceiling.py")
 def main(argv: list[str] | None = None) -> int:
-    from scripts.seed_runs import commands, parse_seed_run, run_parts, seed_run_parser, write_report
+    from scripts.seed_runs import commands, explained, parse_seed_run, run_parts, seed_run_parser, write_report
 
     parser = seed_run_parser("morf_ceiling.py", __doc__, seeds=(1,), parts=Path("runs") / "morf-ceiling",
                              out=Path("metrics") / "morf-ceiling.json")
@@ -143,13 +151,14 @@ def main(argv: list[str] | None = None) -> int:
     def compute(benchmark: str, model_dir: Path) -> dict[str, Any]:
         n_images = N_IMAGES.get(benchmark, DEFAULT_IMAGES)
         data[benchmark] = data.get(benchmark) or test_split(n_images, benchmark=benchmark)
-        return ceiling_of_model(load_model(model_dir).eval(), data[benchmark], maps)
+        return ceiling_of_model(load_model(model_dir).eval(), data[benchmark], maps,
+                                target=explained(benchmark)["target"])
 
     parts = run_parts(benchmarks, args, compute)
     protocol = {
         **commands("python scripts/morf_ceiling.py", argv),
         "n_images": {b: N_IMAGES.get(b, DEFAULT_IMAGES) for b in benchmarks}, "seeds": list(args.seeds),
-        "maps": maps, "search": SEARCH,
+        "maps": maps, "search": SEARCH, "explained": {b: explained(b)["target"] for b in benchmarks},
         "rule": f"a pair (image, map) is above a ceiling when its MoRF-AOC exceeds the ceiling's on that image by more "
                 f"than {TOLERANCE:g} points; every image of the subset counts (MoRF-AOC with select='all', the "
                 "evaluation's default MoRF protocol)",

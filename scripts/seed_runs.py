@@ -11,9 +11,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SEEDS_DIR", "check_writable", "commands", "models_of", "parse_seed_run", "run_parts", "seed_run_parser", "write_report"]
+__all__ = ["EXPLAINED", "SEEDS_DIR", "check_writable", "commands", "explained", "models_of", "parse_seed_run", "run_parts", "seed_run_parser", "write_report"]
 
 SEEDS_DIR = Path("models") / "seeds"
+#: Per benchmark, the explained class and the images scored where they differ from the default (the
+#: label; correctly classified images): on cued digits the maps explain each model's own prediction on
+#: every image, as the verdict there does (``scripts/verdict_benchmarks.py``).
+EXPLAINED: dict[str, dict[str, str]] = {"cued-digits": {"target": "predicted", "select": "all"}}
+
+
+def explained(benchmark: str) -> dict[str, str]:
+    """The benchmark's explained class and scored images (:data:`EXPLAINED`, else label / correct)."""
+    return EXPLAINED.get(benchmark, {"target": "label", "select": "correct"})
 
 
 def seed_run_parser(script: str, description: str, *, seeds: tuple[int, ...], parts: Path,

@@ -30,3 +30,24 @@ def test_counts_pairs_above_each_ceiling_and_resumes(tmp_path, monkeypatch):
     assert morf_ceiling.main([*argv, "--summary-only"]) == 0
     assert (parts / "cluttered-digits" / "softmax-seed1.json").stat().st_mtime_ns == first
     assert json.loads(out.read_text())["protocol"]["command"].startswith("python scripts/morf_ceiling.py --benchmarks")
+
+
+def test_cued_digits_explains_the_prediction():
+    import numpy as np
+    import pytest
+    import torch
+
+    from infsa_viz.data import test_split
+    from scripts.seed_runs import explained
+
+    assert explained("cued-digits") == {"target": "predicted", "select": "all"}
+    assert explained("cluttered-digits")["target"] == "label"
+    torch.manual_seed(0)
+    model = VisionTransformer(ViTConfig(img_size=48, in_chans=1, patch_size=16, embed_dim=16, depth=1, num_heads=2,
+                                        num_classes=10)).eval()
+    data = test_split(2, benchmark="cued-digits")
+    found = morf_ceiling.ceiling_of_model(model, data, ["random"], target="predicted")
+    assert found["protocol"]["target"] == "predicted" and len(found["greedy_deletion"]) == 2
+    assert np.all(np.isfinite(found["greedy_deletion"])) and np.all(np.isfinite(found["beam_deletion"]))
+    with pytest.raises(ValueError, match="target='top 2'"):
+        morf_ceiling.ceiling_of_model(model, data, ["random"], target="top 2")
