@@ -88,10 +88,10 @@ class _Record:
 
 def test_figures_table_shows_undefined_figures_as_na(app):
     row = app.draw.figures_row(_Record())
-    assert row == {"morf_aoc": "12.3", "lerf_auc": "56.8", "evidence_spearman": "n/a", "pointing_hit": "n/a",
+    assert row == {"morf_aoc": "12.3", "lerf_auc": "56.8", "evidence_mass_accuracy": "n/a", "pointing_hit": "n/a",
                    "box_roc_auc": "n/a", "box_pr_auc": "0.500"}  # a figure the record lacks is n/a
     table = app.draw.figures_table([("softmax · m", _Record())])
-    assert table.splitlines()[0] == ("| model | MoRF-AOC | LeRF-AUC | evidence rank correlation | box ROC-AUC | "
+    assert table.splitlines()[0] == ("| model | MoRF-AOC | LeRF-AUC | evidence mass accuracy | box ROC-AUC | "
                                      "box PR-AUC | pointing game |")  # the registry's figures, in its order
     assert table.splitlines()[2] == "| softmax · m | 12.3 | 56.8 | n/a | n/a | 0.500 | n/a |"
     from infsa_viz.metrics.registry import image_figures

@@ -35,13 +35,13 @@ class Evidence(Metric):
             "when the object alone is removed in distribution (background: swapped), clipped at 0")
     figures = (
         Figure("evidence_spearman", "evidence rank correlation", True, "Spearman's rho over objects",
-               ceiling="evidence_oracle", image_format="+.2f",
+               ceiling="evidence_oracle",
                description="the map ranks the objects as their removal hurts the model"),
         Figure("evidence_kendall", "evidence Kendall tau", True, "Kendall's tau-b over objects", ranked=False,
                ceiling="evidence_oracle", description="the same ranking, by Kendall's tau-b"),
         Figure("evidence_mass_accuracy", "evidence mass accuracy", True, "histogram intersection", percent=True,
-               ceiling="evidence_oracle", description="overlap of the map's per-object mass shares (per pixel) "
-                                                      "with the model's evidence shares"),
+               ceiling="evidence_oracle", image_format=".3f",
+               description="overlap of the map's per-object mass shares (per pixel) with the model's evidence shares"),
         Figure("top_object_agreement", "top-object agreement", True, "share of images", percent=True,
                ceiling="evidence_oracle", description="the map's densest object is the one whose removal "
                                                       "hurts most"),
