@@ -4,8 +4,10 @@ r"""The verdict in words and tables, from ``metrics/verdict.json`` (``python scr
   attention map on the matched images and each InfSA variant's seed-level difference from it, with
   the intervals the test uses (t, simultaneous), the call and, where nothing is called, the
   detectable difference;
+* :func:`called_table`: the README's list of calls: per benchmark (group) and InfSA variant, for each
+  figure the maps called higher or lower than softmax's, with their differences;
 * :func:`called_sentences`: one plain sentence per called difference (any map, either way), with
-  the same test on the other image sets;
+  the same test on the other image sets (``docs/verdict.md``);
 * :func:`detection_sentence`: how large a difference the comparisons can see (range, median);
 * :func:`morf_ceiling_table`: MoRF-AOC's headroom under its ceiling, the greedy deletion oracle;
 * :func:`quality_table`: benchmark quality (headroom and spread of the maps), per variant;
@@ -21,7 +23,7 @@ from typing import Any
 
 from scripts.doc_sections import VARIANT_NAMES
 
-__all__ = ["FIGURE_NAMES", "SET_NAMES", "called_sentences", "detection_sentence", "image_set_table", "morf_ceiling_table", "quality_table",
+__all__ = ["FIGURE_NAMES", "SET_NAMES", "called_sentences", "called_table", "detection_sentence", "image_set_table", "morf_ceiling_table", "quality_table",
            "readme_table", "verdict_tables"]
 
 #: How a verdict figure is named in the README (unit: points); ``evidence_spearman`` was the
@@ -233,6 +235,35 @@ def called_sentences(record: dict[str, Any]) -> str:
                        f"{c['matched_images']['min']} matched images per seed{gap}). Same test on "
                        f"{_on_other_sets(c)}.")
     return "\n".join(out) if out else "- No difference is called: no seed-level test passes after Holm's correction."
+
+
+def _called_cell(calls: list[dict[str, Any]]) -> str:
+    """``**higher**: rollout +8.8, visits +11.4; **lower**: attention −1.3`` (``–``: nothing called)."""
+    parts = []
+    for direction in ("higher", "lower"):
+        maps = [f"{c['method']} {c['difference']:+.1f}" for c in calls if c.get("call") == direction]
+        if maps:
+            parts.append(f"**{direction}**: " + ", ".join(maps))
+    return "; ".join(parts) or "–"
+
+
+def called_table(record: dict[str, Any]) -> str:
+    """Per benchmark (group of models) and InfSA variant: for each verdict figure, the maps whose
+    seed-level difference from softmax's same map is called (Holm over the benchmark's family), with
+    the difference in points, and how many comparisons are called out of how many."""
+    figures = record["protocol"]["figures"]
+    lines = ["| benchmark (seeds) | variant − softmax | " + " | ".join(FIGURE_NAMES.get(f, f) for f in figures)
+             + " | called |", "|---|---|" + "---|" * len(figures) + "---:|"]
+    for benchmark, bench in _benches(record).items():
+        for group, name in _groups(bench).items():
+            mine = [c for c in bench["verdict"] if c.get("group") == group]
+            for variant in dict.fromkeys(c["variant"] for c in mine):
+                rows = [c for c in mine if c["variant"] == variant]
+                called = sum(c.get("call") in ("higher", "lower") for c in rows)
+                lines.append(f"| {benchmark}{name} ({_seeds(bench)}) | {VARIANT_NAMES.get(variant, variant)} | "
+                             + " | ".join(_called_cell([c for c in rows if c["figure"] == f]) for f in figures)
+                             + f" | {called} of {len(rows)} |")
+    return "\n".join(lines)
 
 
 def morf_ceiling_table(record: dict[str, Any]) -> str:

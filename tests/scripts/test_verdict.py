@@ -183,6 +183,10 @@ def test_summary_of_a_synthetic_report_holds_the_seed_level_verdict(tmp_path):
     assert pure["per_seed"][0]["image_sets"]["own_correct"] == pytest.approx(5.0, abs=1.5)
     assert pure["family"] == 4 and pure["ci_simultaneous"][0] < pure["ci_t"][0] < pure["ci_t"][1] < pure["ci_simultaneous"][1]
     assert "would detect ≥" in verdict_text.readme_table(record) and "Same test on" in verdict_text.called_sentences(record)
+    calls = verdict_text.called_table(record).splitlines()
+    # no evidence figure in the synthetic records; pure InfSA called higher on both others, Linear on none
+    assert calls[2].startswith("| cluttered-digits (3) | pure InfSA | – | **higher**: attention +")
+    assert calls[2].endswith(" | **higher**: attention +5.0 | 2 of 2 |") and calls[3].endswith("| – | – | – | 0 of 2 |")
     assert docs.read_text().endswith("after\n")  # the prose around the section stays
 
 
