@@ -50,10 +50,12 @@ SECTION = "verdict-calibration"
 
 
 def _comparisons_by_variant(record: dict[str, Any]) -> list[list[dict[str, Any]]]:
+    """The comparisons of one variant and one group of models (a training setting), benchmark by benchmark:
+    their seed differences come from the same models, so only they can correlate across seeds."""
     out = []
     for bench in record["benchmarks"].values():
-        for variant in dict.fromkeys(c["variant"] for c in bench["verdict"]):
-            out.append([c for c in bench["verdict"] if c["variant"] == variant and c.get("per_seed")])
+        for key in dict.fromkeys((c["variant"], c.get("group")) for c in bench["verdict"]):
+            out.append([c for c in bench["verdict"] if (c["variant"], c.get("group")) == key and c.get("per_seed")])
     return out
 
 

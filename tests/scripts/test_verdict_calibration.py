@@ -47,6 +47,12 @@ def test_correlations_are_measured_between_the_comparisons_of_one_variant():
     measured = verdict_calibration.measured_correlations(record)
     assert measured["figure_correlation"] == 1.0 and measured["model_correlation"] == 0.0
     assert measured["pairs"] == {"same_figure": 1, "across_figures": 2} and measured["seeds"] == [3]
+    # two groups of models (training settings) of one benchmark are different models: never paired
+    other = [{**c, "group": "p100", "per_seed": [{"difference": d} for d in (5.0, 1.0, 9.0)]}
+             for c in record["benchmarks"]["b"]["verdict"]]
+    grouped = verdict_calibration.measured_correlations({"benchmarks": {"b": {"verdict": [
+        {**c, "group": "p10"} for c in record["benchmarks"]["b"]["verdict"]] + other}}})
+    assert grouped["pairs"] == {"same_figure": 2, "across_figures": 4}
     with pytest.raises(ValueError, match="no comparisons"):
         verdict_calibration.measured_correlations({"benchmarks": {}})
 
