@@ -101,8 +101,21 @@ def morf_ceiling(report: dict[str, Any]) -> dict[str, Any]:
     variant_of = {split_seed(r["model"])[0]: r["variant"] for r in report["results"]}
     keys = ("oracle", "random", "best_attention_value", "oracle_minus_random", "oracle_minus_best_attention")
     return {"n_images": report["dataset"].get("n_images"), "command": report["protocol"].get("command"),
-            "per_variant": {variant_of.get(base, base): {k: q["morf_aoc"].get(k) for k in keys}
-                            for base, q in across.items()}}
+            "per_variant": by_variant(across, variant_of, lambda q: {k: q["morf_aoc"].get(k) for k in keys})}
+
+
+def by_variant(across: dict[str, Any], variant_of: dict[str, str], entry: Any = lambda q: q) -> dict[str, Any]:
+    """``quality_across_seeds`` entries keyed by variant; where the models sit in several folders (groups,
+    e.g. training settings) by ``"<variant> · <folder name>"``; each names its ``variant`` and ``group``."""
+    from infsa_viz.evaluation.verdict import model_group
+
+    several = len({model_group(base) for base in across}) > 1
+    out = {}
+    for base, q in across.items():
+        variant, group = variant_of.get(base, base), model_group(base)
+        out[f"{variant} · {group.rsplit('/', 1)[-1]}" if several else variant] = {
+            **entry(q), "variant": variant, "group": group}
+    return out
 
 
 def _points(spread: dict[str, Any] | None, scale: float) -> dict[str, Any] | None:
@@ -199,11 +212,11 @@ def summarise(report: dict[str, Any], path: str, greedy: dict[str, Any] | None =
     """
     from infsa_viz.evaluation import benchmark_quality, quality_across_seeds
     from infsa_viz.evaluation.comparisons import seed_summary
-    from infsa_viz.evaluation.verdict import split_seed
+    from infsa_viz.evaluation.verdict import model_group, split_seed
 
     # recomputed from the rows, so a report whose seeds section predates a figure of FIGURES has it too
     seeds = seed_summary(report["results"], figures=("accuracy", *FIGURES))
-    figures = [{"variant": s["variant"], "method": s["method"], "seeds": s["seeds"],
+    figures = [{"variant": s["variant"], "group": model_group(s["model"]), "method": s["method"], "seeds": s["seeds"],
                 "accuracy": _points(s["figures"].get("accuracy"), 100.0),
                 **{f: _points(s["figures"].get(f), scale) for f, scale in FIGURES.items()}} for s in seeds]
     verdict = report.get("verdict", {})
@@ -216,7 +229,9 @@ def summarise(report: dict[str, Any], path: str, greedy: dict[str, Any] | None =
     # own section comes from), so a report written before adjacent pairs were counted has them too.
     method_tests = report.get("paired_tests", {}).get("method_vs_method")
     across = quality_across_seeds(benchmark_quality(report["results"], method_tests))
-    quality = {variant_of.get(base, base): q for base, q in across.items()}
+    # keyed by variant; where the models sit in several folders (groups, e.g. training settings), by
+    # "<variant> · <folder name>", each entry naming its variant and group
+    quality = by_variant(across, variant_of)
     return {"report": path, "dataset": report["dataset"].get("name"), "n_images": report["dataset"].get("n_images"),
             "command": report["protocol"].get("command"), "models": list(dict.fromkeys(r["model"] for r in report["results"])),
             "figures": figures, "verdict": comparisons, "verdict_protocol": verdict.get("protocol"),

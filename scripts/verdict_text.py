@@ -87,18 +87,23 @@ def verdict_tables(record: dict[str, Any]) -> str:
     out = []
     for benchmark, bench in benches.items():
         variants = list(dict.fromkeys(c["variant"] for c in bench["verdict"]))
-        accuracy = {e["variant"]: e["accuracy"] for e in bench["figures"] if e["method"] == bench["verdict"][0]["method"]}
-        seeds = {e["variant"]: len(e["seeds"]) for e in bench["figures"]}
+        method = bench["verdict"][0]["method"]
+        entries = {(e.get("group"), e["variant"]): e for e in bench["figures"] if e["method"] == method}
+        names = _groups(bench)
+
+        def accuracies(group: str | None) -> str:
+            found = [(v, entries.get((group, v)) or entries.get((None, v))) for v in ("softmax", *variants)]
+            return "; ".join(f"{VARIANT_NAMES.get(v, v)} {e['accuracy']['mean']:.1f} ± {e['accuracy']['sd'] or 0:.1f} % "
+                             f"({len(e['seeds'])} seeds)" for v, e in found if e and e.get("accuracy"))
+
         m = _family(bench)
+        per_group = ". ".join((f"{name.strip(' ·')}: " if name else "") + accuracies(g) for g, name in names.items())
         out += [f"**{benchmark}** ({bench['n_images']} test images; family of {m} comparisons). Test accuracy on them, "
-                "mean ± sd over seeds: "
-                + "; ".join(f"{VARIANT_NAMES.get(v, v)} {accuracy[v]['mean']:.1f} ± {accuracy[v]['sd'] or 0:.1f} % "
-                            f"({seeds[v]} seeds)" for v in ("softmax", *variants) if accuracy.get(v)) + ".", "",
+                "mean ± sd over seeds: " + per_group + ".", "",
                 f"| map | figure | variant − softmax | difference | 95 % t-interval | simultaneous "
                 + (f"{100 - 5 / m:.2f} % " if m else "")
                 + "| bootstrap 95 % | p (Holm) | call | detectable at 80 % power | matched images per seed (min) |",
                 "|---|---|---|---:|---|---|---|---:|---|---:|---:|"]
-        names = _groups(bench)
         for c in bench["verdict"]:
             flag = f" ⚠ accuracy {c['accuracy_gap']:+.1f}" if c["accuracy_flag"] else ""
             p = "–" if c["p_holm"] is None else f"{c['p_holm']:.2g}"
@@ -275,8 +280,11 @@ def morf_ceiling_table(record: dict[str, Any]) -> str:
         ceiling = bench.get("morf_ceiling")
         if not ceiling:
             continue
-        for variant, q in ceiling["per_variant"].items():
-            lines.append(f"| {benchmark} ({ceiling['n_images']}) | {VARIANT_NAMES.get(variant, variant)} | "
+        several = len({q.get("group") for q in ceiling["per_variant"].values()}) > 1
+        for key, q in ceiling["per_variant"].items():
+            variant, group = q.get("variant", key), q.get("group")
+            label = f"{benchmark} · {group.rsplit('/', 1)[-1]}" if several and group else benchmark
+            lines.append(f"| {label} ({ceiling['n_images']}) | {VARIANT_NAMES.get(variant, variant)} | "
                          f"{_spread(q['oracle'])} | {_spread(q['best_attention_value'])} | {_spread(q['random'])} | "
                          f"{_spread(q['oracle_minus_best_attention'], sign='+')} |")
     return "\n".join(lines)
@@ -295,10 +303,13 @@ def quality_table(record: dict[str, Any]) -> str:
     lines = ["| benchmark | variant | seeds | accuracy % | PR-AUC: oracle − random | oracle − best attention | "
              "spread | adjacent maps told apart |", "|---|---|---:|" + "---:|" * 5]
     for benchmark, bench in record["benchmarks"].items():
-        accuracy = {e["variant"]: e["accuracy"] for e in bench["figures"] if e["method"] == "attention"}
-        for variant, quality in bench["benchmark_quality"].items():
-            cells = [_spread(accuracy.get(variant)), *(_spread(quality["box_pr_auc"][k]) for k in keys),
-                     _adjacent(quality["box_pr_auc"])]
-            lines.append(f"| {benchmark} | {VARIANT_NAMES.get(variant, variant)} | {len(quality['seeds'])} | "
+        accuracy = {(e.get("group"), e["variant"]): e["accuracy"] for e in bench["figures"] if e["method"] == "attention"}
+        several = len({q.get("group") for q in bench["benchmark_quality"].values()}) > 1
+        for key, quality in bench["benchmark_quality"].items():
+            variant, group = quality.get("variant", key), quality.get("group")
+            label = f"{benchmark} · {group.rsplit('/', 1)[-1]}" if several and group else benchmark
+            cells = [_spread(accuracy.get((group, variant)) or accuracy.get((None, variant))),
+                     *(_spread(quality["box_pr_auc"][k]) for k in keys), _adjacent(quality["box_pr_auc"])]
+            lines.append(f"| {label} | {VARIANT_NAMES.get(variant, variant)} | {len(quality['seeds'])} | "
                          + " | ".join(cells) + " |")
     return "\n".join(lines)

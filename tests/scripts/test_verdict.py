@@ -219,3 +219,15 @@ def test_a_report_before_the_detectable_difference_gets_it_from_its_seeds_and_ro
         stored = {name for name, entry in c["image_sets"].items() if entry["stored"]}
         assert stored == {"matched", "all" if c["figure"] == "box_pr_auc" else "own_correct"}
         assert c["image_sets"]["matched"]["call"] == c["call"]
+
+
+def test_quality_of_several_groups_is_kept_per_group():
+    """Two training settings hold models of the same names: their quality entries stay apart, each
+    naming its variant and group, and the tables label the group."""
+    across = {"s/p10/softmax": {"seeds": [0]}, "s/p100/softmax": {"seeds": [0, 1]}}
+    variant_of = {"s/p10/softmax": "softmax", "s/p100/softmax": "softmax"}
+    keyed = verdict.by_variant(across, variant_of)
+    assert keyed == {"softmax · p10": {"seeds": [0], "variant": "softmax", "group": "s/p10"},
+                     "softmax · p100": {"seeds": [0, 1], "variant": "softmax", "group": "s/p100"}}
+    one = verdict.by_variant({"s/softmax": {"seeds": [0]}}, {"s/softmax": "softmax"})
+    assert list(one) == ["softmax"] and one["softmax"]["group"] == "s"
