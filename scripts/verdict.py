@@ -273,14 +273,18 @@ def html(record: dict[str, Any]) -> str:
 
     from infsa_viz.model import VARIANTS
 
-    benchmarks = list(record["benchmarks"])
+    # one row of panels per benchmark and group of models (a training setting): never two groups in one panel
+    panels = []
+    for b, bench in record["benchmarks"].items():
+        groups = list(dict.fromkeys(e.get("group") for e in bench["figures"]))
+        panels += [(b, g, b if len(groups) == 1 else f"{b} · {(g or '').rsplit('/', 1)[-1]}") for g in groups]
     labels = {"evidence_mass_accuracy": "evidence mass accuracy x 100", "morf_aoc": "MoRF-AOC %",
               "box_pr_auc": "box PR-AUC %"}
-    titles = [f"{b}: {labels.get(f, f)} (row means ± sd over seeds)" for b in benchmarks for f in FIGURES]
-    fig = make_subplots(rows=max(1, len(benchmarks)), cols=len(FIGURES), subplot_titles=titles)
+    titles = [f"{name}: {labels.get(f, f)} (row means ± sd over seeds)" for *_, name in panels for f in FIGURES]
+    fig = make_subplots(rows=max(1, len(panels)), cols=len(FIGURES), subplot_titles=titles)
     shown = set()
-    for row, benchmark in enumerate(benchmarks, start=1):
-        entries = record["benchmarks"][benchmark]["figures"]
+    for row, (benchmark, group, _) in enumerate(panels, start=1):
+        entries = [e for e in record["benchmarks"][benchmark]["figures"] if e.get("group") == group]
         for col, figure in enumerate(FIGURES, start=1):
             for variant in dict.fromkeys(e["variant"] for e in entries):
                 mine = [e for e in entries if e["variant"] == variant and e[figure] and e[figure]["mean"] is not None]
@@ -295,7 +299,7 @@ def html(record: dict[str, Any]) -> str:
                                   "(min %{customdata[1]:.1f}, max %{customdata[2]:.1f})<extra>" + variant + "</extra>"),
                     row, col)
                 shown.add(variant)
-    fig.update_layout(barmode="group", height=420 * max(1, len(benchmarks)),
+    fig.update_layout(barmode="group", height=420 * max(1, len(panels)),
                       title="Are InfSA maps better than softmax maps? (python scripts/verdict.py)")
     return fig.to_html(include_plotlyjs="directory", full_html=True)
 
