@@ -64,6 +64,15 @@ def _groups(bench: dict[str, Any]) -> dict[str | None, str]:
     return {g: "" if len(groups) == 1 else f" · {(g or '').rsplit('/', 1)[-1]}" for g in groups}
 
 
+def _labelled(benchmark: str, per_variant: dict[str, dict[str, Any]]):
+    """``(row label, variant, entry)`` for the summary's entries keyed by variant, or by ``"<variant> ·
+    <setting>"`` where a benchmark groups its models (:func:`scripts.verdict.by_variant`)."""
+    several = len({q.get("group") for q in per_variant.values()}) > 1
+    for key, q in per_variant.items():
+        group = q.get("group")
+        yield (f"{benchmark} · {group.rsplit('/', 1)[-1]}" if several and group else benchmark), q.get("variant", key), q
+
+
 def _benches(record: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The benchmarks whose summary holds seed-level comparisons (a summary written before them holds none)."""
     benches = {b: {**bench, "verdict": [c for c in bench["verdict"] if "p_holm" in c]}
@@ -280,10 +289,7 @@ def morf_ceiling_table(record: dict[str, Any]) -> str:
         ceiling = bench.get("morf_ceiling")
         if not ceiling:
             continue
-        several = len({q.get("group") for q in ceiling["per_variant"].values()}) > 1
-        for key, q in ceiling["per_variant"].items():
-            variant, group = q.get("variant", key), q.get("group")
-            label = f"{benchmark} · {group.rsplit('/', 1)[-1]}" if several and group else benchmark
+        for label, variant, q in _labelled(benchmark, ceiling["per_variant"]):
             lines.append(f"| {label} ({ceiling['n_images']}) | {VARIANT_NAMES.get(variant, variant)} | "
                          f"{_spread(q['oracle'])} | {_spread(q['best_attention_value'])} | {_spread(q['random'])} | "
                          f"{_spread(q['oracle_minus_best_attention'], sign='+')} |")
@@ -304,10 +310,8 @@ def quality_table(record: dict[str, Any]) -> str:
              "spread | adjacent maps told apart |", "|---|---|---:|" + "---:|" * 5]
     for benchmark, bench in record["benchmarks"].items():
         accuracy = {(e.get("group"), e["variant"]): e["accuracy"] for e in bench["figures"] if e["method"] == "attention"}
-        several = len({q.get("group") for q in bench["benchmark_quality"].values()}) > 1
-        for key, quality in bench["benchmark_quality"].items():
-            variant, group = quality.get("variant", key), quality.get("group")
-            label = f"{benchmark} · {group.rsplit('/', 1)[-1]}" if several and group else benchmark
+        for label, variant, quality in _labelled(benchmark, bench["benchmark_quality"]):
+            group = quality.get("group")
             cells = [_spread(accuracy.get((group, variant)) or accuracy.get((None, variant))),
                      *(_spread(quality["box_pr_auc"][k]) for k in keys), _adjacent(quality["box_pr_auc"])]
             lines.append(f"| {label} | {VARIANT_NAMES.get(variant, variant)} | {len(quality['seeds'])} | "
