@@ -32,7 +32,10 @@ def run(args: argparse.Namespace) -> int:
     spec = args.model if args.model is not None else args.model_option
     model = load_model(spec)
     card_path = Path(parse_model_spec(spec)[0]) / "card.json"
-    layers = [f.to_dict() for f in fingerprint(model)]
+    try:
+        layers = [f.to_dict() for f in fingerprint(model)]
+    except RuntimeError:  # a format's model without our attention modules: nothing to probe
+        layers = []
     info = {
         "model": str(spec),
         **describe_model(model),
@@ -40,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
         "config": model.config.to_dict(),
         "card": read_json(card_path) if card_path.is_file() else None,
         "operator": {"computes": _summary(layers), "graph_readouts": all(f["graph_readouts"] for f in layers),
-                     "layers": layers},
+                     "layers": layers} if layers else None,
     }
     print(json.dumps(info, indent=2))
     return 0

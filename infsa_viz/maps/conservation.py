@@ -176,6 +176,9 @@ def relevance_conservation(model: nn.Module | ForwardRecord, images: Tensor | No
         if images is not None or target is not None or labels is not None:
             raise ValueError("a ForwardRecord carries its images, labels and target; pass none of them")
         record = model
+    elif not isinstance(images, Tensor) or images.dim() != 4:
+        raise ValueError(f"images has type {type(images).__name__}; expected a (B, C, H, W) tensor with a model "
+                         "(or pass a ForwardRecord alone)")
     elif isinstance(target, Tensor):
         config = getattr(model, "config", None)
         classes = check_classes(target, images.shape[0], getattr(config, "num_classes", None))

@@ -99,5 +99,7 @@ def test_bad_input_is_refused(make_config):
     model = _model(make_config, "softmax", bias=0.0)
     with pytest.raises(ValueError, match="dtype='float16'"):
         relevance_conservation(model, torch.randn(1, 1, 16, 16), dtype="float16")
+    with pytest.raises(ValueError, match="images has type NoneType"):
+        relevance_conservation(model)
     with pytest.raises(ValueError, match="no blocks"):
         relevance_conservation(torch.nn.Sequential(model.patch_embed), torch.randn(1, 1, 16, 16), target=0)
