@@ -383,8 +383,13 @@ _CACHE: "weakref.WeakKeyDictionary[nn.Module, tuple[Any, tuple[LayerFingerprint,
 
 
 def _signature(layers: Sequence[nn.Module]) -> tuple[Any, ...]:
-    """Changes when a module is swapped, its class changes or a parameter is written (in place or not)."""
-    return tuple((id(m), type(m), tuple((id(p), p._version) for p in m.parameters())) for m in layers)
+    """Changes when a module is swapped, its class changes or a parameter is replaced or written in place
+    (its version counter; parameters made under ``torch.inference_mode`` have none, only their identity)."""
+    return tuple((id(m), type(m), tuple((id(p), _version(p)) for p in m.parameters())) for m in layers)
+
+
+def _version(p: Tensor) -> int | None:
+    return None if p.is_inference() else p._version
 
 
 def fingerprint(model: nn.Module, *, seed: int = PROBE_SEED) -> tuple[LayerFingerprint, ...]:

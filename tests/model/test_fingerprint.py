@@ -293,3 +293,10 @@ def test_other_paths_of_the_package_classes_compute_their_variant():
     assert fingerprint_layer(SoftmaxAttention(16, 2, fused=False)).operator == "softmax"
     for dtype in (torch.bfloat16, torch.float16):
         assert [fingerprint_layer(cls(16, 2).to(dtype)).operator for cls, _ in OURS] == [v for _, v in OURS]
+
+
+def test_a_model_built_under_inference_mode_is_fingerprinted(make_config):
+    with torch.inference_mode():
+        model = VisionTransformer(make_config("pure_infsa")).eval()
+        assert [f.operator for f in fingerprint(model)] == ["pure_infsa", "pure_infsa"]
+    assert fingerprint(model)[0].graph_defined
