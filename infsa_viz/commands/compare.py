@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ._inputs import add_map_options, add_model_list, load_input
 from .lists import comma_names, output_file, refuse_overwriting_inputs
@@ -37,8 +37,11 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-def render(args: argparse.Namespace) -> int:
-    """Shared by ``explain`` and ``compare``: a grid of overlays, rows = methods, columns = models."""
+def render(args: argparse.Namespace, *, extra: Callable[[Any, Any], dict[str, Any]] | None = None) -> int:
+    """Shared by ``explain`` and ``compare``: a grid of overlays, rows = methods, columns = models.
+
+    ``extra(record, result)`` (``explain --check-conservation``) adds its JSON-able entries to each tile's
+    record in the settings JSON and to the summary printed on stdout (under ``"maps"``)."""
     from ..evaluation.budget import check_maps
     from ..formats import load_model, parse_model_spec
     from ..io import write_json
@@ -76,7 +79,7 @@ def render(args: argparse.Namespace) -> int:
     inputs = {d: prepare(m, image.images) for d, m in models}
     capture = any(check_method(m).reads_attention for m in args.methods)
     records = {d: forward_record(m, inputs[d], labels=[label], target=target, capture=capture) for d, m in models}
-    maps, titles, info, shown = [], [], [], []
+    maps, titles, info, shown, extras = [], [], [], [], []
     for method in args.methods:
         for directory, model in models:
             record = records[directory]
@@ -91,6 +94,10 @@ def render(args: argparse.Namespace) -> int:
                          "target": None if result.target is None else int(result.target[0]),
                          "validity": None if result.validity is None else result.validity.for_image(0),
                          "metadata": _jsonable(result.metadata)})
+            if extra is not None:
+                added = extra(record, result)
+                info[-1].update(added)
+                extras.append({"model": directory, "method": method, **added})
     scale = colour_scale(maps, args.scale, colormap=args.colormap)
     zoom = max(1, 192 // next(iter(sizes)))
     tiles = []
@@ -106,7 +113,10 @@ def render(args: argparse.Namespace) -> int:
         "colour_scale": {"mode": scale.mode, "unit": scale.unit, "limits": [list(lim) for lim in scale.limits],
                          "divisors": list(scale.divisors), "colormap": scale.colormap},
         "maps": info, "command": "infsa-viz " + " ".join(args.argv)})
-    print(json.dumps({"out": str(args.out), "tiles": len(tiles)}))
+    summary: dict[str, Any] = {"out": str(args.out), "tiles": len(tiles)}
+    if extras:
+        summary["maps"] = extras
+    print(json.dumps(summary))
     return 0
 
 

@@ -5,6 +5,7 @@ the Neumann series across layers, Perron vectors, Linear-InfSA's estimate), ``gr
 (Captum, optional), ``baseline`` (random: the floor) and ``reference`` (oracles built from the
 images' ground truth: the ceilings of an evaluation). See :class:`MapMethod` for what each class states
 about itself (options, cost, reference, whether it explains a class or has signed values).
+:func:`relevance_conservation` measures how much relevance each block of an AttnLRP pass conserves.
 """
 
 # Each module registers its methods on import; this order is the registry's order.
@@ -16,6 +17,7 @@ from . import flow  # noqa: F401
 from . import baseline  # noqa: F401
 from . import reference  # noqa: F401
 from .attention import fuse_heads, rollout
+from .conservation import ConservationReport, StageConservation, relevance_conservation
 from .base import (
     FAMILIES,
     METHODS,
@@ -38,9 +40,11 @@ __all__ = [
     "METHODS",
     "ROLES",
     "UNLEARNED_GAMMA",
+    "ConservationReport",
     "GroundTruth",
     "MapMethod",
     "MapResult",
+    "StageConservation",
     "Validity",
     "attribute",
     "check_method",
@@ -48,6 +52,7 @@ __all__ = [
     "parse_head",
     "patch_feature_mask",
     "pool_to_patches",
+    "relevance_conservation",
     "rollout",
     "selector_options",
     "tokens_to_grid",

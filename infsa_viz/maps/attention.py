@@ -56,6 +56,7 @@ class AttentionMap(MapMethod):
     defaults = {"layer": -1, "head": "mean", "row": "cls"}
     per_layer = True
     reads_attention = True
+    reads_operator = True
     cost = "1 forward; one N×N matrix per head of the chosen layer (matrix-free row above DENSE_BUDGET numbers)"
 
     @staticmethod
@@ -181,6 +182,7 @@ class Rollout(MapMethod):
     reference = "Abnar & Zuidema, Quantifying Attention Flow in Transformers, ACL 2020"
     defaults = {"head": "mean", "add_residual": True, "matrix": "native", "start": "auto", "discard_ratio": 0.0}
     reads_attention = True
+    reads_operator = True
     cost = "1 forward; one dense N×N product per layer"
 
     def estimate(self, work: Workload, options: dict[str, Any]) -> Estimate:

@@ -211,6 +211,11 @@ class MapMethod(ABC):
     #: <infsa_viz.forward.ForwardRecord.attention>`): a record built for it captures attention in its
     #: one forward.
     reads_attention: ClassVar[bool] = False
+    #: Whether it rebuilds a layer's operator from the layer's class (its matrix, token graph or LRP rule)
+    #: rather than reading the module's output: such a method is refused, with the reason, on a layer whose
+    #: :func:`operator fingerprint <infsa_viz.model.fingerprint.fingerprint>` is not the variant its class
+    #: declares (per-layer methods check their ``layer``, the others every layer).
+    reads_operator: ClassVar[bool] = False
 
     def resolve(self, options: dict[str, Any]) -> dict[str, Any]:
         """Defaults updated by ``options``; ``ValueError`` for an option the method does not take."""
@@ -243,7 +248,9 @@ class MapMethod(ABC):
         Raises:
             ValueError: unknown option, bad option value, a target for a method without one, a
                 missing ground truth, a call whose :meth:`estimate` is over the memory available or
-                the method's bound, or maps that are not finite (the images are named).
+                the method's bound, a method that rebuilds a layer's operator from its class on a layer
+                that computes something else (:attr:`reads_operator`), or maps that are not finite (the
+                images are named).
         """
         resolved = self.resolve(options)
         record = self._record(model, images, target, labels)
@@ -255,6 +262,11 @@ class MapMethod(ABC):
         if work is not None:  # before anything is allocated (the record's forward is lazy)
             check_estimate(self.estimate(work, resolved), work, subject=f"method {self.name!r}",
                            fewer="fewer images per call")
+        if self.reads_operator:
+            from ..model.fingerprint import require_graph
+
+            layer = resolved.get("layer") if self.per_layer else None
+            require_graph(record.model, None if layer is None else [layer], what=f"method {self.name!r}")
         classes = record.explained if self.explains_class else None
         maps, metadata, validity = self._compute(record, resolved, truth) if self.needs_truth \
             else self._compute(record, resolved)

@@ -75,6 +75,7 @@ class AttentionFlow(MapMethod):
     reference = "Abnar & Zuidema, Quantifying Attention Flow in Transformers, ACL 2020"
     defaults = {"head": "mean", "add_residual": True}
     reads_attention = True
+    reads_operator = True
     cost = ("1 forward per image, then N max-flow problems per image on (L+1)·N nodes and L·N² edges "
             "(scipy Dinic, CPU; O(V²E) worst case each)")
 
@@ -124,6 +125,7 @@ class TransitionAttentionMaps(MapMethod):
     defaults = {"steps": 20, "start_layer": 0}
     explains_class = True
     reads_attention = True
+    reads_operator = True
     cost = "steps + 1 forwards + steps backwards per image"
 
     def estimate(self, work: Workload, options: dict[str, Any]) -> Estimate:

@@ -66,6 +66,7 @@ class CheferGeneric(MapMethod):
     reference = ("Chefer, Gur & Wolf, Generic Attention-model Explainability for Interpreting Bi-Modal and "
                  "Encoder-Decoder Transformers, ICCV 2021")
     explains_class = True
+    reads_operator = True
     cost = "1 forward + 1 backward per image; L dense N×N products"
 
     def estimate(self, work: Workload, options: dict[str, Any]) -> Estimate:
@@ -98,6 +99,7 @@ class AttnLRP(MapMethod):
     reference = "Achtibat et al., AttnLRP: Attention-Aware Layer-Wise Relevance Propagation for Transformers, ICML 2024"
     explains_class = True
     signed = True
+    reads_operator = True
     cost = "1 forward + 1 backward per image"
 
     def estimate(self, work: Workload, options: dict[str, Any]) -> Estimate:

@@ -102,6 +102,7 @@ class Visits(MapMethod):
                 "include_start": True, "solver": "auto", "tol": 1e-10, "block_size": None}
     per_layer = True
     reads_attention = True
+    reads_operator = True
     cost = "1 forward; a dense solve (N ≤ 2048) or GMRES on matrix-free products"
 
     def estimate(self, work: Workload, options: dict[str, Any]) -> Estimate:
@@ -132,6 +133,7 @@ class Neumann(MapMethod):
     defaults = {"gamma": None, "head": "mean", "start": "auto", "matrix": "native", "include_start": False,
                 "block_size": None}
     reads_attention = True
+    reads_operator = True
     cost = "1 forward; L matrix-free row-vector products"
 
     def estimate(self, work: Workload, options: dict[str, Any]) -> Estimate:
@@ -163,6 +165,7 @@ class Perron(MapMethod):
                 "solver": "auto", "block_size": None}
     per_layer = True
     reads_attention = True
+    reads_operator = True
     cost = "1 forward; closed form (rank one), LAPACK eig (N ≤ 1024) or matrix-free power iteration"
 
     def estimate(self, work: Workload, options: dict[str, Any]) -> Estimate:
@@ -194,6 +197,7 @@ class LinearEstimate(MapMethod):
     defaults = {"layer": -1, "head": "mean"}
     per_layer = True
     reads_attention = True
+    reads_operator = True
     cost = "1 forward; O(N·D)"
 
     def estimate(self, work: Workload, options: dict[str, Any]) -> Estimate:

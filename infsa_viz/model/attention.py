@@ -92,6 +92,9 @@ class Attention(nn.Module):
 
     variant: ClassVar[str]
     has_rho: ClassVar[bool] = False
+    #: Whether :meth:`lrp_matrix`'s rules pass on all the relevance that reaches the matrix to ``q`` and
+    #: ``k`` (checked by :func:`~infsa_viz.maps.conservation.relevance_conservation`).
+    lrp_conserves: ClassVar[bool] = True
 
     def __init__(self, dim: int, num_heads: int, *, qkv_bias: bool = True) -> None:
         super().__init__()
@@ -160,6 +163,9 @@ class SoftmaxAttention(Attention):
     """
 
     variant = "softmax"
+    #: AttnLRP's softmax rule (gradient × input, Achtibat et al. 2024, Prop. 3.1) is a first-order Taylor
+    #: expansion; its bias term keeps part of the relevance that reaches the matrix.
+    lrp_conserves = False
 
     def __init__(self, dim: int, num_heads: int, *, fused: bool = True, **kw: Any) -> None:
         super().__init__(dim, num_heads, **kw)

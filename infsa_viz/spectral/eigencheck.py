@@ -19,6 +19,7 @@ from torch import Tensor, nn
 
 from ..model.blockwise import EPS
 from ..model.capture import capture_attention
+from ..model.fingerprint import require_graph
 from ..model.operators import InfSAOperator
 from .perron import linear_perron_estimate, nilpotent, perron_vector
 
@@ -167,7 +168,8 @@ def eigencheck(
         ``gaussian_baseline``.
 
     Raises:
-        ValueError: on empty images, bad ``layers`` or ``batch_size``.
+        ValueError: on empty images, bad ``layers`` or ``batch_size``, or a chosen layer that does not compute
+            the variant its class declares (:func:`~infsa_viz.model.fingerprint.require_graph`).
     """
     if images.dim() != 4 or images.shape[0] == 0:
         raise ValueError(f"images has shape {tuple(images.shape)}; expected a non-empty (B, C, H, W) batch")
@@ -175,6 +177,7 @@ def eigencheck(
         raise ValueError(f"batch_size={batch_size!r} must be a positive integer")
     if layers is not None and len(layers) == 0:
         raise ValueError("layers is empty; pass None for all layers or at least one index")
+    require_graph(model, layers, what="eigencheck")  # each layer must compute the variant its class declares
     found: dict[int, dict[str, list[Tensor]]] = {}
     variants: dict[int, str] = {}
     max_residual = 0.0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import cv2
 import numpy as np
@@ -71,3 +72,27 @@ def test_bad_images_exit_2(tmp_path, model_dirs, capsys):
         assert main(["explain", image, "--model", model_dirs[0], "--method", "attention",
                      "--out", str(tmp_path / "x.png")]) == 2
     assert not (tmp_path / "x.png").exists()
+
+
+def test_explain_checks_attn_lrp_conservation_on_a_shipped_model(tmp_path, capsys):
+    out = tmp_path / "lrp.png"
+    model = str(Path(__file__).parents[2] / "models" / "softmax-vit4")
+    assert main(["explain", "test:0", "--model", model, "--method", "attn_lrp",
+                 "--check-conservation", "--out", str(out)]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    checks = summary["maps"][0]["conservation"]
+    assert set(checks) == {"float64", "float32"}
+    for dtype, check in checks.items():
+        assert [s["stage"] for s in check["stages"]] == ["embedding", "block 0", "block 1", "block 2", "block 3", "head"]
+        assert check["blocks_max_error_accounted"] <= 1e-4
+        assert check["blocks_max_error"] > 1e-3  # biases and softmax's rule absorb relevance
+        assert all(s["attention_rule_absorbs"] for s in check["stages"][1:5])
+    saved = json.loads(out.with_suffix(".json").read_text())
+    assert saved["maps"][0]["conservation"]["float64"]["target"] == saved["maps"][0]["target"]
+
+
+def test_check_conservation_applies_to_attn_lrp_only(tmp_path, capsys, model_dirs):
+    code = main(["explain", "test:0", "--model", model_dirs[0], "--method", "saliency", "--check-conservation",
+                 "--out", str(tmp_path / "o.png")])
+    err = capsys.readouterr().err
+    assert code == 2 and "--check-conservation applies to --method attn_lrp" in err and "Traceback" not in err
