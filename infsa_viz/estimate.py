@@ -9,9 +9,9 @@ with the memory this process can still get (:func:`available_memory`) and with t
 bound on work, and refuses with one line naming the estimate and what lowers it, before anything
 is allocated. :func:`largest_batch` finds the most images per call that fit (``--chunk``).
 
-Time is the declared model passes times the seconds of one pass, measured on this machine just before
-the job (:func:`seconds_per_pass`: a timed inference forward of a few images at the model's own input
-size); :func:`~infsa_viz.evaluation.budget.evaluation_estimate` adds an evaluation's passes up and
+Time is the declared model passes times the seconds of one pass at the batch it runs at, measured on this
+machine just before the job (:func:`seconds_per_pass`: timed inference forwards of 1 and 16 images at
+the model's own input size); :func:`~infsa_viz.evaluation.budget.evaluation_estimate` adds an evaluation's passes up and
 prints before any image is scored. ``python -m benchmarks backbones`` compares it with the run.
 
 The figures count the dominant tensors a call holds at once: an estimate of its peak, not a
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 __all__ = ["MAX_FLOPS_PER_IMAGE", "TILE_BYTES", "Estimate", "Workload", "available_memory", "check_estimate",
-           "count_option", "format_bytes", "format_seconds", "largest_batch", "seconds_per_pass"]
+           "PassTime", "count_option", "format_bytes", "format_seconds", "largest_batch", "seconds_per_pass"]
 
 #: What a tiled (matrix-free) kernel holds beyond its vectors: one tile of 2²⁰ float32 numbers.
 TILE_BYTES = 4 << 20
@@ -185,16 +185,33 @@ def format_seconds(seconds: float) -> str:
     return f"{minutes // 60} h {minutes % 60:02d} min"
 
 
-def seconds_per_pass(model: Any, *, batch: int = 4) -> float | None:
-    """Seconds of one inference forward per image of ``model`` at its own input size, measured now.
+@dataclass(frozen=True)
+class PassTime:
+    """Seconds of a model's inference forward: ``fixed + per_image · b`` for a call on ``b`` images.
 
-    One untimed forward of one image (allocations, lazy initialisation), then one timed forward of
+    A small model pays mostly per call (a 64-wide ViT at 197 tokens: about 30 times more per image at
+    batch 1 than at batch 256), a ViT-B mostly per image, so the batch a pass runs at matters.
+    """
+
+    fixed: float
+    per_image: float
+
+    def per_pass(self, batch: float) -> float:
+        """Seconds per image of a pass made in calls of ``batch`` images."""
+        return self.per_image + self.fixed / max(float(batch), 1.0)
+
+
+def seconds_per_pass(model: Any, *, batch: int = 16) -> PassTime | None:
+    """The seconds of one inference forward of ``model`` at its own input size, measured now.
+
+    One untimed forward of one image (allocations, lazy initialisation), then timed forwards of one and of
     ``batch`` seeded random images under ``torch.inference_mode``, on the threads the caller set: the
-    machine's speed for this model, as loaded as it is at the moment. A gradient pass (a forward and
-    a backward) counts as two, as :attr:`Estimate.forwards` counts it.
+    line through the two is the cost of a call (:class:`PassTime`) on this machine, as loaded as it
+    is at the moment. A gradient pass (a forward and a backward) counts as two, as
+    :attr:`Estimate.forwards` counts it.
 
     Returns:
-        Seconds per image, or ``None`` for a model without a :class:`~infsa_viz.model.config.ViTConfig`.
+        :class:`PassTime`, or ``None`` for a model without a :class:`~infsa_viz.model.config.ViTConfig`.
     """
     import torch
 
@@ -204,11 +221,17 @@ def seconds_per_pass(model: Any, *, batch: int = 4) -> float | None:
     device = next((t.device for t in model.parameters()), torch.device("cpu"))
     x = torch.randn(batch, config.in_chans, config.img_size, config.img_size,
                     generator=torch.Generator().manual_seed(0)).to(device)
+
+    def timed(images: Any) -> float:
+        start = time.perf_counter()
+        model(images)
+        return time.perf_counter() - start
+
     with torch.inference_mode():
         model(x[:1])
-        start = time.perf_counter()
-        model(x)
-        return (time.perf_counter() - start) / batch
+        one, many = timed(x[:1]), timed(x)
+    per_image = max((many - one) / max(batch - 1, 1), 0.25 * many / batch)  # timing noise never makes it free
+    return PassTime(fixed=max(one - per_image, 0.0), per_image=per_image)
 
 
 def _meminfo_available() -> float | None:

@@ -42,3 +42,19 @@ def test_every_map_is_timed_beside_the_softmax_floor_with_the_estimate(photos, m
         assert entry["estimate"]["passes"] > 0 and entry["estimate_over_measured"] > 0
     floor = report["variants"]["softmax"]["rows"][0]
     assert floor["x_floor"]["map"] == 1.0
+
+
+def test_the_linalg_matrix_tells_a_pass_from_a_failure_and_a_hang(monkeypatch):
+    """Each case in its own interpreter: a passing call, a failing one and one that outlives its limit."""
+    from benchmarks import linalg
+
+    monkeypatch.setitem(linalg.OPS, "fails", "torch.linalg.solve(M[:, :2], b)")
+    monkeypatch.setitem(linalg.OPS, "sleeps", "time.sleep(60)")
+    report = linalg.linalg_matrix(ops=["helper_solve", "fails"], batches=[2], sizes=[8], threads=[2],
+                                  dtypes=["float64"], repeats=1, timeout=300)
+    results = {r["op"]: r for r in report["cases"]}
+    assert results["helper_solve"]["result"] == "ok" and results["helper_solve"]["seconds"] >= 0
+    assert results["fails"]["result"] == "error" and "must be batches of square matrices" in results["fails"]["note"]
+    hang = linalg.linalg_matrix(ops=["sleeps"], batches=[2], sizes=[8], threads=[2], dtypes=["float64"], repeats=1,
+                                timeout=5)["cases"][0]
+    assert hang["result"] == "hang" and hang["seconds"] is None
