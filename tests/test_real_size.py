@@ -19,8 +19,8 @@ from infsa_viz.maps import METHODS, GroundTruth, attribute
 from infsa_viz.metrics.registry import METRICS, RowMetric, Scoring, resolve_settings
 
 B, SIDE, PATCH, GRID = 2, 224, 16, 14  # 14 x 14 patches + CLS = 197 tokens
-#: The cheapest setting of a method's step count (each method keeps its other defaults).
-CHEAP = {"steps": 2, "n_steps": 4}
+#: The cheapest setting of a method's step count and beam (each method keeps its other defaults).
+CHEAP = {"steps": 2, "n_steps": 4, "width": 2, "expand": 2}
 
 
 @pytest.fixture(autouse=True)
