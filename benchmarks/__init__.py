@@ -16,7 +16,13 @@ Commands (:data:`BENCH_COMMANDS`; each is a module of :mod:`benchmarks.commands`
   evaluation's peak memory (:mod:`benchmarks.reliability`);
 * ``app-latency``: the real app in Chromium, first render and switch times (:mod:`benchmarks.app_latency`);
 * ``metric-cost``: milliseconds per image of every registered metric, the evidence interventions and
-  the greedy deletion oracle (:mod:`benchmarks.metric_cost`).
+  the greedy deletion oracle (:mod:`benchmarks.metric_cost`);
+* ``backbones``: seconds per image of every map, MoRF/LeRF and box AUC on a real-size backbone
+  (ViT-B/16 at 224²) beside softmax's raw-attention floor, and the estimate printed before the job
+  against the measured time (:mod:`benchmarks.backbones`);
+* ``linalg``: which batched dense solves, LU, inverses and eigenproblems hang, fail or pass on this torch
+  build, per batch, size and thread count, each case in its own process under a time limit
+  (:mod:`benchmarks.linalg`; the measurement behind :mod:`infsa_viz.linalg`).
 """
 
 from __future__ import annotations
@@ -44,6 +50,10 @@ BENCH_COMMANDS: dict[str, tuple[str, str]] = {
                     "bad-input matrix, SIGKILL + resume of evaluate, and the full evaluation's peak memory"),
     "app-latency": ("benchmarks.commands.app_latency", "the real app in Chromium: first render and switch times"),
     "metric-cost": ("benchmarks.commands.metric_cost", "milliseconds per image of every registered metric"),
+    "backbones": ("benchmarks.commands.backbones",
+                  "seconds per image of every map and metric on a real-size backbone, beside the raw-attention floor"),
+    "linalg": ("benchmarks.commands.linalg",
+               "which batched dense solves and eigenproblems hang, fail or pass, each case in its own process"),
 }
 
 

@@ -9,6 +9,11 @@ with the memory this process can still get (:func:`available_memory`) and with t
 bound on work, and refuses with one line naming the estimate and what lowers it, before anything
 is allocated. :func:`largest_batch` finds the most images per call that fit (``--chunk``).
 
+Time is the declared model passes times the seconds of one pass at the batch it runs at, measured on this
+machine just before the job (:func:`seconds_per_pass`: timed inference forwards of 1 and 16 images at
+the model's own input size); :func:`~infsa_viz.evaluation.budget.evaluation_estimate` adds an evaluation's passes up and
+prints before any image is scored. ``python -m benchmarks backbones`` compares it with the run.
+
 The figures count the dominant tensors a call holds at once: an estimate of its peak, not a
 measurement. ``python -m benchmarks reliability`` measures the peak each N² map method really adds
 beside its estimate (``estimates`` in ``metrics/reliability.json``: about 0.9 to 2.6 times it at
@@ -21,11 +26,12 @@ from __future__ import annotations
 import dataclasses
 import os
 import resource
+import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
 __all__ = ["MAX_FLOPS_PER_IMAGE", "TILE_BYTES", "Estimate", "Workload", "available_memory", "check_estimate",
-           "count_option", "format_bytes", "largest_batch"]
+           "PassTime", "count_option", "format_bytes", "format_seconds", "largest_batch", "seconds_per_pass"]
 
 #: What a tiled (matrix-free) kernel holds beyond its vectors: one tile of 2²⁰ float32 numbers.
 TILE_BYTES = 4 << 20
@@ -166,6 +172,67 @@ def count_option(options: dict[str, Any], name: str, default: int) -> int:
 def format_bytes(n: float) -> str:
     """``n`` bytes as GB (10⁹) with three significant digits, or MB below 0.1 GB."""
     return f"{n / 1e9:,.3g} GB" if n >= 1e8 else f"{n / 1e6:,.3g} MB"
+
+
+def format_seconds(seconds: float) -> str:
+    """``seconds`` as ``"42 s"``, ``"3 min 20 s"`` or ``"1 h 05 min"``."""
+    seconds = max(float(seconds), 0.0)
+    if seconds < 60:
+        return f"{seconds:.2g} s" if seconds < 10 else f"{seconds:.0f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {rest:02d} s"
+    return f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+@dataclass(frozen=True)
+class PassTime:
+    """Seconds of a model's inference forward: ``fixed + per_image · b`` for a call on ``b`` images.
+
+    A small model pays mostly per call (a 64-wide ViT at 197 tokens: about 30 times more per image at
+    batch 1 than at batch 256), a ViT-B mostly per image, so the batch a pass runs at matters.
+    """
+
+    fixed: float
+    per_image: float
+
+    def per_pass(self, batch: float) -> float:
+        """Seconds per image of a pass made in calls of ``batch`` images."""
+        return self.per_image + self.fixed / max(float(batch), 1.0)
+
+
+def seconds_per_pass(model: Any, *, batch: int = 16) -> PassTime | None:
+    """The seconds of one inference forward of ``model`` at its own input size, measured now.
+
+    One untimed forward of one image (allocations, lazy initialisation), then timed forwards of one image
+    (the faster of two) and of ``batch`` seeded random images under ``torch.inference_mode``, on the threads the caller set: the
+    line through the two is the cost of a call (:class:`PassTime`) on this machine, as loaded as it
+    is at the moment. A gradient pass (a forward and a backward) counts as two, as
+    :attr:`Estimate.forwards` counts it.
+
+    Returns:
+        :class:`PassTime`, or ``None`` for a model without a :class:`~infsa_viz.model.config.ViTConfig`.
+    """
+    import torch
+
+    config = getattr(model, "config", None)
+    if not all(hasattr(config, k) for k in ("in_chans", "img_size")):
+        return None
+    device = next((t.device for t in model.parameters()), torch.device("cpu"))
+    x = torch.randn(batch, config.in_chans, config.img_size, config.img_size,
+                    generator=torch.Generator().manual_seed(0)).to(device)
+
+    def timed(images: Any) -> float:
+        start = time.perf_counter()
+        model(images)
+        return time.perf_counter() - start
+
+    with torch.inference_mode():
+        model(x[:1])
+        one = min(timed(x[:1]), timed(x[:1]))  # the faster of two: a burst of other work inflates one call
+        many = timed(x)
+    per_image = max((many - one) / max(batch - 1, 1), 0.25 * many / batch)  # timing noise never makes it free
+    return PassTime(fixed=max(one - per_image, 0.0), per_image=per_image)
 
 
 def _meminfo_available() -> float | None:

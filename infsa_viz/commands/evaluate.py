@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import math
 import os
 import shlex
+import sys
 
 from ._inputs import add_data_options, add_model_list, add_target_option, load_data
 from .lists import comma_names, output_file, refuse_overwriting_inputs
@@ -76,7 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..distributed import init_distributed
     from ..evaluation import EvalSettings, evaluate, reference_methods, table_columns, write_evaluation
-    from ..evaluation.budget import check_evaluation, cli_option
+    from ..evaluation.budget import check_evaluation, cli_option, evaluation_estimate
     from ..evaluation.journal import Journal, OutputLock, model_digest, run_fingerprint
     from ..formats import load_model
     from ..maps import METHODS, check_method
@@ -128,6 +130,10 @@ def run(args: argparse.Namespace) -> int:
         if reason:
             raise ValueError(f"--methods {method}: {reason} (--data {args.data})")
     dist = init_distributed()
+    if dist.is_main:  # before any image is scored: the passes every method and metric declares, timed here
+        share = math.ceil(len(data) / dist.world_size)
+        estimate = evaluation_estimate(models, args.methods, protocol, n_images=share)
+        print(f"infsa-viz evaluate: estimate: {estimate.describe()}", file=sys.stderr, flush=True)
     with contextlib.ExitStack() as stack:
         journal = None
         if args.out:

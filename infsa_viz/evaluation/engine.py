@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -18,6 +19,7 @@ import numpy as np
 from torch import Tensor, nn
 
 from ..data import LabelledImages
+from ..estimate import format_seconds
 from ..distributed import Dist, shard_indices
 from ..maps import METHODS, GroundTruth, MapResult, attribute, check_method
 from ..metrics.registry import Scores, Scoring
@@ -305,29 +307,33 @@ def evaluate(
     rows: list[dict[str, Any]] = []
     evidence_wanted = data.scenes is not None and needs_evidence(protocol, methods)
     capture = any(check_method(m).reads_attention for m in methods)
+    clock = _Clock(len(models) * len(chunks) * len(methods))
     for name, model in models:
         found: dict[str, list[ImageRecord]] = {m: [] for m in methods}
         done: dict[str, list[tuple[int, MapResult, dict[str, Any]]]] = {m: [] for m in methods}
-        desc = f"{getattr(model.config, 'attention', name)} ({len(methods)} methods)" if dist.is_main else None
-        for chunk in progress(chunks, desc=desc, unit="chunk"):
-            part_data = data.subset(chunk)
-            record: ForwardRecord | None = None  # one clean forward per chunk, read by every method
-            evidence: ObjectImportance | None = None  # the scene objects' importance, once per chunk
-            for method in methods:
-                entry = None if journal is None else journal.load(name, method, chunk)
-                if entry is None:
-                    if record is None:
-                        record = chunk_record(model, part_data, protocol, capture=capture)
-                    if evidence_wanted and evidence is None:
-                        evidence = object_importance(model, part_data, target=record.explained, indices=chunk,
-                                                     batch_size=protocol.batch_size)
-                    entry = score_images(model, part_data, method, protocol=protocol, name=name, indices=chunk,
-                                         evidence=evidence, record=record)
-                    if journal is not None:
-                        journal.save(name, method, chunk, *entry)
-                part, result, parts = entry
-                found[method] += part
-                done[method].append((chunk[0], result, parts))
+        desc = f"{name} ({len(methods)} methods x {len(chunks)} chunks)" if dist.is_main else None
+        units = [(chunk, j, method) for chunk in chunks for j, method in enumerate(methods)]
+        record: ForwardRecord | None = None  # one clean forward per chunk, read by every method
+        evidence: ObjectImportance | None = None  # the scene objects' importance, once per chunk
+        for chunk, j, method in progress(units, desc=desc, unit="map"):  # progress per chunk and method
+            if j == 0:  # a new chunk
+                part_data = data.subset(chunk)
+                record, evidence = None, None
+            entry = None if journal is None else journal.load(name, method, chunk)
+            if entry is None:
+                if record is None:
+                    record = chunk_record(model, part_data, protocol, capture=capture)
+                if evidence_wanted and evidence is None:
+                    evidence = object_importance(model, part_data, target=record.explained, indices=chunk,
+                                                 batch_size=protocol.batch_size)
+                entry = score_images(model, part_data, method, protocol=protocol, name=name, indices=chunk,
+                                     evidence=evidence, record=record)
+                if journal is not None:
+                    journal.save(name, method, chunk, *entry)
+            part, result, parts = entry
+            found[method] += part
+            done[method].append((chunk[0], result, parts))
+            clock.tick(f"{name}: {method} on images {chunk[0]}-{chunk[-1]}")
         sanity: dict[int, ForwardRecord] = {}  # the row metrics' images, one forward for every method
         for method in methods:
             gathered = dist.gather((found[method], done[method]))
@@ -349,6 +355,22 @@ def evaluate(
     return Evaluation(records=records, rows=rows, dataset=data.description,
                       protocol={"settings": protocol.to_dict(), "world_size": dist.world_size}, rankings=rankings,
                       comparisons=compare(records, rows, select=protocol.select, seed=protocol.seed))
+
+
+class _Clock:
+    """Logs each finished (model, chunk, method) unit with the time it took and the time left at that pace."""
+
+    def __init__(self, total: int) -> None:
+        self.total, self.done, self.start = total, 0, time.perf_counter()
+        self.last = self.start
+
+    def tick(self, what: str) -> None:
+        now = time.perf_counter()
+        self.done += 1
+        left = (now - self.start) / self.done * (self.total - self.done)
+        log.info("%s: %s (%d/%d; %s so far, about %s left)", what, format_seconds(now - self.last), self.done,
+                 self.total, format_seconds(now - self.start), format_seconds(left))
+        self.last = now
 
 
 def finish_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -10,6 +10,8 @@ reading of ``γ·A``, so their results carry a :class:`~infsa_viz.maps.base.Vali
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Sequence
 
 import torch
@@ -37,6 +39,15 @@ def start_row(start: str, record: AttentionRecord) -> str:
     if start == "cls" and not record.num_prefix_tokens:
         raise ValueError("start='cls' needs a model with a CLS token (pool='cls'); use start='uniform'")
     return start
+
+
+@contextmanager
+def _at_layer(record: AttentionRecord) -> Iterator[None]:
+    """Name the layer in a refusal of its numerics (a NaN/Inf graph, a singular solve, no Perron vector)."""
+    try:
+        yield
+    except ValueError as error:
+        raise ValueError(f"layer {record.layer} ({record.variant}): {error}") from None
 
 
 def _head_share(record: AttentionRecord, options: dict[str, Any]) -> Tensor:
@@ -114,8 +125,10 @@ class Visits(MapMethod):
         record = select_layer(records, options["layer"])
         op, discount = layer_graph(record, head=options["head"], matrix=options["matrix"],
                                    block_size=options["block_size"], gamma=options["gamma"])
-        result = expected_visits(op, discount.value, start_row(options["start"], record),
-                                 include_start=options["include_start"], solver=options["solver"], tol=options["tol"])
+        with _at_layer(record):
+            result = expected_visits(op, discount.value, start_row(options["start"], record),
+                                     include_start=options["include_start"], solver=options["solver"],
+                                     tol=options["tol"])
         metadata = {**result.metadata(), "layer": record.layer, "variant": record.variant,
                     "gamma": _gamma_value(result.gamma), "gamma_source": discount.source}
         validity = _validity([record], [(op, discount)], options)
@@ -177,7 +190,8 @@ class Perron(MapMethod):
         record = select_layer(records, options["layer"])
         op, _ = layer_graph(record, head=options["head"], matrix=options["matrix"],
                             block_size=options["block_size"])
-        result = perron_vector(op, side=options["side"], normalize=options["normalize"], method=options["solver"])
+        with _at_layer(record):
+            result = perron_vector(op, side=options["side"], normalize=options["normalize"], method=options["solver"])
         metadata = {**result.metadata(), "layer": record.layer, "variant": record.variant,
                     "eigenvalue": result.eigenvalue.tolist()}
         return tokens_to_grid(result.vector, record), metadata, None

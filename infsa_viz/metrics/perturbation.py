@@ -147,7 +147,10 @@ def perturbation_curves(
     softmax probability of the scored class is recorded. Steps with equal ``n_k`` (``K > h·w``)
     repeat a value. The work is batched over (image × step) copies: each chunk of
     ``batch_size`` copies is built by masking (patch mask expanded to pixels with
-    ``repeat_interleave``) and run in one forward pass under ``torch.inference_mode``.
+    ``repeat_interleave``) and run in one forward pass under ``torch.inference_mode``. The last step,
+    every patch removed, is the fill itself whatever the order: it runs once per image for both orders,
+    and once for all images when the fill is a constant (``"mean"``, ``"zero"``), so ``steps`` steps
+    cost ``2·(steps − 1)`` forwards per image and one more (``order="both"``).
 
     Baselines (what removed pixels become):
 
@@ -236,7 +239,12 @@ def perturbation_curves(
     scored = labels if score == "target" else predicted
 
     counts = np.unique(removed[removed > 0])  # (U,) distinct positive counts, each run once
-    found = perturbed_probabilities(model, x, fill, ranks, counts, scored, patch_size, batch_size)  # (O, B, U)
+    partial = counts[counts < h * w]
+    found = np.empty((len(names), B, len(counts)))  # (O, B, U)
+    found[..., :len(partial)] = perturbed_probabilities(model, x, fill, ranks, partial, scored, patch_size, batch_size)
+    if len(partial) < len(counts):  # every patch removed: the fill itself, whatever the order (and, for a constant
+        found[..., -1] = _filled_probabilities(model, fill, scored, constant=baseline in ("mean", "zero"),
+                                               batch_size=batch_size)  # fill, whatever the image)
 
     p0 = clean[np.arange(B), scored]  # (B,)
     column = np.searchsorted(counts, removed)  # (K + 1,) index into counts for n_k > 0
@@ -299,6 +307,15 @@ def perturbed_probabilities(
             probs = _softmax(model, copies)  # (P, M)
             found[start:start + len(job)] = probs.gather(1, scored_t[b, None])[:, 0].cpu().numpy()
     return found.reshape(O, B, len(counts))
+
+
+def _filled_probabilities(model: nn.Module, fill: Tensor, scored: np.ndarray, *, constant: bool,
+                          batch_size: int) -> np.ndarray:
+    """``(B,)`` probability of each image's scored class once every patch is removed: one forward of the
+    fill per image, or one for all images when the fill is the same constant everywhere."""
+    probs = _probabilities(model, fill[:1] if constant else fill, batch_size)  # (1 or B, M)
+    rows = np.zeros(len(scored), dtype=np.int64) if constant else np.arange(len(scored))
+    return probs[rows, scored]
 
 
 def baseline_images(images: Tensor, protocol: PerturbationProtocol) -> Tensor:

@@ -26,7 +26,7 @@ from .perron import linear_perron_estimate, nilpotent, perron_vector
 __all__ = ["REASON_TEXT", "UNDEFINED_REASONS", "cosine_similarity", "eigencheck", "gaussian_baseline",
            "perron_cosines"]
 
-SOLVER = "numpy.linalg.eig (LAPACK geev) in float64; eigenvalue with the largest real part"
+SOLVER = "LAPACK geev in float64 on one thread (infsa_viz.linalg.eig); eigenvalue with the largest real part"
 
 
 #: Why a cosine is undefined (``nan``), by code; code 0 means defined. Recorded per case.

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from ..linalg import check_finite, solve
 from ..model.operators import SpectralOperator, as_operator, convergence
 from .radius import GammaLike, as_gamma, check_gamma
 
@@ -85,7 +86,7 @@ def _start_label(start: Start) -> str:
 def fundamental_matrix(
     A: SpectralOperator | Tensor, gamma: GammaLike, *, include_start: bool = True
 ) -> Tensor:
-    """``N = (I − γA)⁻¹`` by ``torch.linalg.solve`` (never an explicit inverse), batched.
+    """``N = (I − γA)⁻¹`` by a batched LU solve against ``I`` (:func:`infsa_viz.linalg.solve`), never an explicit inverse.
 
     Args:
         A: matrices ``(..., N, N)`` (e.g. ``(B, H, N, N)``) or an operator (made dense).
@@ -96,7 +97,8 @@ def fundamental_matrix(
         ``(..., N, N)``; ``N_ij`` = expected visits to ``j`` starting from ``i``.
 
     Raises:
-        ValueError: if ``γ·ρ(A) ≥ 1`` (see :func:`~infsa_viz.spectral.radius.check_gamma`).
+        ValueError: if ``γ·ρ(A) ≥ 1`` (see :func:`~infsa_viz.spectral.radius.check_gamma`), or if
+            ``A`` or the solution holds NaN/Inf (the message says which).
 
     Example:
         >>> fundamental_matrix(torch.tensor([[0.0, 1.0], [1.0, 0.0]]), 0.5)
@@ -104,11 +106,12 @@ def fundamental_matrix(
                 [0.6667, 1.3333]])
     """
     op = as_operator(A)
-    g = check_gamma(op, gamma)  # (...)
     M = op.dense()  # (..., N, N)
+    check_finite(M, "A", f"fundamental matrix of {op.description}")
+    g = check_gamma(op, gamma)  # (...)
     eye = torch.eye(op.num_tokens, dtype=M.dtype, device=M.device)
     system = eye - g[..., None, None] * M  # (..., N, N)
-    fundamental = torch.linalg.solve(system, eye.expand_as(system))
+    fundamental = solve(system, eye.expand_as(system), what=f"fundamental matrix (I - gamma A)^-1 of {op.description}")
     return fundamental if include_start else fundamental - eye
 
 
@@ -239,13 +242,16 @@ def expected_visits(
         :class:`VisitResult` with ``visits (*batch, N)``, the solver, iterations and residuals.
 
     Raises:
-        ValueError: on invalid options or if ``γ·ρ(A) ≥ 1``.
+        ValueError: on invalid options, if ``γ·ρ(A) ≥ 1``, or if ``A`` or the visits hold NaN/Inf
+            (the message names the matrix, the solver and the batch index).
     """
     if solver not in SOLVERS:
         raise ValueError(f"solver={solver!r} must be one of {list(SOLVERS)}")
     if not tol > 0 or isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
         raise ValueError(f"tol={tol!r} must be > 0 and max_iter={max_iter!r} a positive integer")
     op = as_operator(A)
+    what = f"expected visits of {op.description}"
+    check_finite(op.row_sums(), "the row sums of A", what, vector=True)  # NaN/Inf anywhere in A shows here
     g = check_gamma(op, gamma)  # (...)
     s = start_vector(start, op.batch_shape, op.num_tokens, dtype=op.dtype, device=op.device)
     if solver == "auto":
@@ -256,11 +262,12 @@ def expected_visits(
         M = op.dense()  # (..., N, N)
         eye = torch.eye(op.num_tokens, dtype=M.dtype, device=M.device)
         system = eye - g[..., None, None] * M.transpose(-2, -1)  # (I − γA)ᵀ
-        v = torch.linalg.solve(system, s.unsqueeze(-1)).squeeze(-1)  # (..., N)
+        v = solve(system, s.unsqueeze(-1), what=what).squeeze(-1)  # (..., N)
     elif solver == "neumann":
         v, iterations = _neumann(op, g, s, tol=tol, max_iter=max_iter)
     else:
         v, iterations = _gmres(op, g, s, tol=tol, max_iter=max_iter)
+    check_finite(v, "the visits", f"{what} ({solver} solver)", vector=True)
     residual = s - v + g.unsqueeze(-1) * op.rmatvec(v)  # s − v(I − γA)
     relative = torch.linalg.vector_norm(residual, dim=-1) / torch.linalg.vector_norm(s, dim=-1).clamp_min(
         torch.finfo(s.dtype).tiny

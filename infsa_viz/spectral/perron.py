@@ -17,6 +17,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from ..linalg import check_finite, eig, eigvals
 from ..model.blockwise import EPS
 from ..model.functional import linear_infsa_weights
 from ..model.operators import RankOneOperator, SpectralOperator, as_operator, convergence
@@ -133,7 +134,7 @@ def nilpotent(M: np.ndarray | Tensor) -> np.ndarray:
     return np.asarray(~power.any(axis=(-2, -1)))
 
 
-def _check_not_nilpotent(M: np.ndarray, description: str) -> None:
+def _check_not_nilpotent(M: np.ndarray | Tensor, description: str) -> None:
     """Refuse matrices of ``M (..., N, N)`` that are :func:`nilpotent`."""
     found = nilpotent(M)
     if found.any():
@@ -156,7 +157,7 @@ def perron_vector(
         A: non-negative matrices ``(..., N, N)`` or an operator.
         side: ``"left"`` (default, ``xᵀA = λxᵀ``) or ``"right"`` (``Ax = λx``).
         normalize: ``"sum"`` (default, a distribution) or ``"l2"``.
-        method: ``"dense"``: ``numpy.linalg.eig`` (LAPACK ``geev``) in float64, eigenvalue with the
+        method: ``"dense"``: LAPACK ``geev`` in float64 (:func:`infsa_viz.linalg.eig`), eigenvalue with the
             largest real part (for a non-negative matrix that is ``ρ(A)``). ``"power"``: matrix-free
             power iteration from the uniform vector, stopping when the L1 change of the
             sum-normalised iterate is ``≤ tol`` (needs a primitive matrix to converge; a warning
@@ -175,7 +176,8 @@ def perron_vector(
 
     Raises:
         ValueError: on unknown options, an empty, non-finite, all-zero or nilpotent matrix
-            (``ρ(A) = 0``: no Perron vector exists), or a matrix with negative entries.
+            (``ρ(A) = 0``: no Perron vector exists), a matrix with negative entries, or a vector
+            that is not finite (an all-zero iterate; the message names the matrix and the batch index).
     """
     if side not in ("left", "right"):
         raise ValueError(f"side={side!r} must be 'left' or 'right'")
@@ -204,15 +206,14 @@ def perron_vector(
         x = op.a if side == "left" else op.u  # xᵀ(u aᵀ) = (x·u) aᵀ;  (u aᵀ) u = (a·u) u
         eigenvalue = (op.u * op.a).sum(-1)
     elif method == "dense":
-        M = op.dense().double().cpu().numpy()  # (..., N, N)
+        M = op.dense().double()  # (..., N, N)
         _check_not_nilpotent(M, op.description)
         if side == "left":
-            M = np.swapaxes(M, -1, -2)
-        values, vectors = np.linalg.eig(M)  # (..., N), (..., N, N) columns
-        index = np.argmax(values.real, axis=-1)  # (...)
-        eigenvalue = torch.from_numpy(np.take_along_axis(values.real, index[..., None], -1)[..., 0])
-        chosen = np.take_along_axis(vectors, index[..., None, None], -1)[..., 0].real  # (..., N)
-        x = torch.from_numpy(np.ascontiguousarray(chosen))
+            M = M.transpose(-1, -2)
+        values, vectors = eig(M, what=f"Perron vector of {op.description}")  # (..., N), (..., N, N) columns
+        index = values.real.argmax(-1, keepdim=True)  # (..., 1)
+        eigenvalue = values.real.gather(-1, index)[..., 0]  # (...)
+        x = vectors.gather(-1, index.unsqueeze(-2).expand(*vectors.shape[:-1], 1))[..., 0].real  # (..., N)
         x, eigenvalue = x.to(op.dtype), eigenvalue.to(op.dtype)
     else:
         # Below ~ε of the dtype the L1 change of a sum-1 iterate is rounding noise and never
@@ -237,6 +238,7 @@ def perron_vector(
             )
         eigenvalue = _apply(op, x, side).sum(-1)  # x sums to 1, so 1ᵀ(xA) = λ at a fixed point
     x = _normalise(_fix_sign(x.to(op.dtype)), normalize)
+    check_finite(x, "the Perron vector", f"Perron vector of {op.description} ({method})", vector=True)
     image = _apply(op, x, side)
     error = torch.linalg.vector_norm(image - eigenvalue.unsqueeze(-1) * x, dim=-1)  # (...)
     residual = error / torch.linalg.vector_norm(x, dim=-1)
@@ -249,7 +251,7 @@ def perron_vector(
 def eigenvalue_spectrum(A: SpectralOperator | Tensor, *, dense_limit: int = 4096) -> Tensor:
     """All eigenvalues, sorted by decreasing modulus, as a complex tensor ``(..., N)``.
 
-    Dense LAPACK eigenvalues in float64 (O(N³)); for the app's spectrum plots.
+    Dense LAPACK eigenvalues in float64 (O(N³), :func:`infsa_viz.linalg.eigvals`); for the app's spectrum plots.
 
     Raises:
         ValueError: if ``N > dense_limit`` (default 4096).
@@ -260,9 +262,7 @@ def eigenvalue_spectrum(A: SpectralOperator | Tensor, *, dense_limit: int = 4096
             f"N={op.num_tokens} tokens exceeds dense_limit={dense_limit} for a dense eigenvalue "
             "solve; use perron_vector(method='power') or spectral_radius for large N"
         )
-    # numpy's LAPACK path: torch.linalg.eigvals raised LinAlgError on exactly rank-one matrices
-    # (Linear-InfSA's 1·aᵀ), which numpy handles.
-    values = torch.from_numpy(np.linalg.eigvals(op.dense().double().cpu().numpy()).astype(np.complex128))  # (..., N)
+    values = eigvals(op.dense(), what=f"eigenvalue spectrum of {op.description}")  # (..., N) complex128
     order = torch.argsort(values.abs(), dim=-1, descending=True, stable=True)
     return torch.gather(values, -1, order)
 

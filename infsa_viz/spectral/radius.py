@@ -5,7 +5,7 @@ How ``ρ(A)`` is obtained, cheapest first (:func:`check_gamma` stops as soon as 
 1. an induced-norm bound ``ρ(A) ≤ ‖A‖`` from the operator (``‖Â‖_F < 1`` for InfSA, ``1`` for
    softmax, ``min(‖A‖_1, ‖A‖_∞, ‖A‖_F)`` for dense matrices): if ``γ·‖A‖ < 1`` the check passes;
 2. the exact radius where it is known or cheap: ``1`` for row-stochastic matrices, ``|u·a|`` for
-   rank-one ``u aᵀ``, ``max |eigvals(A)|`` (LAPACK) for dense matrices with ``N ≤ 1024``;
+   rank-one ``u aᵀ``, ``max |eigvals(A)|`` (LAPACK, :mod:`infsa_viz.linalg`) for dense matrices with ``N ≤ 1024``;
 3. for larger non-negative operators, Collatz–Wielandt bounds
    ``min_i (Ax)_i/x_i ≤ ρ(A) ≤ max_i (Ax)_i/x_i`` (valid for every ``x > 0``), tightened by
    power iteration on ``A + I`` (aperiodic, same Perron vector) until ``γ·upper < 1`` (accept)
@@ -25,6 +25,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
+from ..linalg import eigvals
 from ..model.operators import SpectralOperator, as_operator
 
 __all__ = ["as_gamma", "check_gamma", "collatz_wielandt_bounds", "gamma_margin", "spectral_radius"]
@@ -129,7 +130,7 @@ def spectral_radius(
             return exact
         method = "eig" if op.num_tokens <= 1024 else "bounds"
     if method == "eig":
-        return torch.linalg.eigvals(op.dense().double()).abs().amax(-1).to(op.dtype)
+        return eigvals(op.dense(), what=f"spectral radius of {op.description}").abs().amax(-1).to(op.dtype)
     lower, upper, _ = collatz_wielandt_bounds(op, tol=tol, max_iter=max_iter)
     if ((upper - lower) > tol * upper).any():
         warnings.warn(

@@ -20,7 +20,7 @@ def _run(*argv: str) -> subprocess.CompletedProcess:
 
 def test_commands_are_modules_with_add_arguments_and_run_and_not_infsa_viz_commands():
     assert set(BENCH_COMMANDS) == {"throughput", "maps", "morf", "profile", "reliability", "app-latency",
-                                   "metric-cost"}
+                                   "metric-cost", "backbones", "linalg"}
     assert not set(BENCH_COMMANDS) & set(COMMANDS)
     for module_path, _ in BENCH_COMMANDS.values():
         module = importlib.import_module(module_path)

@@ -186,3 +186,22 @@ def test_type_errors_and_training_mode(vit, images, tied_maps):
         perturbation_curves(torch.nn.Identity().eval(), images, tied_maps, np.zeros(6, int), patch_size=PATCH)
     with pytest.raises(ValueError, match="training mode"):
         perturbation_curves(vit.train(), images, tied_maps, np.zeros(6, int), patch_size=PATCH)
+
+
+@pytest.mark.parametrize("baseline, last", [("mean", 1), ("blur", 6)])
+def test_the_fully_removed_image_is_scored_once_for_both_orders(vit, images, tied_maps, baseline, last):
+    """Both orders end on the fill itself: (steps - 1) partial steps per order and image, then one forward of
+    the fill per image (one for all images when it is a constant), with the naive curve's values."""
+    seen: list[int] = []
+    handle = vit.register_forward_pre_hook(lambda _m, args: seen.append(int(args[0].shape[0])))
+    try:
+        curves = perturbation_curves(vit, images, tied_maps, np.zeros(6, dtype=np.int64), patch_size=PATCH,
+                                     order="both", steps=4, baseline=baseline, batch_size=1000)
+    finally:
+        handle.remove()
+    B = images.shape[0]
+    assert sum(seen) == B + 2 * B * 3 + last  # the clean images, 3 partial steps per order, the fill
+    if baseline == "mean":
+        expected = naive_curves(vit, images, tied_maps, np.zeros(6, dtype=np.int64), order="lerf", steps=4, fill=0.0)
+        np.testing.assert_allclose(curves["lerf"].probs, expected, rtol=0, atol=1e-6)
+    np.testing.assert_array_equal(curves["morf"].probs[:, -1], curves["lerf"].probs[:, -1])

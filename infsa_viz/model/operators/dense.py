@@ -23,6 +23,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from ...linalg import eigvals
 from .base import SpectralOperator, compute_dtype
 
 __all__ = ["DenseOperator", "RankOneOperator", "as_operator", "mean_over_heads"]
@@ -123,7 +124,7 @@ class DenseOperator(SpectralOperator):
     def exact_radius(self) -> Tensor | None:
         if self.num_tokens > self.exact_limit:
             return None
-        radius = torch.linalg.eigvals(self.A.double()).abs().amax(-1)
+        radius = eigvals(self.A, what=f"spectral radius of {self.description}").abs().amax(-1)
         return radius.to(self.dtype)
 
 
