@@ -47,16 +47,17 @@ g = torch.Generator().manual_seed(0)
 A = torch.rand(B, N, N, generator=g, dtype=dtype)
 M = torch.eye(N, dtype=dtype) - 0.9 * A / A.sum(-1, keepdim=True)
 b = torch.rand(B, N, 1, generator=g, dtype=dtype)
-call = compile(OPS[op], op, "eval")
+call = CALLS[op]
 times = []
 for _ in range(repeats):
-    start = time.perf_counter(); eval(call); times.append(time.perf_counter() - start)
+    start = time.perf_counter(); call(); times.append(time.perf_counter() - start)
 print(statistics.median(times))
 """
 
 
 def _case(op: str, batch: int, size: int, threads: int, dtype: str, repeats: int, timeout: float) -> dict[str, Any]:
-    code = f"OPS = {OPS!r}\n" + CASE
+    code = CASE.replace("call = CALLS[op]", "CALLS = {" + ", ".join(f"{name!r}: lambda: {expr}" for name, expr in OPS.items())
+                        + "}\ncall = CALLS[op]")
     row: dict[str, Any] = {"op": op, "call": OPS[op], "batch": batch, "size": size, "threads": threads,
                            "dtype": dtype}
     try:

@@ -36,10 +36,11 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import numpy as np
 import torch
 from torch import Tensor
 
-__all__ = ["check_finite", "eig", "eigvals", "inverse", "lapack_threads", "solve"]
+__all__ = ["check_finite", "eig", "eigvals", "inverse", "lapack_threads", "lstsq", "solve"]
 
 _LOCK = threading.RLock()
 
@@ -123,11 +124,55 @@ def inverse(A: Tensor, *, what: str = "inverse") -> Tensor:
     return solve(A, eye.expand_as(A), what=what)
 
 
+def lstsq(A: Tensor, B: Tensor, *, what: str = "least squares") -> Tensor:
+    """``X`` minimising ``‖A X − B‖_F``, batched over the leading dims (LAPACK ``gelsy``, one thread).
+
+    Args:
+        A: ``(..., M, N)``.
+        B: ``(..., M, K)``.
+        what: what is being fitted, for the messages.
+
+    Raises:
+        ValueError: ``A`` or ``B`` holds NaN/Inf (the message names ``what``).
+    """
+    check_finite(A, "the matrix", what)
+    check_finite(B, "the right-hand side", what)
+    with lapack_threads(A.device):
+        return torch.linalg.lstsq(A, B).solution
+
+
+def _geev(A: Tensor, what: str, *, vectors: bool) -> tuple[Tensor, Tensor | None]:
+    """LAPACK ``geev`` of ``A`` in float64 on one thread: oneMKL first, numpy's OpenBLAS if it fails.
+
+    oneMKL 2024.2's ``geev`` (the pinned wheel) fails to converge on some matrices OpenBLAS solves:
+    measured, ``1·aᵀ`` (rank one, a row-stochastic ``a``) of size 37 or 50 fails every time (error
+    code 14/16) while sizes 197 and numpy succeed. On a CPU tensor a failure is retried with numpy's
+    ``geev``; only when both fail is the matrix refused.
+    """
+    A64 = A.double()
+    with lapack_threads(A.device):
+        try:
+            if vectors:
+                return torch.linalg.eig(A64)
+            return torch.linalg.eigvals(A64), None
+        except torch.linalg.LinAlgError as error:  # geev's QR iteration failed to converge
+            failure = str(error)
+    if A.device.type == "cpu":
+        try:
+            if vectors:
+                values, vecs = np.linalg.eig(A64.numpy())
+                return torch.from_numpy(values).to(torch.complex128), torch.from_numpy(vecs).to(torch.complex128)
+            return torch.from_numpy(np.linalg.eigvals(A64.numpy())).to(torch.complex128), None
+        except np.linalg.LinAlgError as error:
+            failure += f"; OpenBLAS geev: {error}"
+    raise ValueError(f"{what}: LAPACK geev did not converge ({failure})")
+
+
 def eig(A: Tensor, *, what: str = "eigenproblem") -> tuple[Tensor, Tensor]:
     """Eigenvalues ``(..., N)`` and right eigenvectors ``(..., N, N)`` (columns), complex128.
 
     LAPACK ``geev`` in float64 on one thread (``A`` is converted; rank-one and defective matrices
-    are fine).
+    are fine: where oneMKL does not converge, numpy's OpenBLAS ``geev`` is used, see :func:`_geev`).
 
     Raises:
         ValueError: ``A`` is not square or holds NaN/Inf, or LAPACK did not converge (the message
@@ -135,11 +180,7 @@ def eig(A: Tensor, *, what: str = "eigenproblem") -> tuple[Tensor, Tensor]:
     """
     _square(A, what)
     check_finite(A, "the matrix", what)
-    with lapack_threads(A.device):
-        try:
-            values, vectors = torch.linalg.eig(A.double())
-        except torch.linalg.LinAlgError as error:  # geev's QR iteration failed to converge
-            raise ValueError(f"{what}: LAPACK geev did not converge ({error})") from None
+    values, vectors = _geev(A, what, vectors=True)
     return values, vectors
 
 
@@ -147,8 +188,4 @@ def eigvals(A: Tensor, *, what: str = "eigenvalues") -> Tensor:
     """Eigenvalues ``(..., N)`` complex128 (LAPACK ``geev`` in float64, one thread; refusals as :func:`eig`)."""
     _square(A, what)
     check_finite(A, "the matrix", what)
-    with lapack_threads(A.device):
-        try:
-            return torch.linalg.eigvals(A.double())
-        except torch.linalg.LinAlgError as error:
-            raise ValueError(f"{what}: LAPACK geev did not converge ({error})") from None
+    return _geev(A, what, vectors=False)[0]

@@ -110,6 +110,19 @@ def test_an_exactly_rank_one_matrix_has_its_spectrum():
     assert abs(float(values[0, 0]) - 1.0) < 1e-12 and float(values[0, 1:].max()) < 1e-12
 
 
+@pytest.mark.parametrize("size", [37, 50, 197])
+def test_rank_one_row_stochastic_matrices_converge_where_onemkl_geev_fails(size):
+    # 1·aᵀ of size 37 / 50: the pinned wheel's oneMKL geev reports "failed to converge"; numpy's is used then.
+    g = torch.Generator().manual_seed(size)
+    a = torch.rand(2, size, generator=g, dtype=F64)
+    a = a / a.sum(-1, keepdim=True)
+    A = torch.ones(2, size, 1, dtype=F64) * a[:, None, :]
+    values = linalg.eigvals(A, what="rank one").abs().sort(descending=True).values
+    assert float((values[:, 0] - 1).abs().max()) < 1e-9 and float(values[:, 1:].max()) < 1e-7
+    values, vectors = linalg.eig(A, what="rank one")
+    assert_close(A.to(vectors.dtype) @ vectors, vectors * values[:, None, :], atol=1e-9, rtol=0)
+
+
 @pytest.mark.parametrize("call", ["solve", "inverse", "eig", "eigvals"])
 def test_non_finite_matrices_are_refused_with_what_and_where(call):
     A = torch.eye(3, dtype=F64).repeat(2, 1, 1)

@@ -130,10 +130,6 @@ def run(args: argparse.Namespace) -> int:
         if reason:
             raise ValueError(f"--methods {method}: {reason} (--data {args.data})")
     dist = init_distributed()
-    if dist.is_main:  # before any image is scored: the passes every method and metric declares, timed here
-        share = math.ceil(len(data) / dist.world_size)
-        estimate = evaluation_estimate(models, args.methods, protocol, n_images=share)
-        print(f"infsa-viz evaluate: estimate: {estimate.describe()}", file=sys.stderr, flush=True)
     with contextlib.ExitStack() as stack:
         journal = None
         if args.out:
@@ -142,6 +138,10 @@ def run(args: argparse.Namespace) -> int:
             journal = stack.enter_context(Journal(
                 args.journal or args.out + ".journal", run_fingerprint(data, protocol, dist.world_size),
                 models={name: model_digest(model) for name, model in models}, data=data, lock=dist.is_main))
+        if dist.is_main:  # once the output and journal are accepted, before any image is scored
+            share = math.ceil(len(data) / dist.world_size)
+            estimate = evaluation_estimate(models, args.methods, protocol, n_images=share)
+            print(f"infsa-viz evaluate: estimate: {estimate.describe()}", file=sys.stderr, flush=True)
         try:
             result = evaluate(models, args.methods, data, protocol=protocol, dist=dist, journal=journal)
         finally:

@@ -46,6 +46,7 @@ from torch import Tensor, nn
 from .attention import ATTENTION_REGISTRY, VARIANTS, LinearInfSAAttention, PureInfSAAttention
 from .blockwise import EPS
 from .capture import attention_layers
+from ..linalg import lstsq
 
 __all__ = [
     "OPERATORS",
@@ -206,7 +207,7 @@ def _applied(q: Tensor, k: Tensor, v: Tensor, out: Tensor, chunks: int) -> tuple
         raise _Unprobed("its queries and keys change with the values")
     V = v.reshape(P, blocks, *v.shape[1:]).permute(0, 2, 3, 1, 4).flatten(-2)  # (P, H, N, blocks·D)
     Y = out.reshape(P, blocks, *out.shape[1:]).permute(0, 2, 3, 1, 4).flatten(-2)  # (P, H, N, blocks·D)
-    Mt = torch.linalg.lstsq(V.transpose(-2, -1), Y.transpose(-2, -1)).solution  # (P, H, N, N): Mᵀ
+    Mt = lstsq(V.transpose(-2, -1), Y.transpose(-2, -1), what="operator fingerprint: the per-head matrix")  # (P, H, N, N): Mᵀ
     M = Mt.transpose(-2, -1)
     linearity = float(torch.linalg.vector_norm(Y - M @ V) / torch.linalg.vector_norm(Y).clamp_min(1e-300))
     return M, linearity
@@ -217,7 +218,7 @@ def _fit(M: Tensor, terms: Sequence[Tensor]) -> tuple[Tensor, Tensor]:
     H = M.shape[1]
     X = torch.stack([t.transpose(0, 1).reshape(H, -1) for t in terms], -1)  # (H, P·N·N, T)
     y = M.transpose(0, 1).reshape(H, -1, 1)  # (H, P·N·N, 1)
-    coef = torch.linalg.lstsq(X, y).solution  # (H, T, 1)
+    coef = lstsq(X, y, what="operator fingerprint: the fit of the operator's terms")  # (H, T, 1)
     return coef[..., 0], _residual(y, X @ coef)
 
 

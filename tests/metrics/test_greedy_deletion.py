@@ -62,8 +62,9 @@ def test_the_curve_is_morf_of_the_map_and_the_cost_is_as_stated(additive):
     model.rows = 0
     result = greedy_deletion(model, images, targets, patch_size=PATCH, steps=5, batch_size=64)
     B, K = len(images), 5
-    # the input check (clean + 1 step), the greedy candidates, MoRF's curve (clean + K steps)
-    assert model.rows == B * (2 + result.forwards_per_image + 1 + K)
+    # the input check (clean + 1 step), the greedy candidates, MoRF's curve (clean + K steps); the
+    # all-removed step is the constant fill, scored once for all images (check and curve: 1 each)
+    assert model.rows == B * (1 + result.forwards_per_image + K) + 2
     assert result.forwards_per_image == greedy_forwards(5, GRID * GRID) == sum(
         GRID * GRID - removed_counts(5, GRID * GRID)[k - 1] for k in range(1, 6))
     again = perturbation_curves(model, images, result.maps, targets, patch_size=PATCH, steps=5)
