@@ -97,6 +97,11 @@ class ForwardRecord:
         return self._logits  # type: ignore[return-value]
 
     @property
+    def probabilities(self) -> Tensor:
+        """``(B, classes)`` float64: the softmax of :attr:`logits`."""
+        return torch.softmax(self.logits, dim=-1)
+
+    @property
     def attention(self) -> list[AttentionRecord]:
         """The attention records of the forward, one per layer (captured on first use)."""
         if self._attention is None:
@@ -142,18 +147,22 @@ class ForwardRecord:
 
     # -- derived records ---------------------------------------------------------------------------
     def take(self, rows: Sequence[int] | np.ndarray) -> ForwardRecord:
-        """The record of the images at ``rows`` (its own attention is captured again if read)."""
+        """The record of the images at ``rows``: the same forward's logits, classes and attention (no
+        forward of its own when this record's has run; a forward not yet run runs on the rows only)."""
         rows = np.asarray(rows, dtype=np.int64)
         index = torch.as_tensor(rows)
-        return ForwardRecord(self.model, self.inputs[index], labels=self.labels[rows], target=self.target,
-                             logits=None if self._logits is None else self._logits[index],
-                             classes=None if self._classes is None else self._classes[index], name=self.name)
+        out = ForwardRecord(self.model, self.inputs[index], labels=self.labels[rows], target=self.target,
+                            logits=None if self._logits is None else self._logits[index], capture=self._capture,
+                            classes=None if self._classes is None else self._classes[index], name=self.name)
+        if self._attention is not None:
+            out._attention = [layer.take(index) for layer in self._attention]
+        return out
 
     def explaining(self, classes: Tensor | np.ndarray | Sequence[int]) -> ForwardRecord:
         """The same forward, explaining and scoring ``classes`` ``(B,)`` instead of the target."""
         out = ForwardRecord(self.model, self.inputs, labels=self.labels, target=self.target, prepared=self.prepared,
                             logits=self._logits, classes=torch.as_tensor(np.asarray(classes)), name=self.name)
-        out._attention = self._attention
+        out._attention, out._capture = self._attention, self._capture
         return out
 
     # -- the forward ----------------------------------------------------------------------------

@@ -26,7 +26,7 @@ import torch
 from infsa_viz.formats import FORMATS, detect, load_model
 from infsa_viz.forward import forward_record
 from infsa_viz.maps import METHODS, GroundTruth, attribute
-from infsa_viz.metrics.registry import CATEGORIES, METRICS, RowMetric, Scoring, resolve_settings
+from infsa_viz.metrics.registry import CATEGORIES, METRICS, RowMetric, RowScoring, Scoring, resolve_settings
 from infsa_viz.model import VisionTransformer, ViTConfig, save_model
 from tests.conftest import tiny_config
 from tests.counting import counting
@@ -118,8 +118,11 @@ def test_a_row_metric_reports_every_figure_it_declares():
     for metric in (m for m in METRICS.values() if isinstance(m, RowMetric)):
         model = _model()
         x = torch.randn(2, 1, SIDE, SIDE)
-        figures, report = metric.score_row(model, x, None, "attention", {}, {**resolve_settings({}), "seed": 0},
-                                           lambda m, target: attribute(m, x, "attention").maps)
+        record = forward_record(model, x, capture=True)
+        row = RowScoring(record=record, maps=attribute(record, "attention").maps, method="attention", options={},
+                         settings={**resolve_settings({}), "seed": 0},
+                         maps_of=lambda m, target: attribute(forward_record(m, x), "attention").maps)
+        figures, report = metric.score_row(row)
         assert set(figures) == {f.key for f in metric.figures} and isinstance(report, dict)
 
 

@@ -91,6 +91,22 @@ def test_take_and_explaining_keep_the_forward(model):
         record.explaining(torch.tensor([0, 1, 2]))
 
 
+def test_take_and_explaining_keep_the_captured_attention(model):
+    """A part of a record, and the record explaining other classes, read the attention captured once:
+    the maps equal those of a record of the part alone, with no forward."""
+    x = prepare(model, _images(4)).tensor
+    record = forward_record(model, x, labels=[0, 1, 2, 0], target="label", capture=True)
+    record.logits
+    with counting(model) as forwards:
+        part = record.take([3, 1])
+        got = attribute(part, "visits").maps
+        other = attribute(record.explaining([1, 1, 1, 1]), "attention").maps
+        assert torch.equal(part.probabilities, torch.softmax(record.logits[[3, 1]], -1))
+    assert forwards.total == 0
+    torch.testing.assert_close(got, attribute(forward_record(model, x[[3, 1]]), "visits").maps)
+    torch.testing.assert_close(other, attribute(record, "attention").maps, rtol=0, atol=0)
+
+
 def test_a_record_is_its_own_images_and_target_for_attribute(model):
     x = prepare(model, _images()).tensor
     record = forward_record(model, x, labels=[0, 1, 2], target="label")

@@ -16,7 +16,7 @@ import torch
 from infsa_viz import VARIANTS, VisionTransformer, ViTConfig
 from infsa_viz.forward import forward_record
 from infsa_viz.maps import METHODS, GroundTruth, attribute
-from infsa_viz.metrics.registry import METRICS, RowMetric, Scoring, resolve_settings
+from infsa_viz.metrics.registry import METRICS, RowMetric, RowScoring, Scoring, resolve_settings
 
 B, SIDE, PATCH, GRID = 2, 224, 16, 14  # 14 x 14 patches + CLS = 197 tokens
 #: The cheapest setting of a method's step count and beam (each method keeps its other defaults).
@@ -73,8 +73,10 @@ def test_every_metric_scores_197_tokens(model, name):
     settings = {**resolve_settings({"steps": 4, "insertion_steps": 4, "road_steps": 2, "sanity_images": B}),
                 "select": "all", "seed": 0, "batch_size": 64}
     if isinstance(metric, RowMetric):
-        figures, report = metric.score_row(model, x, None, "attention", {}, settings,
-                                           lambda m, target: attribute(m, x, "attention").maps)
+        record = forward_record(model, x, capture=True)
+        row = RowScoring(record=record, maps=maps, method="attention", options={}, settings=settings,
+                         maps_of=lambda m, target: attribute(forward_record(m, x), "attention").maps)
+        figures, report = metric.score_row(row)
         assert set(figures) == {f.key for f in metric.figures} and isinstance(report, dict)
         values = {k: np.asarray([v], dtype=np.float64) for k, v in figures.items()}
     else:

@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
+import torch
 from torch import Tensor, nn
 
 from ..data import LabelledImages
 from ..estimate import format_seconds
 from ..distributed import Dist, shard_indices
 from ..maps import METHODS, GroundTruth, MapResult, attribute, check_method
-from ..metrics.registry import Scores, Scoring
+from ..metrics.registry import RowScoring, Scores, Scoring
 from ..forward import ForwardRecord
 from ..preprocess import Prepared, prepare
 from ..progress import progress
@@ -33,7 +34,7 @@ from .records import ImageRecord, summarise
 from .settings import EvalSettings
 
 __all__ = ["EvalSettings", "Evaluation", "chunk_record", "default_methods", "evaluate", "finish_rows",
-           "needs_evidence", "reference_methods", "score_images", "score_metrics", "scoring_context"]
+           "needs_evidence", "reference_methods", "row_scoring", "score_images", "score_metrics", "scoring_context"]
 
 log = logging.getLogger(__name__)
 
@@ -315,6 +316,7 @@ def evaluate(
         units = [(chunk, j, method) for chunk in chunks for j, method in enumerate(methods)]
         record: ForwardRecord | None = None  # one clean forward per chunk, read by every method
         evidence: ObjectImportance | None = None  # the scene objects' importance, once per chunk
+        first = _FirstChunk()  # the first chunk's record and maps, read again by the row metrics
         for chunk, j, method in progress(units, desc=desc, unit="map"):  # progress per chunk and method
             if j == 0:  # a new chunk
                 part_data = data.subset(chunk)
@@ -328,13 +330,15 @@ def evaluate(
                                                  batch_size=protocol.batch_size)
                 entry = score_images(model, part_data, method, protocol=protocol, name=name, indices=chunk,
                                      evidence=evidence, record=record)
+                if chunk[0] == 0:
+                    first.record, first.results[method] = record, entry[1]
                 if journal is not None:
                     journal.save(name, method, chunk, *entry)
             part, result, parts = entry
             found[method] += part
             done[method].append((chunk[0], result, parts))
             clock.tick(f"{name}: {method} on images {chunk[0]}-{chunk[-1]}")
-        sanity: dict[int, ForwardRecord] = {}  # the row metrics' images, one forward for every method
+        sanity: dict[int, ForwardRecord] = {}  # the row metrics' images, one record for every method
         for method in methods:
             gathered = dist.gather((found[method], done[method]))
             if dist.is_main:
@@ -346,7 +350,7 @@ def evaluate(
                 log.info("%s %s: MoRF-AOC %s, PR-AUC %s", name, method, rows[-1].get("morf_aoc"),
                          rows[-1].get("box_pr_auc"))
                 if not check_method(method).needs_truth:  # an oracle reads the truth, not the model
-                    _add_row_metrics(rows[-1], model, data, method, protocol, sanity)
+                    _add_row_metrics(rows[-1], model, data, method, protocol, sanity, first, capture=capture)
     if not dist.is_main:
         return None
     from .comparisons import compare
@@ -392,29 +396,65 @@ def finish_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rankings
 
 
+@dataclass
+class _FirstChunk:
+    """The record and map results of the run's first chunk (computed here, not read from a journal)."""
+
+    record: ForwardRecord | None = None
+    results: dict[str, MapResult] = field(default_factory=dict)
+
+
+def row_scoring(model: nn.Module, data: LabelledImages, method: str, protocol: EvalSettings, count: int, *,
+                records: dict[int, ForwardRecord] | None = None, first: Any = None,
+                capture: bool = False) -> RowScoring:
+    """What the row metrics of ``method`` see: the first ``count`` images' record and the trained maps.
+
+    Where the run's first chunk holds those images and computed ``method``'s maps with the same options
+    (``first``: its record and map results), both are read from it: the row metrics repeat no clean forward
+    and no trained map. Otherwise (more images than a chunk, a resumed chunk) one record is built for
+    them, kept in ``records`` under ``count`` for every method of the model.
+    """
+    spec = check_method(method)
+    options = {**protocol.options_for(method), **({"seed": protocol.seed} if spec.seeded else {})}
+    chunk = None if first is None else first.record
+    done = None if first is None else first.results.get(method)
+    reuse = (chunk is not None and isinstance(done, MapResult) and count <= len(chunk)
+             and done.options == spec.resolve(options))
+    records = {} if records is None else records
+    if count not in records:
+        if reuse and chunk is not None:
+            records[count] = chunk if count == len(chunk) else chunk.take(np.arange(count))
+        else:
+            records[count] = chunk_record(model, data.subset(range(count)), protocol, capture=capture)
+    record = records[count]
+    maps = done.maps[:count] if reuse and done is not None else attribute(record, method, **options).maps
+
+    def maps_of(m: nn.Module, classes: Tensor | None) -> Tensor:
+        if m is record.model:  # the trained model: its record, explaining other classes if asked
+            same = classes is None or torch.equal(torch.as_tensor(classes), record.explained)
+            return attribute(record if same else record.explaining(classes), method, **options).maps
+        other = ForwardRecord(m, record.inputs, labels=record.labels, capture=spec.reads_attention,
+                              classes=None if classes is None else torch.as_tensor(classes))
+        return attribute(other, method, **options).maps
+
+    return RowScoring(record=record, maps=maps, method=method, options=options, settings=protocol.resolved(),
+                      maps_of=maps_of)
+
+
 def _add_row_metrics(row: dict[str, Any], model: nn.Module, data: LabelledImages, method: str,
-                     protocol: EvalSettings, forwards: dict[int, ForwardRecord]) -> None:
+                     protocol: EvalSettings, records: dict[int, ForwardRecord], first: _FirstChunk, *,
+                     capture: bool = False) -> None:
     """The row metrics (sanity checks) of one row on the first images its setting names (rank 0).
 
-    Class-explaining maps explain the class the run's ``target`` names (as the evaluated maps do).
-    ``forwards`` keeps the record of the first ``count`` images, shared by every method of a model."""
-    spec = check_method(method)
+    Class-explaining maps explain the class the run's ``target`` names (as the evaluated maps do); the
+    trained model's record and maps are the first chunk's where it holds the images (:func:`row_scoring`)."""
     settings = protocol.resolved()
     for metric in protocol.row_metrics():
         count = min(int(settings[metric.subset]), len(data)) if metric.subset else len(data)
         if not count:
             continue
-        if count not in forwards:
-            forwards[count] = chunk_record(model, data.subset(range(count)), protocol)
-        record = forwards[count]
-        x = record.inputs
-        classes = record.explained.numpy() if spec.explains_class else None
-        options = {**protocol.options_for(method), **({"seed": protocol.seed} if spec.seeded else {})}
-
-        def maps_of(m: nn.Module, target: Tensor | None) -> Tensor:
-            return attribute(m, x, method, target=target, **options).maps
-
-        figures, report = metric.score_row(model, x, classes, method, options, settings, maps_of)
+        scoring = row_scoring(model, data, method, protocol, count, records=records, first=first, capture=capture)
+        figures, report = metric.score_row(scoring)
         row.update(figures)
         row[f"{metric.name}_fails"] = report.get("fails")
         row[metric.name] = report

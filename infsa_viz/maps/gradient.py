@@ -8,7 +8,7 @@ with the attention maps on equal terms. Captum is an optional dependency
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from torch import Tensor
@@ -46,6 +46,17 @@ def _captum(class_name: str) -> Any:
     return getattr(captum.attr, class_name)
 
 
+def _reading(forward: ForwardRecord) -> Callable[[Tensor], Tensor]:
+    """The model as Captum calls it: a call without gradients on the record's own inputs (Captum's
+    clean evaluation before perturbing) reads the record's clean logits instead of running again."""
+    def call(x: Tensor) -> Tensor:
+        if not torch.is_grad_enabled() and x.shape == forward.inputs.shape and torch.equal(x, forward.inputs):
+            return forward.logits.to(x.dtype)
+        return forward.model(x)
+
+    return call
+
+
 class _CaptumMethod(MapMethod):
     """Shared shell: Captum class name, target handling and pooling to patches."""
 
@@ -60,7 +71,7 @@ class _CaptumMethod(MapMethod):
 
     def _compute(self, forward: ForwardRecord, options: dict[str, Any]) -> tuple[Tensor, dict[str, Any], None]:
         model = forward.model
-        explainer = _captum(self.captum_class)(model)
+        explainer = _captum(self.captum_class)(_reading(forward))
         x = forward.inputs.detach().clone().requires_grad_(True)
         attr = self._attribute(explainer, x, forward.explained, model.patch_size, options)  # (B, C, H, W) or (B, h, w)
         maps = attr if attr.dim() == 3 else pool_to_patches(attr.detach(), model.patch_size, absolute=not self.signed)

@@ -114,6 +114,19 @@ def _logits(model: nn.Module, scenes: Sequence[Any], changes: Sequence[tuple[int
     return np.concatenate(out) if out else np.zeros((0, 0))
 
 
+def _clean_logits(model: nn.Module, inputs: SceneInputs, logits: Any) -> np.ndarray:
+    """``(B, M) float64``: the clean logits of ``inputs`` — ``logits`` when the caller has them (the
+    images' :class:`~infsa_viz.forward.ForwardRecord`), else one forward."""
+    if logits is not None:
+        found = np.asarray(logits.detach().cpu() if isinstance(logits, Tensor) else logits, dtype=np.float64)
+        if found.ndim != 2 or found.shape[0] != inputs.tensor.shape[0]:
+            raise ValueError(f"logits has shape {found.shape}; expected the clean logits ({inputs.tensor.shape[0]}, "
+                             "classes) of the scenes")
+        return found
+    with torch.inference_mode():
+        return model(inputs.tensor).double().cpu().numpy()
+
+
 def object_shares(maps: Any, masks: Any) -> np.ndarray:
     """Each object's area-normalised share of the map, ``d_k = ρ_k / Σ_j ρ_j`` (module doc).
 
@@ -163,7 +176,8 @@ class CompletenessChecks:
 
 
 def completeness_checks(model: nn.Module, scenes: Sequence[Any], maps: Any, *, thresholds: Any = THRESHOLDS,
-                        batch_size: int = 256, inputs: SceneInputs | None = None) -> CompletenessChecks:
+                        batch_size: int = 256, inputs: SceneInputs | None = None,
+                        logits: Any = None) -> CompletenessChecks:
     """FunnyBirds' preservation and deletion checks of ``maps`` on ``scenes`` (module doc).
 
     Important objects at each threshold are nested (the objects above it), so an image needs at most
@@ -177,6 +191,7 @@ def completeness_checks(model: nn.Module, scenes: Sequence[Any], maps: Any, *, t
         thresholds: share thresholds (default the published grid :data:`THRESHOLDS`).
         batch_size: images per forward (does not change the results).
         inputs: :func:`scene_inputs` of the same model and scenes, when the caller has it.
+        logits: ``(B, M)`` the clean logits of ``inputs``, when the caller has them (no clean forward then).
 
     Returns:
         :class:`CompletenessChecks`.
@@ -188,8 +203,7 @@ def completeness_checks(model: nn.Module, scenes: Sequence[Any], maps: Any, *, t
     shares = object_shares(values, inputs.masks)  # (B, O)
     defined = ~np.isnan(shares).all(axis=1)
     important = important_objects(shares, thresholds) & inputs.present[:, None, :]  # (B, T, O)
-    with torch.inference_mode():
-        clean = model(inputs.tensor).double().argmax(-1).cpu().numpy()  # (B,)
+    clean = _clean_logits(model, inputs, logits).argmax(-1)  # (B,)
     changes: dict[tuple[int, frozenset[int]], int] = {}
     plan = []  # per image and threshold: (kept-only change, deleted change)
     for i in range(len(found)):
@@ -242,7 +256,7 @@ def _objects(name: str, values: Any, count: int, objects: int) -> np.ndarray:
 
 def target_sensitivity(model: nn.Module, scenes: Sequence[Any], maps_a: Any, maps_b: Any, classes_a: Any,
                        classes_b: Any, objects_a: Any, objects_b: Any, *, batch_size: int = 256,
-                       inputs: SceneInputs | None = None) -> TargetSensitivity:
+                       inputs: SceneInputs | None = None, logits: Any = None) -> TargetSensitivity:
     """FunnyBirds' target sensitivity with one object per class (module doc).
 
     Args:
@@ -253,6 +267,7 @@ def target_sensitivity(model: nn.Module, scenes: Sequence[Any], maps_a: Any, map
         objects_a, objects_b: ``(B,)`` the object that is each class's part (different, present).
         batch_size: images per forward.
         inputs: :func:`scene_inputs` of the same model and scenes, when the caller has it.
+        logits: ``(B, M)`` the clean logits of ``inputs``, when the caller has them (no clean forward then).
 
     Returns:
         :class:`TargetSensitivity`.
@@ -269,8 +284,7 @@ def target_sensitivity(model: nn.Module, scenes: Sequence[Any], maps_a: Any, map
         raise ValueError("classes_a/classes_b must be (B,) and differ per image, and objects_a/objects_b differ per "
                          "image")
     rows = np.arange(B)
-    with torch.inference_mode():
-        clean = model(inputs.tensor).double().cpu().numpy()  # (B, M)
+    clean = _clean_logits(model, inputs, logits)  # (B, M)
     changed = _logits(model, found, [(i, frozenset([int(k[i])])) for k in (a, b) for i in range(B)], batch_size)
     without_a, without_b = changed[:B], changed[B:]  # (B, M) each
     drop = lambda logits, c: logits[rows, c] - clean[rows, c]  # noqa: E731  (after − before, published sign)
@@ -283,7 +297,8 @@ def target_sensitivity(model: nn.Module, scenes: Sequence[Any], maps_a: Any, map
 
 
 def background_independence(model: nn.Module, scenes: Sequence[Any], classes: Any, *, batch_size: int = 256,
-                            tolerance: float = BACKGROUND_TOLERANCE, inputs: SceneInputs | None = None) -> np.ndarray:
+                            tolerance: float = BACKGROUND_TOLERANCE, inputs: SceneInputs | None = None,
+                            logits: Any = None) -> np.ndarray:
     """FunnyBirds' background independence per image: 0 when swapping the background lowers the class
     logit by at least ``tolerance`` × the clean logit's magnitude, else 1 (module doc).
 
@@ -292,6 +307,8 @@ def background_independence(model: nn.Module, scenes: Sequence[Any], classes: An
         scenes: ``B`` scenes with an object named ``"background"``.
         classes: ``(B,)`` the class per image.
         tolerance: the published 5 % (default).
+        inputs: :func:`scene_inputs` of the same model and scenes, when the caller has it.
+        logits: ``(B, M)`` the clean logits of ``inputs``, when the caller has them (no clean forward then).
 
     Returns:
         ``(B,) float64`` in ``{0, 1}``; ``nan`` where the scene's background is absent.
@@ -306,8 +323,7 @@ def background_independence(model: nn.Module, scenes: Sequence[Any], classes: An
     rows = np.arange(len(found))
     if c.shape != (len(found),):
         raise ValueError(f"classes has shape {c.shape}; expected one class per scene ({len(found)},)")
-    with torch.inference_mode():
-        clean = model(inputs.tensor).double().cpu().numpy()[rows, c]
+    clean = _clean_logits(model, inputs, logits)[rows, c]
     swapped = _logits(model, found, [(i, frozenset([k])) for i in rows], batch_size)[rows, c]
     relevant = (np.abs(clean - swapped) >= np.abs(tolerance * clean)) & (clean > swapped)
     return np.where(inputs.present[:, k], 1.0 - relevant, np.nan)

@@ -43,6 +43,7 @@ __all__ = [
     "Figure",
     "Metric",
     "RowMetric",
+    "RowScoring",
     "Scores",
     "Scoring",
     "Setting",
@@ -121,6 +122,51 @@ class Scoring:
                        truth=self.truth.subset(rows), negatives=pick(self.negatives),
                        negative_labels=pick(self.negative_labels), settings=self.settings,
                        redraw=lambda r, c: base(rows[np.asarray(r, dtype=np.int64)], c))
+
+
+@dataclass(frozen=True, eq=False)
+class RowScoring:
+    """What a row metric sees of one (model, method): the first images of the run, as a chunk's metrics
+    see theirs.
+
+    Attributes:
+        record: the images' :class:`~infsa_viz.forward.ForwardRecord` (the trained model's clean forward,
+            the class explained: the run's target); taken from the first chunk's record when it holds them.
+        maps: ``(B, h, w)`` the method's maps of the trained model on these images (the chunk's).
+        method: the map method's registry name.
+        options: the map options the run used.
+        settings: the run's resolved settings.
+        maps_of: ``maps_of(model, classes) -> (B, h, w)``: the method's maps of the same images for another
+            model (a randomised copy) or other classes (``classes`` ``(B,)``, ``None`` for a method that
+            explains no class); the trained model's maps of other classes read :attr:`record`.
+    """
+
+    record: ForwardRecord
+    maps: Tensor
+    method: str
+    options: Mapping[str, Any]
+    settings: Mapping[str, Any]
+    maps_of: Callable[[nn.Module, Tensor | None], Tensor]
+
+    @property
+    def model(self) -> nn.Module:
+        """The trained model (eval mode)."""
+        return self.record.model
+
+    @property
+    def images(self) -> Tensor:
+        """``(B, C, H, W)`` the prepared inputs."""
+        return self.record.inputs
+
+    @property
+    def classes(self) -> Tensor | None:
+        """``(B,)`` the explained classes, for a method that explains a class; else ``None``."""
+        from ..maps import check_method
+
+        return self.record.explained if check_method(self.method).explains_class else None
+
+    def __len__(self) -> int:
+        return len(self.record)
 
 
 @dataclass
@@ -216,11 +262,9 @@ class RowMetric(Metric):
         raise NotImplementedError(f"{self.name} is a row metric: call score_row")
 
     @abstractmethod
-    def score_row(self, model: nn.Module, images: Tensor, classes: np.ndarray, method: str,
-                  options: dict[str, Any], settings: Mapping[str, Any],
-                  maps_of: Callable[[nn.Module, Tensor | None], Tensor]) -> tuple[dict[str, Any], dict[str, Any]]:
-        """``(row figures, full report)`` of one (model, method) on ``images``; ``maps_of(model, classes)``
-        gives the method's maps."""
+    def score_row(self, row: RowScoring) -> tuple[dict[str, Any], dict[str, Any]]:
+        """``(row figures, full report)`` of one (model, method) on the images of ``row``
+        (:class:`RowScoring`: their forward record, the trained maps, ``maps_of`` for other models and classes)."""
 
 
 #: Metric name → metric; filled by :func:`register_metric`. The one list of metrics.

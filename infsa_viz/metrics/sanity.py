@@ -131,7 +131,7 @@ def random_other_class(targets: Any, num_classes: int, *, seed: int = 0) -> np.n
 
 def sanity_report(model: nn.Module, images: Tensor, maps_of: Callable[[nn.Module, Tensor | None], Tensor],
                   targets: Tensor | None, *, num_classes: int, seed: int = 0,
-                  threshold: float = FAIL_THRESHOLD) -> dict[str, Any]:
+                  threshold: float = FAIL_THRESHOLD, trained: Tensor | None = None) -> dict[str, Any]:
     """Both checks for one method on one model.
 
     Args:
@@ -141,12 +141,14 @@ def sanity_report(model: nn.Module, images: Tensor, maps_of: Callable[[nn.Module
         targets: ``(B,)`` explained classes, or ``None`` for a method that explains no class.
         num_classes: for the random other class.
         threshold: mean Spearman at full randomisation above which the method fails.
+        trained: ``(B, h, w)`` the trained model's maps of ``targets`` when the caller has them (an
+            evaluation's chunk computed them; default ``maps_of(model, targets)``).
 
     Returns:
         JSON-able: per stage mean/median Spearman and SSIM, the random-logit similarity
         (``None`` without targets) and ``fails`` (mean Spearman at full randomisation > threshold).
     """
-    trained = maps_of(model, targets)
+    trained = maps_of(model, targets) if trained is None else trained
     stages = []
     for name, randomised in cascading_randomisation(model, seed=seed):
         sim = map_similarity(trained, maps_of(randomised, targets))

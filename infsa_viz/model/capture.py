@@ -15,6 +15,7 @@ raises unless the last forward pass recorded every layer, in order.
 
 from __future__ import annotations
 
+import dataclasses
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterator
@@ -84,6 +85,12 @@ class AttentionRecord:
         Defined for every variant (for softmax layers it is the InfSA reading of the same q, k).
         """
         return infsa_affinity(self.q, self.k, eps=self.eps)
+
+    def take(self, rows: Tensor) -> AttentionRecord:
+        """The record of the images at ``rows`` ``(b,)`` (the batch dimension of ``q``, ``k`` and the
+        Linear-InfSA tensors indexed; ``rho`` is per head and shared)."""
+        linear = None if self.linear is None else tuple(t[rows] for t in self.linear)
+        return dataclasses.replace(self, q=self.q[rows], k=self.k[rows], linear=linear)  # type: ignore[arg-type]
 
     def linear_estimate(self) -> Tensor:
         """Linear-InfSA's vector ``a`` ``(B, H, N)`` from this layer's q and k (O(N·D))."""

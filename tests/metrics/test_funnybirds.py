@@ -17,6 +17,7 @@ from infsa_viz.metrics.funnybirds import (
     completeness_checks,
     important_objects,
     object_shares,
+    scene_inputs,
     target_sensitivity,
 )
 from tests.conftest import tiny_config
@@ -80,6 +81,29 @@ def test_batching_does_not_change_the_checks():
     np.testing.assert_array_equal(one.preservation, many.preservation)
     np.testing.assert_array_equal(one.deletion, many.deletion)
     assert ((0 <= one.preservation) & (one.preservation <= 1)).all()
+
+
+def test_the_checks_read_the_callers_clean_logits_instead_of_a_forward():
+    """Given the clean logits (the chunk's forward record), each check runs only its interventions, and
+    the results equal those with the clean forward of their own."""
+    scenes = [block_scene()] * 3
+    model = TwoDigitModel().eval()
+    maps_a, maps_b = np.stack([TARGET, FLAT, TARGET]), np.stack([DISTRACTOR, FLAT, TARGET])
+    inputs = scene_inputs(model, scenes)
+    with torch.no_grad():
+        logits = model(inputs.tensor).double()
+    model.rows = 0
+    given = target_sensitivity(model, scenes, maps_a, maps_b, [1] * 3, [0] * 3, [0] * 3, [1] * 3, logits=logits)
+    assert model.rows == 2 * len(scenes)  # without a, without b: no clean forward
+    own = target_sensitivity(model, scenes, maps_a, maps_b, [1] * 3, [0] * 3, [0] * 3, [1] * 3)
+    np.testing.assert_array_equal(given.score, own.score)
+    model.rows = 0
+    checks = completeness_checks(model, scenes, maps_a, logits=logits)
+    changed = model.rows
+    np.testing.assert_array_equal(checks.preservation, completeness_checks(model, scenes, maps_a).preservation)
+    assert model.rows - 2 * changed == len(scenes)  # the run without logits spent the clean forward
+    with pytest.raises(ValueError, match="logits has shape"):
+        background_independence(model, scenes, [1, 1, 1], logits=logits[:2])
 
 
 def test_background_independence_is_a_property_of_the_model():

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from ..class_switch import class_switch, switch_classes
 from ...estimate import Estimate
@@ -83,12 +82,13 @@ class Sanity(RowMetric):
         return Estimate(2 * weights + maps, "a randomised copy of the model and a map per stage, upsampled",
                         forwards=work.layers + 3)
 
-    def score_row(self, model, images, classes, method, options, settings, maps_of):
-        num_classes = getattr(getattr(model, "config", None), "num_classes", None)
+    def score_row(self, row):
+        classes = row.classes
+        num_classes = getattr(getattr(row.model, "config", None), "num_classes", None)
         if num_classes is None:
             num_classes = 2 if classes is None else int(classes.max()) + 1
-        report = sanity_report(model, images, maps_of, None if classes is None else torch.as_tensor(classes),
-                               num_classes=num_classes, seed=settings["seed"])
+        report = sanity_report(row.model, row.images, row.maps_of, classes, num_classes=num_classes,
+                               seed=row.settings["seed"], trained=row.maps)
         figures = {"sanity_randomised_spearman": report["randomised_spearman"],
                    "sanity_randomised_ssim": report["randomised_ssim"],
                    "sanity_random_logit_spearman": None if report["random_logit"] is None else

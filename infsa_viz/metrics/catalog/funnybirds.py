@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 from ..class_switch import switch_classes
 from ..funnybirds import (
     BACKGROUND_TOLERANCE,
     THRESHOLDS,
+    SceneInputs,
     background_independence,
     completeness_checks,
     scene_inputs,
@@ -20,6 +22,15 @@ __all__ = ["FunnyBirdsChecks", "TargetSensitivityCheck"]
 
 _CITATION = "Hesse, Schaub-Meyer & Roth, FunnyBirds, ICCV 2023"
 _NO_SCENES = "the data has no scenes (objects that can be changed in distribution): not measured"
+
+
+def _record_logits(ctx: Scoring, inputs: SceneInputs) -> np.ndarray | None:
+    """The clean logits of the scenes' renders from the chunk's forward record: the renders are the
+    images the record holds (generated benchmarks), so no clean forward is repeated; ``None`` (one forward
+    then) where they differ."""
+    if inputs.tensor.shape != ctx.images.shape or not torch.equal(inputs.tensor, ctx.images):
+        return None
+    return ctx.record.logits.numpy()
 
 
 def _undefined(metric: Metric, n: int) -> Scores:
@@ -63,10 +74,11 @@ class FunnyBirdsChecks(Metric):
         if scenes is None:
             return _undefined(self, len(ctx))
         inputs = scene_inputs(ctx.model, scenes)
-        batch = ctx.settings["batch_size"]
+        batch, logits = ctx.settings["batch_size"], _record_logits(ctx, inputs)
         with quiet():
-            checks = completeness_checks(ctx.model, scenes, ctx.maps, batch_size=batch, inputs=inputs)
-        independence = background_independence(ctx.model, scenes, ctx.classes, batch_size=batch, inputs=inputs)
+            checks = completeness_checks(ctx.model, scenes, ctx.maps, batch_size=batch, inputs=inputs, logits=logits)
+        independence = background_independence(ctx.model, scenes, ctx.classes, batch_size=batch, inputs=inputs,
+                                               logits=logits)
         return Scores({"preservation_check": checks.preservation, "deletion_check": checks.deletion,
                        "background_independence": independence},
                       {"thresholds": f"linspace({THRESHOLDS[0]:g}, {THRESHOLDS[-1]:g}, {len(THRESHOLDS)})",
@@ -121,10 +133,12 @@ class TargetSensitivityCheck(Metric):
             return Scores({"target_sensitivity": out}, {"images": "none has a distractor of another class"})
         switched = ctx.redraw(rows, classes[rows])
         part = ctx.take(rows)
+        logits = _record_logits(ctx, inputs)
         with quiet():
             found = target_sensitivity(ctx.model, part.truth.scenes, part.maps, switched, part.classes,
                                        classes[rows], np.full(len(rows), target), objects[rows],
-                                       batch_size=ctx.settings["batch_size"], inputs=inputs.take(rows))
+                                       batch_size=ctx.settings["batch_size"], inputs=inputs.take(rows),
+                                       logits=None if logits is None else logits[rows])
         out[rows] = found.score
         return Scores({"target_sensitivity": out},
                       {"assumption_failed": int((~found.assumption).sum()),
