@@ -32,7 +32,7 @@ from inputs import ImageChoice
 from infsa_viz.evaluation import EvalSettings, ImageRecord, score_images
 from infsa_viz.forward import ForwardRecord
 from infsa_viz.io import read_json
-from infsa_viz.maps import METHODS, MapResult, attribute
+from infsa_viz.maps import METHODS, MapResult, attribute, attribute_images
 from infsa_viz.metrics.registry import image_metrics
 from infsa_viz.preprocess import Prepared, prepare
 from infsa_viz.spectral import LayerSpectrum, layer_spectra
@@ -258,7 +258,7 @@ def _set_views(path: str, version: int, set_key: str, indices: tuple[int, ...], 
     data = inputs.set_data(set_key).subset(list(indices))
     prepared = prepare(model.config, data.images)
     with lock:
-        result = attribute(model, prepared.tensor, method, **json.loads(options_json))
+        result = attribute_images(model, prepared.tensor, method, **json.loads(options_json))
     none = np.zeros((0, 4), np.int64)
     return [MapView(map=result.maps[i].numpy(), options=result.options, metadata={}, validity=None,
                     target=None if result.target is None else int(result.target[i]), display=prepared.display[i],

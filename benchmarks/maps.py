@@ -65,21 +65,21 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
     """Measure one case in this process (``python -m benchmarks.maps SPEC``)."""
     import torch
 
-    from infsa_viz.maps import attribute
+    from infsa_viz.maps import attribute_images
     from infsa_viz.model import VisionTransformer
 
     torch.set_num_threads(spec["threads"])
     torch.manual_seed(0)
     model = VisionTransformer(SHAPES["shipped"].replace(attention=spec["variant"])).eval()
     t0 = time.perf_counter()
-    attribute(model, torch.randn(1, 1, WARMUP_SIDE, WARMUP_SIDE), spec["method"], **spec["options"])
+    attribute_images(model, torch.randn(1, 1, WARMUP_SIDE, WARMUP_SIDE), spec["method"], **spec["options"])
     warmup = time.perf_counter() - t0
     x = torch.randn(1, 1, spec["side"], spec["side"])  # (B, C, H, W)
     base = peak_rss_bytes()
     limit = int(spec["memory_gb"] * 1e9)
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     t0 = time.perf_counter()
-    maps = attribute(model, x, spec["method"], **spec["options"]).maps  # (B, h, w)
+    maps = attribute_images(model, x, spec["method"], **spec["options"]).maps  # (B, h, w)
     seconds = time.perf_counter() - t0
     return {"seconds": round(seconds, 4), "warmup_seconds": round(warmup, 4), "peak_rss_bytes": peak_rss_bytes(),
             "rss_before_bytes": base, "finite": bool(torch.isfinite(maps).all())}

@@ -44,7 +44,7 @@ def metric_cost(models: dict[str, tuple[str, str]], *, n_images: int = 20, repea
     from infsa_viz.evaluation import EvalSettings, object_importance
     from infsa_viz.evaluation.engine import scoring_context
     from infsa_viz.formats import load_model
-    from infsa_viz.maps import attribute
+    from infsa_viz.maps import attribute_images
     from infsa_viz.metrics.registry import METRICS, RowMetric
 
     if n_images < 1 or repeats < 1:
@@ -68,7 +68,7 @@ def metric_cost(models: dict[str, tuple[str, str]], *, n_images: int = 20, repea
         base = _median_seconds(context, repeats)
         importance = _median_seconds(lambda: object_importance(model, data, target=data.labels), repeats)
         x = ctx.images
-        greedy = _median_seconds(lambda: attribute(model, x, "greedy_deletion", target=torch.as_tensor(data.labels)),
+        greedy = _median_seconds(lambda: attribute_images(model, x, "greedy_deletion", target=torch.as_tensor(data.labels)),
                                  1)
         out[label] = {"model": directory, "benchmark": benchmark, "image_side": int(x.shape[-1]),
                       "patches": int((x.shape[-1] // model.patch_size) ** 2),

@@ -51,7 +51,7 @@ def morf_benchmark(model_dir: str, *, n_images: int = 64, method: str = Attentio
         raise ValueError("quantus is not installed: pip install --no-deps quantus==0.6.0 (see pyproject)") from None
     from infsa_viz.data import test_split
     from infsa_viz.formats import load_model
-    from infsa_viz.maps import attribute
+    from infsa_viz.maps import attribute_images
     from infsa_viz.metrics import perturbation_curves, upsample_map
     from infsa_viz.preprocess import preprocess
 
@@ -60,7 +60,7 @@ def morf_benchmark(model_dir: str, *, n_images: int = 64, method: str = Attentio
     model = load_model(model_dir)
     test = test_split(n_images)
     images, labels = preprocess(model, test.images), test.labels  # (B, C, H, W) float32, (B,) int64
-    maps = attribute(model, images, method).maps.numpy().astype(np.float64)  # (B, h, w)
+    maps = attribute_images(model, images, method).maps.numpy().astype(np.float64)  # (B, h, w)
     p = model.patch_size
     h, w = maps.shape[1:]
     attribution = upsample_map(maps, images.shape[-1], mode="nearest")[:, None]  # (B, 1, H, W)

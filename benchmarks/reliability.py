@@ -85,7 +85,7 @@ ESTIMATED_METHODS = ("attention", "rollout", "visits", "perron", "neumann", "che
 _ESTIMATE_CHILD = """
 import json, sys, torch
 from infsa_viz.estimate import Workload
-from infsa_viz.maps import METHODS, attribute
+from infsa_viz.maps import METHODS, attribute_images
 from infsa_viz.model import ViTConfig, VisionTransformer
 from benchmarks.worker import _memory_snapshot
 method, side, batch, variant = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
@@ -94,10 +94,10 @@ torch.manual_seed(0)
 model = VisionTransformer(ViTConfig(img_size=side, patch_size=8, embed_dim=16, depth=2, num_heads=2,
                                     attention=variant)).eval()
 x = torch.randn(batch, 1, side, side)
-attribute(model, torch.randn(1, 1, 16, 16), method)  # lazy set-up (imports, kernels) out of the peak
+attribute_images(model, torch.randn(1, 1, 16, 16), method)  # lazy set-up (imports, kernels) out of the peak
 open("/proc/self/clear_refs", "w").write("5")  # reset VmHWM to the current resident set
 before = _memory_snapshot()["rss_bytes"]
-attribute(model, x, method)
+attribute_images(model, x, method)
 work = Workload.of(model, x)
 print(json.dumps({"estimate": METHODS[method].estimate(work, METHODS[method].resolve({})).bytes,
                   "peak_added": _memory_snapshot()["peak_rss_bytes"] - before, "tokens": work.tokens}))

@@ -107,9 +107,9 @@ class MapCase:
     def __call__(self, images: Any) -> Any:
         import torch
 
-        from infsa_viz.maps import attribute
+        from infsa_viz.maps import attribute_images
 
-        result = attribute(self.model, images, self.method)
+        result = attribute_images(self.model, images, self.method)
         self.metadata = result.metadata
         self.finite = bool(torch.isfinite(result.maps).all())
         return result.maps

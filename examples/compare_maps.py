@@ -10,7 +10,7 @@ import torch
 
 from infsa_viz import load_model, prepare
 from infsa_viz.data import test_split
-from infsa_viz.maps import attribute
+from infsa_viz.maps import attribute_images
 from infsa_viz.metrics import box_auc
 from infsa_viz.overlay import draw_maps, overlay_grid, save_png
 
@@ -27,7 +27,7 @@ titles, maps = [], []
 for name in ("softmax-vit4", "pure-infsa-vit4", "linear-infsa-vit4"):
     model = load_model(MODELS / name)
     inputs = prepare(model, test.images)
-    m = attribute(model, inputs.tensor, args.method).maps  # (B, h, w)
+    m = attribute_images(model, inputs.tensor, args.method).maps  # (B, h, w)
     pr = box_auc(m, test.boxes, image_size=48).pr_auc_mean
     print(f"{name:>18}: box PR-AUC of '{args.method}' maps on {len(test)} test images = {pr:.3f}")
     maps.append(m[args.index])

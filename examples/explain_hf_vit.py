@@ -12,7 +12,7 @@ import torch
 
 from infsa_viz import load_model, prepare
 from infsa_viz.images import read_image
-from infsa_viz.maps import attribute
+from infsa_viz.maps import attribute_images
 from infsa_viz.overlay import draw_maps, overlay_grid, save_png
 
 parser = argparse.ArgumentParser(description=__doc__)
@@ -28,7 +28,7 @@ with torch.no_grad():
     probabilities = model(inputs.tensor).softmax(-1)[0]
 top = int(probabilities.argmax())
 name = model.config.class_names[top] if model.config.class_names else str(top)
-token_map = attribute(model, inputs.tensor, args.method).maps[0]  # (h, w) over the patch grid
+token_map = attribute_images(model, inputs.tensor, args.method).maps[0]  # (h, w) over the patch grid
 tiles, scale = draw_maps(inputs.display[0], [token_map], zoom=max(1, 256 // model.config.img_size))
 save_png(args.out, overlay_grid(tiles, [f"{args.method}: {name} ({probabilities[top]:.2f})"], scale=scale))
 print(f"predicted {name!r} with probability {float(probabilities[top]):.3f}; wrote {args.out}")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from infsa_viz import load_model, preprocess
 from infsa_viz.data import test_split
-from infsa_viz.maps import attribute
+from infsa_viz.maps import attribute_images
 from infsa_viz.metrics import box_auc, morf_aoc, perturbation_curves, pointing_game
 
 parser = argparse.ArgumentParser(description=__doc__)
@@ -21,7 +21,7 @@ model = load_model(args.model)
 test = test_split(args.n_images)  # the first images of the models' test split
 images = preprocess(model, test.images)  # the model's own normalisation, from its config.json
 
-maps = attribute(model, images, args.method).maps  # (B, 6, 6) on the patch grid
+maps = attribute_images(model, images, args.method).maps  # (B, 6, 6) on the patch grid
 curves = perturbation_curves(model, images, maps, test.labels, patch_size=model.patch_size, order="morf")
 auc = box_auc(maps, test.boxes, image_size=48)
 point = pointing_game(maps, test.boxes, image_size=48)

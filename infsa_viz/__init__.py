@@ -1,7 +1,7 @@
 """infsa-viz: read the attention of softmax, InfSA and Linear-InfSA vision transformers.
 
 The flat public API re-exports the library's main names: the verbs a user calls
-(:func:`load_model`, :func:`attribute`, :func:`evaluate`) and the registries they read
+(:func:`load_model`, :func:`forward_record`, :func:`attribute`, :func:`evaluate`) and the registries they read
 (:data:`METHODS`, :data:`METRICS`). ``import infsa_viz`` needs only torch and numpy: the map,
 metric and evaluation names are imported on first use, and OpenCV, scikit-learn, Captum,
 Streamlit and plotly by the functions that use them.
@@ -9,10 +9,9 @@ Streamlit and plotly by the functions that use them.
 Example:
     >>> import infsa_viz
     >>> model = infsa_viz.load_model("models/pure-infsa-vit4")
-    >>> x = infsa_viz.preprocess(model, images)                # (B, C, H, W)
-    >>> infsa_viz.attribute(model, x, "visits").maps           # (B, h, w)
     >>> record = infsa_viz.forward_record(model, images)       # one forward, read by every map
-    >>> infsa_viz.attribute(record, "visits").maps
+    >>> infsa_viz.attribute(record, "visits").maps             # (B, h, w)
+    >>> infsa_viz.attribute_images(model, images, "visits")    # the same: builds the record itself
 """
 
 from importlib import import_module
@@ -43,7 +42,7 @@ from .targets import Target
 
 #: Names imported on first use: their modules pull in the map methods and metrics.
 _LAZY = {
-    "METHODS": "maps", "GroundTruth": "maps", "MapResult": "maps", "attribute": "maps",
+    "METHODS": "maps", "GroundTruth": "maps", "MapResult": "maps", "attribute": "maps", "attribute_images": "maps",
     "METRICS": "metrics", "Figure": "metrics", "Metric": "metrics", "register_metric": "metrics",
     "EvalSettings": "evaluation", "evaluate": "evaluation", "score_images": "evaluation",
     "write_evaluation": "evaluation",
@@ -70,6 +69,7 @@ __all__ = [
     "Metric",
     "Target",
     "attribute",
+    "attribute_images",
     "evaluate",
     "register_metric",
     "score_images",

@@ -46,7 +46,7 @@ def ceiling_of_model(model: Any, data: Any, maps: list[str], *, target: str = "l
     import torch
 
     from infsa_viz.evaluation import EvalSettings
-    from infsa_viz.maps import attribute, check_method
+    from infsa_viz.maps import attribute_images, check_method
     from infsa_viz.metrics import beam_deletion, greedy_deletion, morf_aoc, perturbation_curves
     from infsa_viz.preprocess import prepare
 
@@ -67,7 +67,7 @@ def ceiling_of_model(model: Any, data: Any, maps: list[str], *, target: str = "l
     for method in maps:
         spec = check_method(method)
         options = {"seed": morf["seed"]} if spec.seeded else {}
-        found = attribute(model, x, method, target=y if spec.explains_class else None, **options).maps
+        found = attribute_images(model, x, method, target=y if spec.explains_class else None, **options).maps
         values[method] = aoc(perturbation_curves(model, x, found, y, patch_size=model.patch_size,
                                                  **morf))
     start = time.perf_counter()

@@ -82,7 +82,7 @@ def model_curves(model: Any, data: Any, method: str, *, seed: int = 0) -> Any:
     import torch
 
     from infsa_viz.evaluation.sensitivity import DELETIONS, FRACTION_STEPS, RawCurves
-    from infsa_viz.maps import GroundTruth, attribute, check_method
+    from infsa_viz.maps import GroundTruth, attribute_images, check_method
     from infsa_viz.metrics import perturbation_curves, upsample_map
     from infsa_viz.preprocess import prepare
 
@@ -95,7 +95,7 @@ def model_curves(model: Any, data: Any, method: str, *, seed: int = 0) -> Any:
         predicted = model(x).argmax(-1).numpy()
     spec = check_method(method)
     truth = GroundTruth(boxes=[prepared.boxes(i, b) for i, b in enumerate(data.boxes)]) if spec.needs_truth else None
-    maps = attribute(model, x, method, truth=truth, **({"seed": seed} if spec.seeded else {})).maps
+    maps = attribute_images(model, x, method, truth=truth, **({"seed": seed} if spec.seeded else {})).maps
     pixels = upsample_map(maps, size, mode="bilinear")  # (B, H, W): pixels ranked by the smooth map
     wrong = np.flatnonzero(predicted != labels)  # the predicted class differs from the label only here
     curves: dict[tuple[str, str, str], tuple[np.ndarray, np.ndarray]] = {}

@@ -37,21 +37,32 @@ def tiny_model(variant: str) -> VisionTransformer:
     return VisionTransformer(tiny_config(variant)).eval()
 
 
-@pytest.fixture
-def toy_plugin():
-    """Run examples/toy_plugin.py (one module registering a map method, a reference map, a metric and a
-    model format); restore every registry afterwards."""
-    import runpy
-    from pathlib import Path
-
+def extendable_registries() -> tuple[dict, ...]:
+    """Every registry a plugin module extends: map methods, metrics (with the figures and settings they
+    declare) and model formats. The one list a test restores."""
     from infsa_viz.formats import FORMATS
     from infsa_viz.maps import METHODS
     from infsa_viz.metrics import registry
 
-    saved = [(r, dict(r)) for r in (FORMATS, METHODS, registry.METRICS, registry.FIGURES, registry.SETTINGS,
-                                    registry._OWNER)]
-    module = runpy.run_path(str(Path(__file__).resolve().parents[1] / "examples" / "toy_plugin.py"))
-    yield module
+    return (FORMATS, METHODS, registry.METRICS, registry.FIGURES, registry.SETTINGS, registry._OWNER)
+
+
+@pytest.fixture
+def registries():
+    """Snapshot every extendable registry (:func:`extendable_registries`) and restore it after the test,
+    whatever the test registered or removed."""
+    saved = [(r, dict(r)) for r in extendable_registries()]
+    yield
     for target, content in saved:
         target.clear()
         target.update(content)
+
+
+@pytest.fixture
+def toy_plugin(registries):
+    """Run examples/toy_plugin.py (one module registering a map method, a reference map, a metric and a
+    model format); the registries are restored afterwards."""
+    import runpy
+    from pathlib import Path
+
+    return runpy.run_path(str(Path(__file__).resolve().parents[1] / "examples" / "toy_plugin.py"))

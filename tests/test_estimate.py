@@ -19,7 +19,7 @@ from infsa_viz.estimate import (
     largest_batch,
 )
 from infsa_viz.evaluation import EvalSettings
-from infsa_viz.maps import METHODS, attribute
+from infsa_viz.maps import METHODS, attribute_images
 from infsa_viz.metrics.registry import METRICS
 from infsa_viz.model import ViTConfig, VisionTransformer, save_model
 
@@ -110,16 +110,16 @@ def test_attention_reads_its_row_matrix_free_the_same_as_dense(monkeypatch, vari
 
     model = _model(attention=variant)
     x = torch.randn(2, 1, 48, 48)
-    dense = attribute(model, x, "attention", row=row, head="mean")
+    dense = attribute_images(model, x, "attention", row=row, head="mean")
     monkeypatch.setattr(module, "DENSE_BUDGET", 0)
-    free = attribute(model, x, "attention", row=row, head="mean")
+    free = attribute_images(model, x, "attention", row=row, head="mean")
     assert "computed" in free.metadata and "computed" not in dense.metadata
     torch.testing.assert_close(free.maps, dense.maps, rtol=1e-5, atol=1e-7)
 
 
 def test_attention_flow_is_bounded_by_its_max_flow_work():
     with pytest.raises(ValueError, match=r"method 'attention_flow' on 1 image\(s\) of 2,305 tokens.*L·N³ per image"):
-        attribute(_model(patch_size=1), torch.zeros(1, 1, 48, 48), "attention_flow")
+        attribute_images(_model(patch_size=1), torch.zeros(1, 1, 48, 48), "attention_flow")
 
 
 def test_a_valid_2048_px_model_is_refused_up_front_with_the_estimate(tmp_path, capsys):

@@ -52,7 +52,7 @@ def test_a_plugin_module_reaches_the_metric_docs(toy_plugin):
     assert "### map_peak (complexity)" in text and "`centre_oracle` | ceiling" in text
 
 
-def test_a_plugin_module_reaches_the_app(tmp_path, monkeypatch):
+def test_a_plugin_module_reaches_the_app(tmp_path, monkeypatch, registries):
     """``streamlit run app -- --plugins FILE`` (here INFSA_VIZ_PLUGINS), with no change to the app: the
     method is offered and drawn; the metric is a column of Side by side's figures table (its label
     from its declaration, its value for every model) and in the glossary; a model of the new format
@@ -62,13 +62,7 @@ def test_a_plugin_module_reaches_the_app(tmp_path, monkeypatch):
 
     from streamlit.testing.v1 import AppTest
 
-    from infsa_viz.formats import FORMATS
-    from infsa_viz.maps import METHODS
-    from infsa_viz.metrics import registry
-
     root = Path(__file__).resolve().parents[1]
-    saved = [(r, dict(r)) for r in (FORMATS, METHODS, registry.METRICS, registry.FIGURES, registry.SETTINGS,
-                                    registry._OWNER)]
     before = set(sys.modules)
     monkeypatch.setenv("INFSA_VIZ_PLUGINS", str(root / "examples" / "toy_plugin.py"))
     monkeypatch.setenv("INFSA_VIZ_MODELS", str(_toy_model(tmp_path)))
@@ -92,9 +86,6 @@ def test_a_plugin_module_reaches_the_app(tmp_path, monkeypatch):
         text = "\n".join(m.value for m in at.markdown)
         assert "| map peak | map_peak |" in text and "| centre_oracle | reference | ceiling |" in text
     finally:
-        for target, content in saved:
-            target.clear()
-            target.update(content)
         for name in set(sys.modules) - before:
             if name.startswith("infsa_viz_plugin_"):
                 del sys.modules[name]

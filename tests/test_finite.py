@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from infsa_viz import VisionTransformer
-from infsa_viz.maps import attribute
+from infsa_viz.maps import attribute_images
 
 
 @pytest.fixture
@@ -60,4 +60,4 @@ def test_non_finite_maps_are_refused(make_config, monkeypatch):
 
     monkeypatch.setattr(type(method), "_compute", broken)
     with pytest.raises(ValueError, match=r"method 'attention' gave NaN/Inf maps for images \[0\]"):
-        attribute(model, torch.randn(2, 1, 16, 16), "attention")
+        attribute_images(model, torch.randn(2, 1, 16, 16), "attention")

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from infsa_viz.forward import ForwardRecord, forward_record
-from infsa_viz.maps import METHODS, attribute
+from infsa_viz.maps import METHODS, attribute, attribute_images
 from infsa_viz.model import VisionTransformer, capture_attention
 from infsa_viz.preprocess import Preprocessing, prepare
 from infsa_viz.targets import Target
@@ -111,7 +111,7 @@ def test_a_record_is_its_own_images_and_target_for_attribute(model):
     x = prepare(model, _images()).tensor
     record = forward_record(model, x, labels=[0, 1, 2], target="label")
     torch.testing.assert_close(attribute(record, "saliency").maps,
-                               attribute(model, x, "saliency", target="label", labels=[0, 1, 2]).maps)
+                               attribute_images(model, x, "saliency", target="label", labels=[0, 1, 2]).maps)
     assert attribute(record, "saliency").target.tolist() == [0, 1, 2]
     with pytest.raises(ValueError, match="carries its images"):
         attribute(record, "saliency", target="label")
@@ -125,7 +125,7 @@ def test_maps_that_read_attention_read_the_records(model, method):
     x = prepare(model, _images()).tensor
     assert METHODS[method].reads_attention
     options = {"steps": 2} if "steps" in METHODS[method].defaults else {}
-    expected = attribute(model, x, method, **options).maps
+    expected = attribute_images(model, x, method, **options).maps
     record = forward_record(model, x, capture=True)
     record.logits
     with counting(model, [x]) as forwards:

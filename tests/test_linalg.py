@@ -157,7 +157,7 @@ def test_visits_and_perron_refuse_non_finite_graphs_naming_the_matrix():
 def test_a_visits_map_names_the_layer_of_a_non_finite_graph(make_config, monkeypatch):
     """The map refuses, naming the layer and the reason: never a figure from a NaN graph."""
     from infsa_viz import VisionTransformer
-    from infsa_viz.maps import attribute
+    from infsa_viz.maps import attribute_images
     from infsa_viz.maps import spectral as spectral_maps
 
     real = spectral_maps.layer_graph
@@ -173,9 +173,9 @@ def test_a_visits_map_names_the_layer_of_a_non_finite_graph(make_config, monkeyp
     x = torch.randn(2, 1, 16, 16)
     last = model.config.depth - 1
     with pytest.raises(ValueError, match=rf"layer {last} \(pure_infsa\): expected visits of dense A: .*NaN or Inf"):
-        attribute(model, x, "visits")
+        attribute_images(model, x, "visits")
     with pytest.raises(ValueError, match=rf"layer {last} \(pure_infsa\): .*NaN or Inf"):
-        attribute(model, x, "perron")
+        attribute_images(model, x, "perron")
 
 
 #: Dense LAPACK entry points that must go through infsa_viz.linalg (norms and sparse/iterative solvers are fine).

@@ -15,7 +15,7 @@ import torch
 
 from infsa_viz import VARIANTS, VisionTransformer, ViTConfig
 from infsa_viz.forward import forward_record
-from infsa_viz.maps import METHODS, GroundTruth, attribute
+from infsa_viz.maps import METHODS, GroundTruth, attribute, attribute_images
 from infsa_viz.metrics.registry import METRICS, RowMetric, RowScoring, Scoring, resolve_settings
 
 B, SIDE, PATCH, GRID = 2, 224, 16, 14  # 14 x 14 patches + CLS = 197 tokens
@@ -69,7 +69,7 @@ def test_every_method_maps_197_tokens(model, method):
 def test_every_metric_scores_197_tokens(model, name):
     metric = METRICS[name]
     x = _images()
-    maps = attribute(model, x, "attention").maps  # (B, 14, 14)
+    maps = attribute_images(model, x, "attention").maps  # (B, 14, 14)
     settings = {**resolve_settings({"steps": 4, "insertion_steps": 4, "road_steps": 2, "sanity_images": B}),
                 "select": "all", "seed": 0, "batch_size": 64}
     if isinstance(metric, RowMetric):

@@ -31,6 +31,7 @@ __all__ = [
     "MapResult",
     "Validity",
     "attribute",
+    "attribute_images",
     "check_method",
     "parse_head",
     "register",
@@ -226,34 +227,32 @@ class MapMethod(ABC):
             )
         return {**self.defaults, **options}
 
-    def attribute(self, model: nn.Module | ForwardRecord, images: Tensor | None = None, *,
-                  target: Target | str | int | Tensor | None = None, labels: Any = None,
-                  truth: GroundTruth | None = None, **options: Any) -> MapResult:
-        """Maps ``(B, h, w)`` of this method for a forward record, or for ``images`` of ``model``.
+    def attribute(self, record: ForwardRecord, *, truth: GroundTruth | None = None, **options: Any) -> MapResult:
+        """Maps ``(B, h, w)`` of this method for the images of a forward record.
 
         Args:
-            model: a :class:`~infsa_viz.forward.ForwardRecord` (its images, labels and target), or a
-                :class:`~infsa_viz.model.vit.VisionTransformer` (any variant) with ``images``.
-            images: ``(B, C, H, W)`` preprocessed images (:func:`infsa_viz.preprocess.preprocess`),
-                with a model only.
-            target: with a model only: the class to explain for methods with ``explains_class``:
-                ``None`` (default, the model's prediction), a :class:`~infsa_viz.targets.Target` or
-                anything :meth:`Target.parse <infsa_viz.targets.Target.parse>` reads (``"label"``,
-                ``"top 2"``, a class index or name), or ``(B,)`` class indices. Methods that do not
-                explain a class refuse a target.
-            labels: with a model only: ``(B,)`` ground-truth labels, for ``target="label"``.
+            record: a :class:`~infsa_viz.forward.ForwardRecord`: the model, its prepared images, their
+                labels and the class explained (methods with ``explains_class`` explain
+                ``record.explained``; ``record.explaining(classes)`` explains others).
+                :func:`attribute_images` builds one from a model and images.
             truth: the images' :class:`GroundTruth`, for methods with :attr:`needs_truth`.
             **options: see :attr:`defaults`; unknown options are refused.
 
         Raises:
-            ValueError: unknown option, bad option value, a target for a method without one, a
-                missing ground truth, a call whose :meth:`estimate` is over the memory available or
-                the method's bound, a method that rebuilds a layer's operator from its class on a layer
-                that computes something else (:attr:`reads_operator`), or maps that are not finite (the
-                images are named).
+            TypeError: ``record`` is not a :class:`~infsa_viz.forward.ForwardRecord`.
+            ValueError: unknown option, bad option value, a missing ground truth, a call whose
+                :meth:`estimate` is over the memory available or the method's bound, a method that rebuilds
+                a layer's operator from its class on a layer that computes something else
+                (:attr:`reads_operator`), or maps that are not finite (the images are named).
         """
+        if not isinstance(record, ForwardRecord):
+            raise TypeError(f"record has type {type(record).__name__}; expected a ForwardRecord "
+                            "(infsa_viz.forward_record(model, images)), or call attribute_images(model, images, method)")
+        given = sorted({"target", "labels", "images"} & set(options))
+        if given:
+            raise ValueError(f"{given} given with a ForwardRecord, which carries its images, labels and target; pass "
+                             "none of them (record.explaining(classes) explains other classes)")
         resolved = self.resolve(options)
-        record = self._record(model, images, target, labels)
         B = len(record)
         if self.needs_truth and (truth is None or len(truth.boxes) != B):
             raise ValueError(f"method {self.name!r} is a reference map built from the images' ground truth; "
@@ -277,28 +276,6 @@ class MapMethod(ABC):
                              f"for images {bad[:8]} (options {resolved}); the model or its inputs are out of range")
         return MapResult(maps=maps.detach().float(), method=self.name, options=resolved, target=classes,
                          validity=validity, metadata=metadata)
-
-    def _record(self, model: nn.Module | ForwardRecord, images: Tensor | None, target: Any,
-                labels: Any) -> ForwardRecord:
-        """The record to read: ``model`` itself, or one built for ``images`` (the target checked)."""
-        if isinstance(model, ForwardRecord):
-            if images is not None or target is not None or labels is not None:
-                raise ValueError("a ForwardRecord carries its images, labels and target; pass none of them "
-                                 "(record.explaining(classes) explains other classes)")
-            return model
-        if not isinstance(images, Tensor):
-            raise ValueError(f"images has type {type(images).__name__}; expected a (B, C, H, W) tensor with a "
-                             "model (or pass a ForwardRecord alone)")
-        if target is not None and not self.explains_class:
-            raise ValueError(f"method {self.name!r} does not explain a class; target={target!r} does not apply")
-        config = getattr(model, "config", None)
-        if isinstance(target, Tensor):
-            classes = check_classes(target, images.shape[0], getattr(config, "num_classes", None))
-            return ForwardRecord(model, images, labels=labels, capture=self.reads_attention, classes=classes)
-        parsed = Target.parse(target, class_names=getattr(config, "class_names", None))
-        if parsed.needs_label and self.explains_class:  # asked for the labels: every image needs one
-            parsed.resolve(torch.zeros(images.shape[0], getattr(config, "num_classes", None) or 1), labels)
-        return ForwardRecord(model, images, labels=labels, target=parsed, capture=self.reads_attention)
 
     @abstractmethod
     def _compute(self, forward: ForwardRecord, options: dict[str, Any],
@@ -332,25 +309,65 @@ def check_method(method: str) -> MapMethod:
     return METHODS[method]
 
 
-def attribute(model: nn.Module | ForwardRecord, images: Tensor | str, method: str | None = None, *,
-              target: Target | str | int | Tensor | None = None, labels: Any = None, truth: GroundTruth | None = None,
-              **options: Any) -> MapResult:
-    """Maps of ``method`` for each image: ``attribute(record, method)`` reads a
-    :class:`~infsa_viz.forward.ForwardRecord`; ``attribute(model, images, method)`` builds one.
+def attribute(record: ForwardRecord, method: str, *, truth: GroundTruth | None = None, **options: Any) -> MapResult:
+    """Maps of ``method`` for each image of the forward ``record``: the one form of the verb (its images,
+    labels and explained class travel with the record; :func:`attribute_images` builds one).
 
     Example:
-        >>> result = attribute(model, images, "visits")      # result.maps: (B, h, w)
-        >>> attribute(model, images, "attention", layer=0, head=1).maps
         >>> record = forward_record(model, images, labels=labels, target="label")
-        >>> attribute(record, "saliency").maps               # the record's images and target
+        >>> attribute(record, "visits").maps                 # (B, h, w); reads record.attention
+        >>> attribute(record, "saliency").maps               # explains record.explained
+        >>> attribute(record.explaining(classes), "saliency").maps
     """
-    if isinstance(model, ForwardRecord):
-        if method is not None or not isinstance(images, str):
-            raise ValueError("attribute(record, method): a ForwardRecord carries its images; pass the method second")
-        return check_method(images).attribute(model, target=target, labels=labels, truth=truth, **options)
     if not isinstance(method, str):
-        raise ValueError(f"method={method!r} is invalid; expected attribute(model, images, method) with a method name")
-    return check_method(method).attribute(model, images, target=target, labels=labels, truth=truth, **options)
+        raise ValueError(f"method={method!r} is invalid; expected attribute(record, method) with a method name")
+    return check_method(method).attribute(record, truth=truth, **options)
+
+
+def attribute_images(model: nn.Module, images: Any, method: str, *, target: Target | str | int | Tensor | None = None,
+                     labels: Any = None, truth: GroundTruth | None = None, **options: Any) -> MapResult:
+    """Maps of ``method`` for ``images`` of ``model``: builds the images' forward record
+    (:func:`~infsa_viz.forward.forward_record`) and calls :func:`attribute` on it.
+
+    Args:
+        model: a :class:`~infsa_viz.model.vit.VisionTransformer` (any variant).
+        images: ``(B, C, H, W)`` prepared images (:func:`infsa_viz.preprocess.preprocess`), a
+            :class:`~infsa_viz.preprocess.Prepared`, or decoded uint8 images (prepared with the model's own
+            preprocessing).
+        method: a registered map method.
+        target: the class to explain, for methods with ``explains_class``: ``None`` (default, the model's
+            prediction), a :class:`~infsa_viz.targets.Target` or anything :meth:`Target.parse
+            <infsa_viz.targets.Target.parse>` reads (``"label"``, ``"top 2"``, a class index or name), or
+            ``(B,)`` class indices. Methods that do not explain a class refuse a target.
+        labels: ``(B,)`` ground-truth labels, for ``target="label"``.
+        truth: the images' :class:`GroundTruth`, for methods with :attr:`MapMethod.needs_truth`.
+        **options: the method's options.
+
+    Example:
+        >>> attribute_images(model, images, "visits").maps            # (B, h, w)
+        >>> attribute_images(model, images, "attention", layer=0, head=1).maps
+    """
+    from ..forward import forward_record
+
+    spec = check_method(method) if isinstance(method, str) else None
+    if spec is None:
+        raise ValueError(f"method={method!r} is invalid; expected attribute_images(model, images, method) with a "
+                         "method name")
+    if isinstance(model, ForwardRecord):
+        raise TypeError("attribute_images takes a model and images; a ForwardRecord goes to attribute(record, method)")
+    if target is not None and not spec.explains_class:
+        raise ValueError(f"method {method!r} does not explain a class; target={target!r} does not apply")
+    if isinstance(target, Tensor):
+        record = forward_record(model, images, labels=labels, capture=spec.reads_attention)
+        record = record.explaining(check_classes(target, len(record), getattr(getattr(model, "config", None),
+                                                                                   "num_classes", None)))
+        return attribute(record, method, truth=truth, **options)
+    config = getattr(model, "config", None)
+    parsed = Target.parse(target, class_names=getattr(config, "class_names", None))
+    record = forward_record(model, images, labels=labels, target=parsed, capture=spec.reads_attention)
+    if parsed.needs_label and spec.explains_class:  # asked for the labels: every image needs one
+        parsed.resolve(torch.zeros(len(record), getattr(config, "num_classes", None) or 1), labels)
+    return attribute(record, method, truth=truth, **options)
 
 
 def parse_head(value: Any) -> str | int:

@@ -301,19 +301,6 @@ def register_metric(cls: type[Metric]) -> type[Metric]:
     return cls
 
 
-def unregister_metric(name: str) -> None:
-    """Remove a metric (for tests that register a toy one)."""
-    metric = METRICS.pop(name)
-    for figure in metric.figures:
-        FIGURES.pop(figure.name, None)
-        _OWNER.pop(figure.key, None)
-        _OWNER.pop(figure.name, None)
-    used = {s.name for m in METRICS.values() for s in m.settings}
-    for setting in metric.settings:
-        if setting.name not in used:
-            SETTINGS.pop(setting.name, None)
-
-
 def check_metric(name: str) -> Metric:
     """The registered metric ``name``; ``ValueError`` naming the choices otherwise."""
     if name not in METRICS:

@@ -17,7 +17,7 @@ import torch
 from infsa_viz import load_model, preprocess
 from infsa_viz.data import TEST_SIZE, test_split
 from infsa_viz.images import decode_image
-from infsa_viz.maps import attribute
+from infsa_viz.maps import attribute_images
 from infsa_viz.overlay import colour_scale
 from infsa_viz.preprocess import prepare
 from infsa_viz.spectral import expected_visits
@@ -235,7 +235,7 @@ def test_shared_scale_is_computed_on_the_maps_drawn(shipped_models):
     for m in shipped_models:
         model = load_model(m.path)
         x = preprocess(model, test_split().images[11:12])
-        maps.append(attribute(model, x, "attention", **details[m.label]["options"]).maps[0])
+        maps.append(attribute_images(model, x, "attention", **details[m.label]["options"]).maps[0])
     scale = colour_scale(maps, "shared", clip=99)
     cells = sum(m.numel() for m in maps)
     for i, m in enumerate(shipped_models):
@@ -475,7 +475,7 @@ def test_rollout_head_fusion_and_discard_ratio_are_the_librarys(shipped_models):
     _ok(at)
     index = at.number_input(key="image_index").value
     model = load_model(shipped_models[0].path)
-    expected = attribute(model, preprocess(model, test_split().images[index:index + 1]), "rollout", head="max",
+    expected = attribute_images(model, preprocess(model, test_split().images[index:index + 1]), "rollout", head="max",
                          discard_ratio=0.5)
     options = _details(at)[shipped_models[0].label]["options"]
     assert (options["head"], options["discard_ratio"]) == ("max", 0.5) and options == expected.options

@@ -15,7 +15,7 @@ import torch
 from infsa_viz import load_model
 from infsa_viz.data import test_split
 from infsa_viz.evaluation.interventions import object_importance
-from infsa_viz.maps import attribute
+from infsa_viz.maps import attribute_images
 from infsa_viz.metrics.evidence import object_mass
 from infsa_viz.preprocess import prepare
 from tests.app.test_apptest import _app, _ok, _shown
@@ -58,7 +58,7 @@ def test_the_pages_numbers_equal_object_importance_on_the_same_scene(shipped_mod
         assert list(table["object"]) == [o for o, v in zip(truth.objects, visible) if v]  # absent objects hidden
         np.testing.assert_allclose(table["Δp alone"], truth.prob_drop[0][visible], rtol=0, atol=1e-12)
         np.testing.assert_allclose(table["Δlogit alone"], truth.logit_drop[0][visible], rtol=0, atol=1e-12)
-        attention = attribute(model, prepare(model.config, [scene.render()]).tensor, "attention").maps
+        attention = attribute_images(model, prepare(model.config, [scene.render()]).tensor, "attention").maps
         share = object_mass(attention.numpy(), truth.masks)[0]
         np.testing.assert_allclose(table["map share"], share[visible], rtol=0, atol=1e-9)
 

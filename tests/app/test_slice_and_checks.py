@@ -13,7 +13,7 @@ import torch
 from infsa_viz import load_model
 from infsa_viz.data import cue_conditions, test_split
 from infsa_viz.evaluation import EvalSettings, score_images
-from infsa_viz.maps import attribute
+from infsa_viz.maps import attribute_images
 from infsa_viz.estimate import Workload
 from infsa_viz.metrics.registry import METRICS, RowMetric, figures_of
 from infsa_viz.metrics.sanity import cascading_randomisation, map_similarity
@@ -95,9 +95,9 @@ def test_difference_map_and_randomisation_check(shipped_models):
     index = at.number_input(key="image_index").value
     x = prepare(load_model(shipped_models[1].path).config, test_split().images[index:index + 1]).tensor
     model = load_model(shipped_models[1].path).eval()
-    trained = attribute(model, x, "attention").maps.numpy()
+    trained = attribute_images(model, x, "attention").maps.numpy()
     randomised = next(m for stage, m in cascading_randomisation(model, seed=0) if stage == "embedding")
-    similarity = map_similarity(trained, attribute(randomised, x, "attention").maps.numpy())
+    similarity = map_similarity(trained, attribute_images(randomised, x, "attention").maps.numpy())
     line = next(t for m in at.markdown if (t := _shown(m.value)).startswith(f"**{shipped_models[1].label}** — Spearman"))
     rho = float(re.search(r"Spearman ρ ([+-][0-9.]+)", line)[1])
     assert rho == round(float(similarity["spearman"][0]), 2)

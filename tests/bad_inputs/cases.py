@@ -262,9 +262,9 @@ def _decode(name: str) -> Callable[[Paths], Any]:
 
 
 def _attribute(method: str, **options) -> Callable[[Paths], Any]:
-    from infsa_viz.maps import attribute
+    from infsa_viz.maps import attribute_images
 
-    return lambda p: attribute(_model(p), torch.zeros(1, 1, 48, 48), method, **options)
+    return lambda p: attribute_images(_model(p), torch.zeros(1, 1, 48, 48), method, **options)
 
 
 def _forward(x: Callable[[], torch.Tensor]) -> Callable[[Paths], Any]:

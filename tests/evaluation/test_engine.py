@@ -12,7 +12,7 @@ from sklearn.metrics import auc
 
 from infsa_viz.data import LabelledImages
 from infsa_viz.evaluation import EvalSettings, default_methods, evaluate, score_images, summarise
-from infsa_viz.maps import METHODS, attribute
+from infsa_viz.maps import METHODS, attribute_images
 from infsa_viz.metrics import aopc, box_auc, box_curves, lerf_auc, morf_aoc, perturbation_curves, pointing_game
 from infsa_viz.model import VisionTransformer
 from infsa_viz.preprocess import Preprocessing, prepare, preprocess
@@ -42,7 +42,7 @@ def test_records_equal_the_metric_functions_on_the_same_maps(model):
         warnings.simplefilter("error")  # every figure is defined here: no undefined-metric warning
         records, result, parts = score_images(model, data, "visits", protocol=protocol, name="m")
     x = preprocess(model, data.images)
-    maps = attribute(model, x, "visits").maps
+    maps = attribute_images(model, x, "visits").maps
     torch.testing.assert_close(result.maps, maps)
     curves = perturbation_curves(model, x, maps, data.labels, patch_size=4, order="both", steps=4)
     expect = {"morf_aoc": morf_aoc(curves["morf"], select="all").per_image,

@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from infsa_viz.maps import attribute
+from infsa_viz.maps import attribute_images
 from infsa_viz.maps.flow import attention_flow, residual_attention
 
 
@@ -46,7 +46,7 @@ def test_attention_flow_map_reads_the_models_residual_attention(tiny_model):
     _, records = capture_attention(tiny_model, x)
     mats = [residual_attention(r.attention_matrix().mean(1).double())[0].numpy() for r in records]
     expected = attention_flow(mats)[1:]
-    result = attribute(tiny_model, x, "attention_flow").maps
+    result = attribute_images(tiny_model, x, "attention_flow").maps
     assert np.allclose(result.reshape(-1).numpy(), expected, atol=1e-6)
 
 
@@ -68,7 +68,7 @@ def test_tam_matches_its_steps_written_out(tiny_model, naive_vit):
             total += g[0].double()
         weight = (total / steps).clamp(min=0).mean(0)[0]
         expected[b] = (state * weight)[1:]
-    result = attribute(tiny_model, x, "tam", target=target, steps=steps).maps
+    result = attribute_images(tiny_model, x, "tam", target=target, steps=steps).maps
     assert_close(result.reshape(2, 16).double(), expected, atol=1e-6, rtol=1e-4)
 
 
@@ -76,4 +76,4 @@ def test_tam_checks_its_options(tiny_model):
     x = torch.randn(1, 1, 16, 16)
     for bad in ({"steps": 0}, {"start_layer": 5}):
         with pytest.raises(ValueError, match=next(iter(bad))):
-            attribute(tiny_model, x, "tam", **bad)
+            attribute_images(tiny_model, x, "tam", **bad)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from infsa_viz.maps import METHODS, GroundTruth, attribute
+from infsa_viz.maps import METHODS, GroundTruth, attribute_images
 from infsa_viz.maps.reference import box_oracle_maps
 from infsa_viz.model import VisionTransformer, ViTConfig
 
@@ -27,11 +27,11 @@ def test_the_box_oracle_is_a_method_that_reads_the_truth():
                                         num_classes=3))
     images = torch.zeros(2, 1, 16, 16)
     truth = GroundTruth(boxes=[np.array([[0, 0, 8, 8]]), np.zeros((0, 4))])
-    result = attribute(model, images, "box_oracle", truth=truth)
+    result = attribute_images(model, images, "box_oracle", truth=truth)
     assert result.method == "box_oracle" and result.metadata["images_without_box"] == 1
     assert float(result.maps[0, :2, :2].min()) == 1.0 and float(result.maps[1].abs().sum()) == 0.0
     with pytest.raises(ValueError, match="ground truth"):
-        attribute(model, images, "box_oracle")
+        attribute_images(model, images, "box_oracle")
 
 
 def test_roles_tell_references_apart():
@@ -50,9 +50,9 @@ def test_the_greedy_oracle_removes_what_hurts_most_first(make_config):
     model = VisionTransformer(make_config("softmax", num_classes=3)).eval()
     x = torch.randn(3, 1, 16, 16)
     target = torch.tensor([0, 1, 2])
-    greedy = attribute(model, x, "greedy_deletion", target=target, steps=4)
+    greedy = attribute_images(model, x, "greedy_deletion", target=target, steps=4)
     assert greedy.maps.shape == (3, 4, 4) and greedy.metadata["forwards_per_image"] > 0
     score = lambda maps: morf_aoc(perturbation_curves(model, x, maps, target, patch_size=4, steps=4),  # noqa: E731
                                   select="all").per_image
     for other in ("attention", "random"):
-        assert (score(greedy.maps) >= score(attribute(model, x, other).maps) - 1e-9).all()
+        assert (score(greedy.maps) >= score(attribute_images(model, x, other).maps) - 1e-9).all()

@@ -10,7 +10,7 @@ from infsa_viz.maps import (
     METHODS,
     UNLEARNED_GAMMA,
     MapMethod,
-    attribute,
+    attribute_images,
     parse_head,
     pool_to_patches,
     selector_options,
@@ -26,7 +26,7 @@ def test_integrated_gradients_completeness(make_config):
     """IG attributions sum to logit(x) − logit(baseline) (Captum's completeness axiom)."""
     model = VisionTransformer(make_config("pure_infsa")).eval().double()
     x = torch.randn(1, 1, 16, 16, dtype=torch.float64)
-    m = attribute(model, x, "integrated_gradients", target=1, n_steps=200).maps
+    m = attribute_images(model, x, "integrated_gradients", target=1, n_steps=200).maps
     with torch.no_grad():
         delta = model(x)[0, 1] - model(torch.zeros_like(x))[0, 1]
     assert float(m.sum()) == pytest.approx(float(delta), rel=0.02, abs=1e-4)
@@ -35,7 +35,7 @@ def test_integrated_gradients_completeness(make_config):
 def test_occlusion_is_the_logit_drop_of_each_patch(make_config):
     model = VisionTransformer(make_config("softmax")).eval()
     x = torch.randn(1, 1, 16, 16)
-    result = attribute(model, x, "occlusion", target=torch.tensor([2]))
+    result = attribute_images(model, x, "occlusion", target=torch.tensor([2]))
     with torch.no_grad():
         clean = model(x)[0, 2]
         occluded = x.clone()
@@ -50,29 +50,29 @@ def test_gradient_target_defaults_to_the_prediction_and_is_checked(make_config):
     x = torch.randn(3, 1, 16, 16)
     with torch.no_grad():
         predicted = model(x).argmax(-1)
-    assert attribute(model, x, "saliency").target.tolist() == predicted.tolist()
-    assert attribute(model, x, "saliency", target=0).target.tolist() == [0, 0, 0]
-    assert attribute(model, x, "saliency", target="top 2").target.tolist() == \
+    assert attribute_images(model, x, "saliency").target.tolist() == predicted.tolist()
+    assert attribute_images(model, x, "saliency", target=0).target.tolist() == [0, 0, 0]
+    assert attribute_images(model, x, "saliency", target="top 2").target.tolist() == \
         torch.sort(model(x), dim=-1, descending=True, stable=True).indices[:, 1].tolist()
-    assert attribute(model, x, "saliency", target="label", labels=[2, 1, 0]).target.tolist() == [2, 1, 0]
+    assert attribute_images(model, x, "saliency", target="label", labels=[2, 1, 0]).target.tolist() == [2, 1, 0]
     for bad in (3, torch.tensor([0, 1]), -1, "top 9", "label", "cat"):
         with pytest.raises(ValueError, match="target|label"):
-            attribute(model, x, "saliency", target=bad)
+            attribute_images(model, x, "saliency", target=bad)
     with pytest.raises(ValueError, match="does not explain a class"):
-        attribute(model, x, "attention", target=1)
+        attribute_images(model, x, "attention", target=1)
 
 
 def test_attention_map_of_linear_model_is_a(make_config):
     """For Linear-InfSA every row of 1·aᵀ is a, so the CLS row equals the estimate a."""
     model = VisionTransformer(make_config("linear_infsa")).eval()
     x = torch.randn(2, 1, 16, 16)
-    assert_close(attribute(model, x, "attention", layer=1, head=0).maps,
-                 attribute(model, x, "linear_estimate", layer=1, head=0).maps)
+    assert_close(attribute_images(model, x, "attention", layer=1, head=0).maps,
+                 attribute_images(model, x, "linear_estimate", layer=1, head=0).maps)
 
 
 def test_softmax_visits_state_the_default_gamma(make_config):
     model = VisionTransformer(make_config("softmax")).eval()
-    result = attribute(model, torch.randn(1, 1, 16, 16), "visits")
+    result = attribute_images(model, torch.randn(1, 1, 16, 16), "visits")
     assert result.metadata["gamma"] == pytest.approx(UNLEARNED_GAMMA)
     assert "learns no rho" in result.metadata["gamma_source"]
 
@@ -80,11 +80,11 @@ def test_softmax_visits_state_the_default_gamma(make_config):
 def test_unknown_method_and_options_are_refused(tiny_model):
     x = torch.randn(1, 1, 16, 16)
     with pytest.raises(ValueError, match="method='gradcam'"):
-        attribute(tiny_model, x, "gradcam")
+        attribute_images(tiny_model, x, "gradcam")
     with pytest.raises(ValueError, match="do not apply to method 'rollout'"):
-        attribute(tiny_model, x, "rollout", layer=0)
+        attribute_images(tiny_model, x, "rollout", layer=0)
     with pytest.raises(ValueError, match="layer=7"):
-        attribute(tiny_model, x, "attention", layer=7)
+        attribute_images(tiny_model, x, "attention", layer=7)
 
 
 def test_selector_options_one_rule_for_the_cli_and_the_app():
@@ -101,8 +101,8 @@ def test_selector_options_one_rule_for_the_cli_and_the_app():
 def test_batched_equals_unbatched(tiny_model):
     x = torch.randn(3, 1, 16, 16)
     for method in ("attention", "visits", "perron", "saliency"):
-        batched = attribute(tiny_model, x, method).maps
-        single = torch.cat([attribute(tiny_model, x[i : i + 1], method).maps for i in range(3)])
+        batched = attribute_images(tiny_model, x, method).maps
+        single = torch.cat([attribute_images(tiny_model, x[i : i + 1], method).maps for i in range(3)])
         assert_close(batched, single, atol=1e-5, rtol=1e-4)
 
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from infsa_viz.maps import attribute
+from infsa_viz.maps import attribute_images
 from infsa_viz.maps._explicit import explicit_attention
 from infsa_viz.maps.relevance import _gradients
 from infsa_viz.model import VisionTransformer
@@ -37,7 +37,7 @@ def test_chefer_matches_the_paper_written_out(tiny_model, naive_vit):
             heads = [(g[b, h] * A[b, h]).clamp(min=0).double() for h in range(A.shape[1])]
             R = R + (sum(heads) / len(heads)) @ R
         expected[b] = R[0, 1:].float()
-    result = attribute(tiny_model, x, "chefer2021", target=target)
+    result = attribute_images(tiny_model, x, "chefer2021", target=target)
     assert_close(result.maps.reshape(2, 16), expected, atol=1e-5, rtol=1e-4)
 
 
@@ -61,7 +61,7 @@ def test_attn_lrp_conserves_the_logit_without_biases_and_softmax(make_config, va
     # the shared parameters' relevance is summed over the batch: compare the batch totals
     assert_close(((x * gx).sum() + (model.pos_embed * gpos).sum() + (model.cls_token * gcls).sum()).detach(),
                  logit.sum(), atol=1e-9, rtol=1e-7)
-    maps = attribute(model, x.detach(), "attn_lrp", target=target).maps
+    maps = attribute_images(model, x.detach(), "attn_lrp", target=target).maps
     assert_close(maps.sum((1, 2)).double(), (x * gx).sum((1, 2, 3)).detach().to(maps.dtype).double(),
                  atol=1e-5, rtol=1e-5)
 
@@ -98,7 +98,7 @@ def test_grad_cam_matches_a_naive_reference(make_config):
     for b in range(2):
         weights = grad[b, 1:].mean(0)  # (C,)
         expected[b] = torch.relu(seen[0][b, 1:] @ weights)
-    maps = attribute(model, x, "grad_cam", target=torch.tensor([2, 0]), layer=1).maps
+    maps = attribute_images(model, x, "grad_cam", target=torch.tensor([2, 0]), layer=1).maps
     assert_close(maps.reshape(2, 16), expected.detach(), atol=1e-6, rtol=1e-5)
 
 
@@ -107,8 +107,8 @@ def test_batched_equals_unbatched(tiny_model, method):
     x = torch.randn(3, 1, 16, 16)
     target = torch.tensor([0, 1, 2])
     options = {"steps": 4} if method == "tam" else {}
-    batched = attribute(tiny_model, x, method, target=target, **options).maps
-    single = torch.cat([attribute(tiny_model, x[i:i + 1], method, target=target[i:i + 1], **options).maps
+    batched = attribute_images(tiny_model, x, method, target=target, **options).maps
+    single = torch.cat([attribute_images(tiny_model, x[i:i + 1], method, target=target[i:i + 1], **options).maps
                         for i in range(3)])
     assert_close(batched, single, atol=1e-5, rtol=1e-4)
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from infsa_viz.maps import UNLEARNED_GAMMA, attribute, rollout
+from infsa_viz.maps import UNLEARNED_GAMMA, attribute_images, rollout
 from infsa_viz.model import VisionTransformer, ViTConfig, capture_attention
 from infsa_viz.spectral import fundamental_matrix, neumann_across_layers, perron_vector, spectral_radius
 
@@ -28,7 +28,7 @@ def _discount(record) -> float:
 
 def test_visits_equal_the_cls_row_of_the_dense_fundamental_matrix(variant, images):
     model = _model(variant)
-    result = attribute(model, images, "visits")
+    result = attribute_images(model, images, "visits")
     record = capture_attention(model, images)[1][-1]
     A = record.attention_matrix().double().mean(1)  # (B, N, N) head mean of the native matrix
     gamma = _discount(record)
@@ -50,7 +50,7 @@ def test_visits_carry_the_absorbing_chain_validity_of_their_graph(variant, image
     A = record.attention_matrix().double().mean(1)  # (B, N, N)
     radius = float(spectral_radius(A).max())
     for gamma in (None, 0.99 / radius):
-        result = attribute(model, images, "visits", gamma=gamma)
+        result = attribute_images(model, images, "visits", gamma=gamma)
         g = _discount(record) if gamma is None else gamma
         mass = g * A.sum(-1)  # (B, N)
         validity = result.validity
@@ -70,7 +70,7 @@ def test_visits_carry_the_absorbing_chain_validity_of_their_graph(variant, image
 
 def test_neumann_matches_the_dense_series_and_checks_every_layer(variant, images):
     model = _model(variant)
-    result = attribute(model, images, "neumann")
+    result = attribute_images(model, images, "neumann")
     records = capture_attention(model, images)[1]
     mats = [r.attention_matrix().double().mean(1) for r in records]
     expected = neumann_across_layers(mats, [_discount(r) for r in records], "cls").vector
@@ -80,7 +80,7 @@ def test_neumann_matches_the_dense_series_and_checks_every_layer(variant, images
 
 def test_perron_is_the_head_mean_graph_perron_vector(variant, images):
     model = _model(variant)
-    result = attribute(model, images, "perron", layer=0)
+    result = attribute_images(model, images, "perron", layer=0)
     record = capture_attention(model, images)[1][0]
     if variant == "linear_infsa":
         # Left Perron vector of 1·āᵀ is ā exactly (ā = head mean of a; Σā = 1 − O(ε)).
@@ -95,27 +95,27 @@ def test_perron_is_the_head_mean_graph_perron_vector(variant, images):
 def test_linear_estimate_and_rollout(variant, images):
     model = _model(variant)
     records = capture_attention(model, images)[1]
-    estimate = attribute(model, images, "linear_estimate", layer=1, head=0).maps
+    estimate = attribute_images(model, images, "linear_estimate", layer=1, head=0).maps
     assert_close(estimate.reshape(2, 16), records[1].linear_estimate()[:, 0, 1:].float())
-    rolled = attribute(model, images, "rollout").maps
+    rolled = attribute_images(model, images, "rollout").maps
     assert_close(rolled.reshape(2, 16).double(), rollout(records).double()[:, 0, 1:], rtol=1e-5, atol=1e-7)
 
 
 def test_a_gamma_beyond_the_spectral_radius_is_refused(images):
     with pytest.raises(ValueError, match="spectral radius"):
-        attribute(_model("softmax"), images, "visits", gamma=1.0)
+        attribute_images(_model("softmax"), images, "visits", gamma=1.0)
 
 
 def test_mean_pool_model_reads_the_uniform_row(images):
     model = _model("pure_infsa", pool="mean")
-    result = attribute(model, images, "visits", head=1, matrix="infsa")
+    result = attribute_images(model, images, "visits", head=1, matrix="infsa")
     assert result.metadata["start"] == "uniform" and result.maps.shape == (2, 4, 4)
     with pytest.raises(ValueError, match="CLS"):
-        attribute(model, images, "visits", start="cls")
+        attribute_images(model, images, "visits", start="cls")
     with pytest.raises(ValueError, match="head"):
-        attribute(model, images, "perron", head=2)
+        attribute_images(model, images, "perron", head=2)
     with pytest.raises(ValueError, match="layer"):
-        attribute(model, images, "perron", layer=5)
+        attribute_images(model, images, "perron", layer=5)
 
 
 @pytest.mark.parametrize("variant_name", ["pure_infsa", "softmax"])
@@ -124,8 +124,8 @@ def test_matrix_free_solvers_equal_the_dense_ones_and_report_convergence(variant
     model = _model(variant_name).double()
     images = images.double()
     for method, solver in (("visits", "gmres"), ("perron", "power")):
-        dense = attribute(model, images, method, solver="dense")
-        free = attribute(model, images, method, solver=solver, block_size=5)
+        dense = attribute_images(model, images, method, solver="dense")
+        free = attribute_images(model, images, method, solver=solver, block_size=5)
         assert_close(free.maps, dense.maps, rtol=1e-6, atol=1e-9)
         meta = free.metadata
         assert meta.get("solver", meta.get("method")) == solver

@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-from infsa_viz.maps import attribute
+from infsa_viz.maps import attribute_images
 from infsa_viz.metrics import morf_aoc, perturbation_curves, removal_order
 from infsa_viz.metrics.beam_deletion import beam_deletion, beam_forwards, step_weights, window_shapes
 from infsa_viz.metrics.greedy_deletion import greedy_deletion
@@ -85,7 +85,7 @@ def test_never_below_the_greedy_oracle_on_a_real_vit(vit, images):
 
 def test_windows_and_the_registered_reference_map(vit, images):
     assert window_shapes(2) == [(1, 2), (2, 1), (2, 2)] and window_shapes(8) == [(3, 3)]
-    found = attribute(vit, images, "beam_deletion", target=torch.tensor([0, 1, 2, 0, 1, 2]), steps=4, width=1,
+    found = attribute_images(vit, images, "beam_deletion", target=torch.tensor([0, 1, 2, 0, 1, 2]), steps=4, width=1,
                       expand=2)
     assert found.maps.shape == (6, GRID, GRID) and found.metadata["forwards_per_image"] > 0
     assert 0 < found.metadata["forwards_per_image_mean"] <= found.metadata["forwards_per_image"]

@@ -11,7 +11,7 @@ import torch
 
 from infsa_viz.data import LabelledImages
 from infsa_viz.evaluation import EvalSettings, evaluate, score_images
-from infsa_viz.maps import attribute
+from infsa_viz.maps import attribute_images
 from infsa_viz.metrics import (
     class_switch,
     complexity,
@@ -43,10 +43,10 @@ def test_records_hold_the_metric_functions_on_their_subsets(model):
                             sanity_images=0)
     records, _, parts = score_images(model, data, "chefer2021", protocol=protocol, name="m")
     x = preprocess(model, data.images)
-    maps = attribute(model, x, "chefer2021", target=torch.as_tensor(data.labels)).maps
+    maps = attribute_images(model, x, "chefer2021", target=torch.as_tensor(data.labels)).maps
     energy = energy_pointing_game(maps, data.boxes, image_size=16)
     di = deletion_insertion(model, x[:2], maps[:2], data.labels[:2], patch_size=4, steps=4)
-    switched = attribute(model, x[:2], "chefer2021", target=torch.tensor([1, 2])).maps
+    switched = attribute_images(model, x[:2], "chefer2021", target=torch.tensor([1, 2])).maps
     shift = class_switch(maps[:2], switched, data.boxes[:2], [b[None] for b in [data.negative_boxes[0][0]] * 2],
                          image_size=16)["shift"]
     for i, r in enumerate(records):
@@ -135,7 +135,7 @@ def test_evidence_figures_are_the_evidence_functions_on_the_shared_importance(ma
     result = evaluate([("m", model)], ["attention", "evidence_oracle"], data, protocol=protocol)
     found = object_importance(model, data, target=data.labels)
     x = preprocess(model, data.images)
-    expected = evidence_scores(attribute(model, x, "attention").maps, found.masks, found.prob_drop)
+    expected = evidence_scores(attribute_images(model, x, "attention").maps, found.masks, found.prob_drop)
     records = [r for r in result.records if r.method == "attention"]
     np.testing.assert_allclose([r.evidence_spearman for r in records], expected["evidence_spearman"], atol=1e-9)
     np.testing.assert_allclose([r.mask_relevance_mass_accuracy for r in records],

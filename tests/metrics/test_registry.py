@@ -70,10 +70,9 @@ class MapPeak(Metric):
 
 
 @pytest.fixture
-def toy_metric():
+def toy_metric(registries):
     register_metric(MapPeak)
-    yield METRICS["map_peak"]
-    registry.unregister_metric("map_peak")
+    return METRICS["map_peak"]
 
 
 def test_a_registered_metric_reaches_rows_columns_and_records(toy_metric, make_config):

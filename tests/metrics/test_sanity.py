@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from infsa_viz.maps import attribute
+from infsa_viz.maps import attribute_images
 from infsa_viz.metrics import (
     cascading_randomisation,
     random_other_class,
@@ -55,7 +55,7 @@ def test_a_map_of_the_input_alone_fails_and_a_gradient_map_moves(tiny_model):
     assert report["random_logit"] is None
 
     def chefer(model, target):
-        return attribute(model, x, "chefer2021", target=target).maps
+        return attribute_images(model, x, "chefer2021", target=target).maps
 
     report = sanity_report(tiny_model, x, chefer, targets, num_classes=3)
     assert [s["stage"] for s in report["stages"]] == ["head", "block_1", "block_0", "embedding"]

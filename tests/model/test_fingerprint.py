@@ -13,7 +13,7 @@ import math
 import pytest
 import torch
 
-from infsa_viz.maps import attribute
+from infsa_viz.maps import attribute_images
 from infsa_viz.model import (
     Attention,
     LinearInfSAAttention,
@@ -214,16 +214,16 @@ def test_readouts_of_a_layer_that_computes_something_else_are_refused(make_confi
     model = _model_with(make_config, _module("pure_infsa", neumann_3))
     x = torch.randn(2, 1, 16, 16)
     with pytest.raises(ValueError, match="attention layer 1 .*truncated Neumann series"):
-        attribute(model, x, method)
+        attribute_images(model, x, method)
 
 
 def test_per_layer_readouts_of_other_layers_and_non_graph_maps_still_run(make_config):
     model = _model_with(make_config, _module("pure_infsa", sigmoid_attention))
     x = torch.randn(2, 1, 16, 16)
-    assert attribute(model, x, "visits", layer=0).maps.shape == (2, 4, 4)
-    assert attribute(model, x, "saliency").maps.shape == (2, 4, 4)
+    assert attribute_images(model, x, "visits", layer=0).maps.shape == (2, 4, 4)
+    assert attribute_images(model, x, "saliency").maps.shape == (2, 4, 4)
     with pytest.raises(ValueError, match="attention layer 1 computes no known operator"):
-        attribute(model, x, "visits", layer=-1)
+        attribute_images(model, x, "visits", layer=-1)
     with pytest.raises(ValueError, match="eigencheck refused: attention layer 1"):
         eigencheck(model, x, baseline_samples=0)
     eigencheck(model, x, layers=[0], baseline_samples=0)
