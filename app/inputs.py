@@ -33,8 +33,11 @@ FOLDER_PREFIX = "folder:"
 #: Images read from a folder (the first ones, in its sorted order).
 FOLDER_IMAGES = 500
 UPLOAD_TYPES = ["png", "jpg", "jpeg"]
-#: The classes of each benchmark's labels: all are cluttered digits.
-BENCHMARK_CLASSES: dict[str, tuple[str, ...]] = {name: tuple(f"digit {i}" for i in range(10)) for name in BENCHMARKS}
+
+
+def benchmark_classes() -> dict[str, tuple[str, ...]]:
+    """The classes of each registered benchmark's labels, as its registry entry declares them."""
+    return {name: benchmark.classes for name, benchmark in BENCHMARKS.items()}
 
 
 # ------------------------------------------------------------------------------ image sets
@@ -71,7 +74,7 @@ def set_title(key: str) -> str:
 @st.cache_resource(show_spinner="Reading the images…", max_entries=8)
 def _set_data(key: str) -> tuple[LabelledImages | None, tuple[str, ...], str | None]:
     if key in BENCHMARKS:
-        return test_split(benchmark=key), BENCHMARK_CLASSES[key], None
+        return test_split(benchmark=key), BENCHMARKS[key].classes, None
     from infsa_viz.data.voc import open_image_folder
 
     try:
@@ -97,7 +100,7 @@ def set_classes(key: str) -> tuple[str, ...]:
 def class_names(entry: ModelEntry) -> tuple[str, ...]:
     """A model's class names (:func:`catalog.class_names`; a model without names of its own is
     named by the benchmark it was trained on)."""
-    return catalog.class_names(entry, BENCHMARK_CLASSES)
+    return catalog.class_names(entry, benchmark_classes())
 
 
 def _folder_classes(entry: ModelEntry, key: str) -> tuple[np.ndarray | None, str | None]:

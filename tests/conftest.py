@@ -39,12 +39,13 @@ def tiny_model(variant: str) -> VisionTransformer:
 
 def extendable_registries() -> tuple[dict, ...]:
     """Every registry a plugin module extends: map methods, metrics (with the figures and settings they
-    declare) and model formats. The one list a test restores."""
+    declare), model formats and generated data sources. The one list a test restores."""
+    from infsa_viz.data import BENCHMARKS
     from infsa_viz.formats import FORMATS
     from infsa_viz.maps import METHODS
     from infsa_viz.metrics import registry
 
-    return (FORMATS, METHODS, registry.METRICS, registry.FIGURES, registry.SETTINGS, registry._OWNER)
+    return (FORMATS, METHODS, registry.METRICS, registry.FIGURES, registry.SETTINGS, registry._OWNER, BENCHMARKS)
 
 
 @pytest.fixture

@@ -53,9 +53,12 @@ def add_model_list(parser: argparse.ArgumentParser, *, help: str) -> None:
 
 def add_data_options(parser: argparse.ArgumentParser, *, n_images: int) -> None:
     """``--data``, ``--boxes``, ``--classes`` and ``--n-images``: the images a command reads."""
-    parser.add_argument("--data", default="cluttered-digits", metavar="BENCHMARK|folder:PATH",
-                        help="a cluttered-digits test split (cluttered-digits, the default, or "
-                             "cluttered-digits-hard) or a folder: class sub-folders, a "
+    from ..data import BENCHMARKS
+    from ..data.splits import DEFAULT_BENCHMARK
+
+    parser.add_argument("--data", default=DEFAULT_BENCHMARK, metavar="BENCHMARK|folder:PATH",
+                        help=f"a registered benchmark's test split ({', '.join(BENCHMARKS)}; default "
+                             f"{DEFAULT_BENCHMARK}) or a folder: class sub-folders, a "
                              "Pascal-VOC root (JPEGImages/ + Annotations/), or images with <stem>.xml beside "
                              "them (ImageNet val)")
     parser.add_argument("--boxes", default=None, metavar="XMLDIR",
@@ -85,7 +88,8 @@ def load_data(args: argparse.Namespace, models: Any = ()) -> Any:
     if args.data in BENCHMARKS:
         for option, value in (("--boxes", args.boxes), ("--classes", args.classes)):
             if value:
-                raise ValueError(f"{option} applies to folder data only; cluttered digits carry exact boxes and labels")
+                raise ValueError(f"{option} applies to folder data only; a generated benchmark carries exact boxes "
+                                 "and labels")
         if args.n_images > TEST_SIZE:
             raise ValueError(f"--n-images={args.n_images}: the test split holds {TEST_SIZE} images")
         return test_split(args.n_images, benchmark=args.data)

@@ -21,17 +21,23 @@ from .mnist import load_mnist_digits
 from .scenes import Scene, object_names
 from .splits import (
     BENCHMARKS,
+    DIGITS,
     TEST_SEED,
     TEST_SIZE,
     Benchmark,
+    Generator,
     LabelledImages,
     check_benchmark,
+    register_benchmark,
     test_split,
 )
 
 __all__ = [
     "BENCHMARKS",
     "CUE_CONDITIONS",
+    "DIGITS",
+    "Generator",
+    "register_benchmark",
     "GLYPHS",
     "CuedDigitsConfig",
     "cue_conditions",

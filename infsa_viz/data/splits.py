@@ -12,6 +12,7 @@ and the input normalisation a model trained on them stores).
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -22,20 +23,66 @@ from .cluttered import ClutteredDigitsConfig, _generate, _sample_stream, clutter
 from .cued import CuedDigitsConfig, cued_epoch, generate_cued
 from .scenes import Scene
 
-__all__ = ["BENCHMARKS", "DEFAULT_BENCHMARK", "TEST_SEED", "TEST_SIZE", "Benchmark", "LabelledImages",
-           "check_benchmark", "test_split"]
+__all__ = ["BENCHMARKS", "DEFAULT_BENCHMARK", "DIGITS", "GENERATORS", "TEST_SEED", "TEST_SIZE", "Benchmark",
+           "Generator", "LabelledImages", "check_benchmark", "register_benchmark", "test_split"]
 
 #: The cluttered-digits test split: seed and size, fixed for every model and training seed.
 TEST_SEED = 20_260_301
 TEST_SIZE = 2_000
 
 
-SceneConfig = ClutteredDigitsConfig | CuedDigitsConfig
+#: The classes of the digit benchmarks, in label order.
+DIGITS: tuple[str, ...] = tuple(f"digit {i}" for i in range(10))
+
+
+@dataclass(frozen=True)
+class Generator:
+    """A kind of generated benchmark: how its settings draw test scenes and training epochs.
+
+    A generator's settings object (the ``config`` of a :class:`Benchmark`) has ``to_dict()`` (JSON-able)
+    and ``settings_hash()``; image ``i`` of a split must depend only on ``(split, seed, i)``.
+
+    Attributes:
+        name: the function named in a split's description (``generate_cluttered``).
+        test: ``test(config, n, seed) -> (images (n, S, S) uint8, labels (n,) int64, scenes)``: the first ``n``
+            images of the test stream ``seed``, each a :class:`~infsa_viz.data.scenes.Scene` whose part 0 is
+            the target (its box the positive box) and whose other present parts are the negative boxes.
+        epoch: ``epoch(config, epoch, n, seed) -> (images, labels)``: a training epoch of run seed ``seed``.
+        boxes: what the positive and negative boxes are, in words.
+        negative_labels: what each negative box's class is, in words.
+    """
+
+    name: str
+    test: Callable[[Any, int, int], tuple[np.ndarray, np.ndarray, Sequence[Scene]]]
+    epoch: Callable[[Any, int, int, int], tuple[np.ndarray, np.ndarray]]
+    boxes: str
+    negative_labels: str
+
+
+def _cluttered_test(config: ClutteredDigitsConfig, n: int, seed: int) -> tuple[np.ndarray, np.ndarray, list[Scene]]:
+    sample, scenes = _generate(*_sample_stream(n, "test", seed, 0, config), config)
+    return sample.images, sample.labels, scenes
+
+
+def _cluttered_epoch(config: ClutteredDigitsConfig, epoch: int, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    sample = cluttered_epoch(epoch, n=n, seed=seed, config=config)
+    return sample.images, sample.labels
+
+
+#: The generators of the shipped benchmarks, by name.
+GENERATORS: dict[str, Generator] = {g.name: g for g in (
+    Generator("generate_cluttered", _cluttered_test, _cluttered_epoch,
+              "target digit (positive); distractor digits are the negative boxes", "each distractor digit's class"),
+    Generator("generate_cued", lambda config, n, seed: generate_cued(n, split="test", seed=seed, config=config),
+              lambda config, epoch, n, seed: cued_epoch(epoch, n=n, seed=seed, config=config),
+              "target digit (positive); distractor digits and the cue glyph are the negative boxes",
+              "each distractor digit's class and the class the cue encodes"),
+)}
 
 
 @dataclass(frozen=True)
 class Benchmark:
-    """A named generated benchmark: generator settings, test split and normalisation.
+    """A named generated benchmark: its generator and settings, classes, test split and normalisation.
 
     Attributes:
         name: the registry key (also the ``--data`` value of ``train`` and ``evaluate``).
@@ -47,26 +94,27 @@ class Benchmark:
         description: one line: what makes it this benchmark.
         test_config: the test split's settings where they differ from training's (the cued
             benchmarks train at one cue agreement and share one test split), else ``None``.
+        generator: the kind of benchmark (:class:`Generator`) that draws its images from ``config``.
+        classes: the name of each label, in label order (default the ten digits).
     """
 
     name: str
-    config: SceneConfig
+    config: Any
     test_seed: int
     preprocessing: Preprocessing
     description: str
-    test_config: SceneConfig | None = None
+    test_config: Any = None
+    generator: Generator = GENERATORS["generate_cluttered"]
+    classes: tuple[str, ...] = DIGITS
 
     @property
-    def evaluation_config(self) -> SceneConfig:
+    def evaluation_config(self) -> Any:
         """The settings of the test split."""
         return self.config if self.test_config is None else self.test_config
 
     def training_images(self, epoch: int, *, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
         """``(images (n, S, S) uint8, labels (n,) int64)``: epoch ``epoch``'s training images of run seed ``seed``."""
-        if isinstance(self.config, CuedDigitsConfig):
-            return cued_epoch(epoch, n=n, seed=seed, config=self.config)
-        sample = cluttered_epoch(epoch, n=n, seed=seed, config=self.config)
-        return sample.images, sample.labels
+        return self.generator.epoch(self.config, epoch, n, seed)
 
 
 #: The benchmarks, by name. ``cluttered-digits`` is the published one (48 px, 36 tokens at patch 8);
@@ -82,7 +130,11 @@ class Benchmark:
 #: measured on 20,000 training images of p10.
 _CUED_TEST = CuedDigitsConfig(cue_agreement=0.5, cue_presence=1.0)
 _CUED_NORMALISATION = Preprocessing(mean=(0.1677,), std=(0.2113,))
-BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
+_CUED = GENERATORS["generate_cued"]
+#: The generated data sources, by name: filled by :func:`register_benchmark`. The CLI's ``--data``, the
+#: evaluation, the training, the scripts and the app read it.
+BENCHMARKS: dict[str, Benchmark] = {}
+_SHIPPED = (
     Benchmark("cluttered-digits", ClutteredDigitsConfig(), TEST_SEED, CLUTTERED_DIGITS,
               "48 px canvas, target 18-22 px, 2 distractors 9-12 px, faint photo background"),
     Benchmark("cluttered-digits-hard",
@@ -92,14 +144,35 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
               "96 px canvas, target 36-44 px, 6 distractors 12-20 px, photo background at half intensity"),
     Benchmark("cued-digits", _CUED_TEST, 20_260_305, _CUED_NORMALISATION,
               "the cued benchmarks' shared test split (48 px, 0-3 distractors, a class cue on every image agreeing "
-              "with the label with p = 0.5); models are trained on cued-digits-p10 or -p100"),
+              "with the label with p = 0.5); models are trained on cued-digits-p10 or -p100", generator=_CUED),
     *(Benchmark(f"cued-digits-p{round(100 * p)}", CuedDigitsConfig(cue_agreement=p, cue_presence=0.8),
                 20_260_305, _CUED_NORMALISATION,
                 f"48 px, 0-3 distractors, a class cue on 80 % of training images agreeing with the label with "
-                f"p = {p}; test: cue on every image, p = 0.5", test_config=_CUED_TEST)
+                f"p = {p}; test: cue on every image, p = 0.5", test_config=_CUED_TEST, generator=_CUED)
       for p in (0.1, 1.0)),
-)}
+)
 DEFAULT_BENCHMARK = "cluttered-digits"
+
+
+def register_benchmark(benchmark: Benchmark) -> Benchmark:
+    """Add ``benchmark`` to :data:`BENCHMARKS` (a new kind brings its own :class:`Generator`): the CLI's
+    ``--data``, ``evaluate``, ``train`` and the app offer it with no other edit.
+
+    Raises:
+        ValueError: a name already registered, or a benchmark without a generator or classes.
+    """
+    if not isinstance(benchmark, Benchmark):
+        raise TypeError(f"benchmark has type {type(benchmark).__name__}; expected a Benchmark")
+    if benchmark.name in BENCHMARKS:
+        raise ValueError(f"benchmark {benchmark.name!r} is registered twice")
+    if not isinstance(benchmark.generator, Generator) or not benchmark.classes:
+        raise ValueError(f"benchmark {benchmark.name!r} needs a Generator and at least one class name")
+    BENCHMARKS[benchmark.name] = benchmark
+    return benchmark
+
+
+for _benchmark in _SHIPPED:
+    register_benchmark(_benchmark)
 
 
 def check_benchmark(name: str) -> Benchmark:
@@ -184,25 +257,17 @@ class LabelledImages:
         )
 
 
-def _scene_split(config: SceneConfig, seed: int) -> tuple[np.ndarray, np.ndarray, list[Scene]]:
-    """``(images, labels, scenes)`` of the first :data:`TEST_SIZE` test images of ``config``'s generator."""
-    if isinstance(config, CuedDigitsConfig):
-        return generate_cued(TEST_SIZE, split="test", seed=seed, config=config)
-    sample, scenes = _generate(*_sample_stream(TEST_SIZE, "test", seed, 0, config), config)
-    return sample.images, sample.labels, scenes
-
-
 @functools.lru_cache(maxsize=4)
 def _full_test_split(benchmark: str) -> LabelledImages:
     spec = BENCHMARKS[benchmark]
-    config, seed = spec.evaluation_config, spec.test_seed
-    images, labels, scenes = _scene_split(config, seed)
+    config, seed, generator = spec.evaluation_config, spec.test_seed, spec.generator
+    images, labels, scenes = generator.test(config, TEST_SIZE, seed)
+    images, labels, scenes = np.asarray(images), np.asarray(labels, dtype=np.int64), list(scenes)
     others = [np.flatnonzero(scene.present[1:-1]) + 1 for scene in scenes]  # present non-target parts
     negative_boxes = [scene.boxes[k] for scene, k in zip(scenes, others, strict=True)]
     negative_labels = [scene.labels[k] for scene, k in zip(scenes, others, strict=True)]
     for array in (images, labels, *negative_boxes, *negative_labels):
         array.setflags(write=False)
-    cued = isinstance(config, CuedDigitsConfig)
     return LabelledImages(
         images=images,
         labels=labels,
@@ -218,11 +283,9 @@ def _full_test_split(benchmark: str) -> LabelledImages:
             "size": TEST_SIZE,
             "settings": config.to_dict(),
             "settings_hash": config.settings_hash(),
-            "images": f"{'generate_cued' if cued else 'generate_cluttered'}(split='test', seed={seed}): image i "
-                      "depends only on (split, seed, i)",
-            "boxes": "target digit (positive); " + ("distractor digits and the cue glyph" if cued
-                                                      else "distractor digits") + " are the negative boxes",
-            "negative_labels": "each distractor digit's class" + (" and the class the cue encodes" if cued else ""),
+            "images": f"{generator.name}(split='test', seed={seed}): image i depends only on (split, seed, i)",
+            "boxes": generator.boxes,
+            "negative_labels": generator.negative_labels,
         },
     )
 

@@ -79,7 +79,7 @@ def test_class_names_are_what_load_model_returns(app, own_models, shipped_models
     assert (vit.format, vit.variant) == ("transformers", "softmax")
     shipped = app.catalog.model_entry(shipped_models[0].path)  # no names of its own: its benchmark's digits
     assert app.catalog.trained_on(shipped.path, shipped.version) == "cluttered-digits"
-    assert app.catalog.class_names(shipped, app.inputs.BENCHMARK_CLASSES)[4] == "digit 4"
+    assert app.catalog.class_names(shipped, app.inputs.benchmark_classes())[4] == "digit 4"
     assert app.catalog.class_names(shipped)[4] == "class 4"  # without the benchmarks' names
 
 

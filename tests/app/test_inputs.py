@@ -111,7 +111,7 @@ def test_input_warnings_name_what_differs_from_the_training_data(app, tmp_path, 
     normal = torch.randn(1, 1, side, side, generator=torch.Generator().manual_seed(0))
     assert not any("intensity" in w for w in app.inputs.input_warnings(model, image, normal))
     assert "std 0.00" in app.inputs.input_warnings(model, image, normal * 0)[-1]
-    assert set(BENCHMARKS) == set(app.inputs.BENCHMARK_CLASSES)
+    assert set(BENCHMARKS) == set(app.inputs.benchmark_classes())
 
 
 def test_an_upload_is_turned_upright_by_its_exif_orientation(app):
