@@ -438,7 +438,7 @@ def row_scoring(model: nn.Module, data: LabelledImages, method: str, protocol: E
         return attribute(other, method, **options).maps
 
     return RowScoring(record=record, maps=maps, method=method, options=options, settings=protocol.resolved(),
-                      maps_of=maps_of)
+                      maps_of=maps_of, classes=record.explained if spec.explains_class else None)
 
 
 def _add_row_metrics(row: dict[str, Any], model: nn.Module, data: LabelledImages, method: str,

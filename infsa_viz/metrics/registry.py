@@ -139,6 +139,8 @@ class RowScoring:
         maps_of: ``maps_of(model, classes) -> (B, h, w)``: the method's maps of the same images for another
             model (a randomised copy) or other classes (``classes`` ``(B,)``, ``None`` for a method that
             explains no class); the trained model's maps of other classes read :attr:`record`.
+        classes: ``(B,)`` the classes the maps explain (``record.explained``) for a method that explains a
+            class; ``None`` for one that does not.
     """
 
     record: ForwardRecord
@@ -147,6 +149,7 @@ class RowScoring:
     options: Mapping[str, Any]
     settings: Mapping[str, Any]
     maps_of: Callable[[nn.Module, Tensor | None], Tensor]
+    classes: Tensor | None = None
 
     @property
     def model(self) -> nn.Module:
@@ -157,13 +160,6 @@ class RowScoring:
     def images(self) -> Tensor:
         """``(B, C, H, W)`` the prepared inputs."""
         return self.record.inputs
-
-    @property
-    def classes(self) -> Tensor | None:
-        """``(B,)`` the explained classes, for a method that explains a class; else ``None``."""
-        from ..maps import check_method
-
-        return self.record.explained if check_method(self.method).explains_class else None
 
     def __len__(self) -> int:
         return len(self.record)
