@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from infsa_viz import VisionTransformer
-from infsa_viz.maps import METHODS, attribute
+from infsa_viz.maps import METHODS, attribute_images
 from tests.conftest import tiny_config
 
 
@@ -30,7 +30,7 @@ def test_the_edge_map_is_the_patch_mean_sobel_magnitude():
     images = torch.zeros(2, 1, 16, 16)
     images[0, :, :, 8:] = 1.0  # a vertical step between columns 7 and 8
     images[1, 0] = torch.rand(16, 16, generator=torch.Generator().manual_seed(3))
-    maps = attribute(_model(), images, "edge").maps  # (2, 4, 4)
+    maps = attribute_images(_model(), images, "edge").maps  # (2, 4, 4)
     for i in range(2):
         expected = _naive_sobel(images[i, 0]).reshape(4, 4, 4, 4).permute(0, 2, 1, 3).reshape(4, 4, 16).mean(-1)
         torch.testing.assert_close(maps[i], expected.float())
@@ -41,7 +41,7 @@ def test_the_edge_map_is_the_patch_mean_sobel_magnitude():
 
 def test_the_intensity_map_is_the_patch_mean_above_the_darkest_pixel():
     images = torch.arange(256, dtype=torch.float32).reshape(1, 1, 16, 16) / 255.0 - 0.5
-    maps = attribute(_model(), images, "intensity").maps
+    maps = attribute_images(_model(), images, "intensity").maps
     expected = (torch.arange(256, dtype=torch.float64).reshape(4, 4, 4, 4).permute(0, 2, 1, 3)
                 .reshape(4, 4, 16).mean(-1) / 255.0).float()
     torch.testing.assert_close(maps[0], expected)
@@ -50,7 +50,7 @@ def test_the_intensity_map_is_the_patch_mean_above_the_darkest_pixel():
 def test_model_ignorant_maps_do_not_depend_on_the_model():
     images = torch.rand(3, 1, 16, 16)
     for name in ("edge", "intensity", "random"):
-        a = attribute(VisionTransformer(tiny_config("softmax")).eval(), images, name).maps
-        b = attribute(VisionTransformer(tiny_config("linear_infsa")).eval(), images, name).maps
+        a = attribute_images(VisionTransformer(tiny_config("softmax")).eval(), images, name).maps
+        b = attribute_images(VisionTransformer(tiny_config("linear_infsa")).eval(), images, name).maps
         torch.testing.assert_close(a, b)
         assert METHODS[name].role in ("model_ignorant", "floor") and not METHODS[name].with_references or name == "random"

@@ -10,7 +10,7 @@ from infsa_viz import VisionTransformer
 from infsa_viz.data import test_split
 from infsa_viz.evaluation.shortcut import (SALIENCE, cue_regions, cue_share, detection_auroc, identical_maps,
                                            measure_model, salient_scene)
-from infsa_viz.maps import attribute
+from infsa_viz.maps import attribute_images
 from tests.conftest import tiny_config
 from tests.evaluation.shortcut.planted import CueBlind, CueReader
 
@@ -69,7 +69,7 @@ def test_linear_infsa_attention_visits_and_perron_are_one_map_and_softmax_s_are_
     found = {}
     for variant in ("linear_infsa", "softmax"):
         model = VisionTransformer(tiny_config(variant)).eval()
-        maps = {m: attribute(model, images, m).maps.numpy() for m in ("attention", "visits", "perron", "rollout")}
+        maps = {m: attribute_images(model, images, m).maps.numpy() for m in ("attention", "visits", "perron", "rollout")}
         found[variant] = identical_maps(maps)
     assert found["linear_infsa"] == [["attention", "visits", "perron"]]
     assert found["softmax"] == []
