@@ -130,23 +130,43 @@ def test_one_clean_forward_per_chunk_whatever_the_number_of_methods(model, metho
     assert forwards.clean == len(chunks)
 
 
+def _scene_run(make_config, methods, **settings):
+    """``(clean forwards, chunks, evaluation)`` of ``evaluate`` on the first generated scenes, chunks of 2."""
+    from infsa_viz.data import test_split
+
+    model = VisionTransformer(make_config("softmax", num_classes=10)).eval()
+    data = test_split(4)
+    chunks = [[0, 1], [2, 3]]
+    clean = [prepare(model, data.subset(c).images).tensor for c in chunks]
+    protocol = EvalSettings(steps=2, chunk=2, subsample=4, road_images=1, road_steps=2, insertion_steps=2,
+                            sanity_images=2, **settings)
+    with counting(model, clean) as forwards:
+        found = evaluate([("m", model)], methods, data, protocol=protocol)
+    assert len(found.rows) == len(methods)
+    return forwards.clean, len(chunks), found
+
+
+def test_the_metrics_that_used_to_repeat_the_clean_forward_read_the_record(make_config):
+    """The FunnyBirds checks, target sensitivity, the evidence metrics, the class switch and the sanity
+    checks (which reuse the first chunk's record and trained maps), with occlusion (whose clean evaluation
+    reads the record): at most one clean forward per chunk (the fast version of the test below)."""
+    clean, chunks, found = _scene_run(make_config, ["attention", "saliency", "occlusion", "random"],
+                                      metrics=["perturbation", "funnybirds", "target_sensitivity", "evidence",
+                                               "class_switch", "sanity"])
+    assert clean <= chunks, clean
+    assert all(r["sanity"]["n_images"] == 2 for r in found.rows)
+
+
+@pytest.mark.slow
 def test_default_methods_and_metrics_run_the_clean_forward_once_per_chunk(make_config):
     """The conformance test of the forward record: ``evaluate`` with every default method and metric on
     generated scenes (so the FunnyBirds checks, the evidence metrics and the sanity checks all run) runs
     the trained model without gradients on the chunk's clean images, or any subset of them, at most once
     per chunk. A metric or a map that runs its own clean forward instead of reading the record fails it;
     forwards that do new work (perturbed copies, gradients, randomised copies) are not counted."""
-    from infsa_viz.data import test_split
     from infsa_viz.evaluation import default_methods
 
-    model = VisionTransformer(make_config("softmax", num_classes=10)).eval()
-    data = test_split(6)
-    chunks = [[0, 1, 2], [3, 4, 5]]
-    clean = [prepare(model, data.subset(c).images).tensor for c in chunks]
-    protocol = EvalSettings(steps=2, chunk=3, subsample=6, road_images=2, road_steps=2, insertion_steps=2,
-                            sanity_images=2)
+    protocol = EvalSettings()
     assert set(protocol.metrics) >= {"funnybirds", "target_sensitivity", "sanity", "evidence", "class_switch"}
-    with counting(model, clean) as forwards:
-        found = evaluate([("m", model)], default_methods(), data, protocol=protocol)
-    assert len(found.rows) == len(default_methods())
-    assert forwards.clean <= len(chunks), forwards.clean
+    clean, chunks, _ = _scene_run(make_config, default_methods())
+    assert clean <= chunks, clean
