@@ -36,8 +36,9 @@ def test_the_box_oracle_is_a_method_that_reads_the_truth():
 
 def test_roles_tell_references_apart():
     roles = {name: method.role for name, method in METHODS.items()}
-    references = ("random", "box_oracle", "evidence_oracle", "greedy_deletion", "beam_deletion")
-    assert roles["random"] == "floor" and {roles[n] for n in references[1:]} == {"ceiling"}
+    references = ("random", "box_oracle", "evidence_oracle", "greedy_deletion", "beam_deletion", "edge", "intensity")
+    assert roles["random"] == "floor" and {roles[n] for n in references[1:5]} == {"ceiling"}
+    assert roles["edge"] == roles["intensity"] == "model_ignorant"
     assert {r for n, r in roles.items() if n not in references} == {"explanation"}
     assert not any(m.needs_truth for m in METHODS.values() if m.role == "explanation")
 
