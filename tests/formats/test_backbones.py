@@ -159,3 +159,31 @@ def test_vit_b_size_equals_transformers(tmp_path, case):
     for size in ((224, 224), (224, 336)):
         x = torch.randn(1, 3, *size)
         assert_close(ours(x).detach(), _reference(hf, x, CASES[case][3]), atol=1e-4, rtol=1e-4)
+
+
+def test_a_shortest_edge_processor_without_crop_keeps_the_aspect(tmp_path):
+    """BitImageProcessor (DINOv2) with do_center_crop false: shorter side to the model's size, the longer side
+    scaled as transformers does (truncated), then cut to whole patches; the model reads the non-square grid."""
+    import json
+
+    import numpy as np
+
+    from infsa_viz import prepare
+
+    build_backbone(tmp_path / "m", "dinov2-registers-classifier")
+    (tmp_path / "m" / "preprocessor_config.json").write_text(json.dumps({
+        "image_processor_type": "BitImageProcessor", "size": {"shortest_edge": NATIVE}, "do_center_crop": False,
+        "image_mean": [0.485, 0.456, 0.406], "image_std": [0.229, 0.224, 0.225], "resample": 3}))
+    ours = load_model(tmp_path / "m")
+    assert ours.config.preprocessing.resize == "shortest_edge"
+    image = np.random.default_rng(0).integers(0, 256, (60, 100, 3), dtype=np.uint8)  # → 28 × 46 → 28 × 42
+    prepared = prepare(ours, [image])
+    assert prepared.tensor.shape == (1, 3, 28, 42)
+    assert prepared.boxes(0, [[0, 0, 100, 60]]).tolist() == [[0, 0, 42, 28]]
+    with torch.no_grad():
+        assert ours(prepared.tensor).shape == (1, 5)
+    with pytest.raises(ValueError, match="one shape per batch"):
+        prepare(ours, [image, image[:, :60]])
+    bit_defaults = transformers.BitImageProcessor(do_center_crop=False, size={"shortest_edge": NATIVE})
+    pixels = bit_defaults(images=image, return_tensors="pt", do_normalize=False, do_rescale=False).pixel_values
+    assert tuple(pixels.shape[-2:]) == (28, 46)  # the same resized size before our cut to whole patches
