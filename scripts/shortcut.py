@@ -124,8 +124,8 @@ def tables_markdown(report: dict[str, Any]) -> str:
     img = {(r["variant"], r["method"]): r for r in t["image_level"]}
     sal = {(r["variant"], r["method"]): r for r in t["salience"]}
     lines = ["| variant | map | role | seeds | cue-share rise p10 → p100 [95 % t-interval] | detection AUROC [95 %] | "
-             "false positives (held-out threshold) | image-level ρ with the cue's evidence (p100) | "
-             "R² regime / salience | beats the edge map |",
+             "false positives on useless-cue models [95 %]; true positives (held-out threshold) | image-level ρ with the cue's evidence (p100) | "
+             "R² regime / salience (seeds 0–3) | beats the edge map: rise / AUROC / ρ |",
              "|---|---|---|---:|---|---|---|---|---|---|"]
     for (variant, method), r in rows.items():
         d, i, s = det[variant, method], img[variant, method], sal[variant, method]
@@ -133,8 +133,8 @@ def tables_markdown(report: dict[str, Any]) -> str:
         beats = {True: "yes", False: "**no**", None: "–"}
         verdicts = [x.get("beats_edge") for x in (r, d, i)]
         beat = "–" if all(v is None for v in verdicts) else "/".join(beats[v] for v in verdicts)
-        fp = (f"{d['false_positives']}/{d['negatives']} [{100 * d['fpr_low']:.0f}, {100 * d['fpr_high']:.0f} %]"
-              if d.get("negatives") else "–")
+        fp = (f"{d['false_positives']}/{d['negatives']} [{100 * d['fpr_low']:.0f}, {100 * d['fpr_high']:.0f} %]; "
+              f"TP {d['true_positives']}/{d['positives']}" if d.get("negatives") else "–")
         auc = f"{d['auroc']:.2f} [{d['low']:.2f}, {d['high']:.2f}]" if d.get("auroc") is not None else "–"
         rise = f"{_points(r.get('mean'))} [{_points(r.get('low'))}, {_points(r.get('high'))}]" if r.get("n") else "–"
         rho = f"{i['mean']:.2f} [{i['low']:.2f}, {i['high']:.2f}]" if i.get("low") is not None else "–"

@@ -155,7 +155,7 @@ def shortcut_tables(entries: Sequence[ModelEntry], *, roles: dict[str, str], bas
             duplicate = distinct[v].get(m, m) != m or distinct[baseline].get(m, m) != m
             row["in_family"] = roles.get(m) == "explanation" and not duplicate and len(seeds) >= 2
             if duplicate:
-                row["same_map_as"] = {v: distinct[v].get(m, m), baseline: distinct[baseline].get(m, m)}
+                row["same_map_as"] = {side: distinct[side][m] for side in (v, baseline) if distinct[side].get(m, m) != m}
             rows.append(row)
             if row["in_family"]:
                 family.append(row)
