@@ -187,3 +187,27 @@ def test_a_shortest_edge_processor_without_crop_keeps_the_aspect(tmp_path):
     bit_defaults = transformers.BitImageProcessor(do_center_crop=False, size={"shortest_edge": NATIVE})
     pixels = bit_defaults(images=image, return_tensors="pt", do_normalize=False, do_rescale=False).pixel_values
     assert tuple(pixels.shape[-2:]) == (28, 46)  # the same resized size before our cut to whole patches
+
+
+def test_info_names_registers_and_the_output(tmp_path):
+    from infsa_viz.formats import describe_model
+
+    build_backbone(tmp_path / "m", "dinov2-registers-model")
+    info = describe_model(load_model(tmp_path / "m"))
+    assert (info["prefix_tokens"], info["register_tokens"], info["output"]) == (3, 2, "embedding")
+
+
+@pytest.mark.parametrize("variant", ["pure_infsa", "linear_infsa"])
+def test_a_pretrained_backbone_becomes_an_infsa_model(tmp_path, variant):
+    """?convert_to= keeps every weight (registers, layer scale, pre-norm, projection) under another operator."""
+    for case in ("dinov2-registers-classifier", "clip-vision-projection"):
+        build_backbone(tmp_path / case, case)
+        softmax = load_model(tmp_path / case)
+        converted = load_model(f"{tmp_path / case}?convert_to={variant}")
+        assert converted.config.attention == variant
+        kept = {k: v for k, v in converted.state_dict().items() if not k.endswith("rho_logit")}
+        assert kept.keys() == softmax.state_dict().keys()
+        for key, value in kept.items():
+            assert torch.equal(value, softmax.state_dict()[key]), key
+        with torch.no_grad():
+            assert bool(torch.isfinite(converted(torch.randn(1, 3, 42, 70))).all())
