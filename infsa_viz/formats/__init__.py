@@ -39,6 +39,7 @@ from ..model.vit import VisionTransformer
 from ..preprocess import Preprocessing
 from ._registry import FORMATS, Candidate, LoadOptions, ModelFormat, detect, get_format, register_format
 from . import ours, hf, timm, official  # noqa: E402,F401,I001  (register the built-in formats, in detection order)
+from . import hf_backbones  # noqa: E402,F401  (DINOv2 and CLIP readers of the transformers format)
 
 __all__ = ["FORMATS", "OPTIONS", "Candidate", "LoadOptions", "ModelFormat", "describe_model", "detect",
            "load_model", "parse_model_spec", "register_format", "swap_attention"]
@@ -164,6 +165,10 @@ def describe_model(model: VisionTransformer) -> dict[str, Any]:
         "patch_size": config.patch_size,
         "grid": list(config.grid),
         "prefix_tokens": config.num_prefix_tokens,
+        "register_tokens": config.register_tokens,
+        "pool": config.pool,
+        "output": ("embedding" if config.num_classes == 0 else
+                   "image-text similarities (zero-shot)" if config.head == "cosine" else "logits"),
         "distillation_head": config.distillation_head,
         "depth": config.depth,
         "heads": config.num_heads,
