@@ -156,6 +156,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"infsa-viz evaluate: estimate: {estimate.describe()}", file=sys.stderr, flush=True)
         try:
             result = evaluate(models, args.methods, data, protocol=protocol, dist=dist, journal=journal)
+        except BaseException:
+            if journal is not None and dist.is_main and not args.journal and not journal.has_chunks():
+                journal.remove()  # failed before any chunk was finished: nothing to resume, nothing left behind
+            raise
         finally:
             dist.close()
         if journal is not None and journal.resumed:

@@ -307,6 +307,12 @@ class Journal:
                  "protocols": protocols}
         atomic_write(self._path(model, method, chunk), json.dumps(_encode(entry)))
 
+    def has_chunks(self) -> bool:
+        """Whether any keyed set of the journal holds a finished chunk (of this run or another)."""
+        return any(f.name != RUN and _SET_FILE.match(f.name) and not f.name.startswith(".")
+                   for sub in self.directory.iterdir() if sub.is_dir() and _SET.match(sub.name)
+                   for f in sub.iterdir())
+
     def remove(self) -> None:
         """Delete the journal's own files (every keyed set, the marker, the lock) and the folders left
         empty; anything else found in the folder stays where it is. A journal another run is using
