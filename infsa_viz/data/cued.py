@@ -41,12 +41,13 @@ from typing import Any, Literal
 import numpy as np
 
 from .._checks import check_int, check_memory
-from ._render import CANDIDATES, PHOTO_COUNT, alternative_photo, photo_crop, place_all, place_one, render_digit
+from ._render import (CANDIDATES, PHOTO_COUNT, alternative_photo, candidates, overlap_ok, photo_crop, place_all,
+                      place_one, render_digit)
 from .cluttered import ClutteredDigitsConfig, _digit_pool, _int_pair
 from .mnist import Split
 from .scenes import Scene, object_names
 
-__all__ = ["CUE_CONDITIONS", "GLYPHS", "CuedDigitsConfig", "cue_conditions", "generate_cued"]
+__all__ = ["CUE_CONDITIONS", "GLYPHS", "CuedDigitsConfig", "cue_conditions", "generate_cued", "swap_violations"]
 
 #: One 7 × 7 glyph per class (``#`` ink), tight (each border line holds ink), none inside another.
 _GLYPH_ROWS: tuple[tuple[str, ...], ...] = (
@@ -70,6 +71,10 @@ CUE_CONDITIONS = ("consistent", "conflicting", "absent")
 
 _SPLIT_CODE = {"train": 1, "test": 2}
 _STREAM_SAMPLE, _STREAM_EPOCH = 3, 4  # distinct from cluttered digits' streams
+_STREAM_SWAP = 5  # the target swap's redraws: SeedSequence([*entropy, i, 5]) of image i
+#: Redraws of a target swap that breaks a layout rule (each a new digit of the same class, centred,
+#: then at up to CANDIDATES positions) before the generator gives up.
+SWAP_REDRAWS = 64
 
 
 def _probability(name: str, value: object) -> float:
@@ -248,6 +253,10 @@ def _generate(indices: range, split: Split, entropy: list[int],
         swap_idx = rows[min(int(d["swap_u"] * len(rows)), len(rows) - 1)]
         swap = render_digit(pool.images[swap_idx], pool.ink_boxes[swap_idx], int(d["tgt_size"]))
         swap_box = _centred(boxes[i, 0], swap.shape, S)
+        if swap_violations(swap, swap_box, parts, part_boxes, cfg):
+            swap, swap_box = _redraw_swap(rows, int(d["tgt_size"]), boxes[i, 0], parts, part_boxes, cfg,
+                                          np.random.default_rng(np.random.SeedSequence([*entropy, indices[i],
+                                                                                        _STREAM_SWAP])), split)
         if cfg.background == "photo":
             background = photo_crop(cfg.background_intensity, int(d["photo_pick"]), d["photo_u"], S)
             alternative = photo_crop(cfg.background_intensity, alternative_photo(int(d["photo_pick"])),
@@ -260,6 +269,53 @@ def _generate(indices: range, split: Split, entropy: list[int],
                             replacements=((swap, swap_box),) + (None,) * (K + 1)))
     images = np.stack([scene.render() for scene in scenes]) if n else np.zeros((0, S, S), np.uint8)
     return images, labels, scenes
+
+
+def swap_violations(swap: np.ndarray, box: Any, parts: Any, boxes: Any, cfg: CuedDigitsConfig) -> list[str]:
+    """The layout rules a target swap breaks (``[]``: none): the generator's rules for a target.
+
+    ``parts`` / ``boxes`` are the scene's parts (the target first; absent parts empty), the swap
+    replacing part 0. The rules: its longer side within ``target_size`` and above every shown
+    distractor's; its box inside the canvas; its box overlapping every other shown part's box by
+    less than ``max_overlap`` (intersection over the smaller box, as the layout is drawn); no ink
+    of it in the cue's box.
+    """
+    x0, y0, x1, y1 = (int(v) for v in box)
+    S, broken = cfg.canvas_size, []
+    side = max(swap.shape) if swap.size else 0
+    shown = [k for k in range(1, len(parts)) if parts[k].size]
+    if not cfg.target_size[0] <= side <= cfg.target_size[1]:
+        broken.append("size")
+    if any(max(parts[k].shape) >= side for k in shown if k < len(parts) - 1):
+        broken.append("largest")
+    if swap.shape != (y1 - y0, x1 - x0) or x0 < 0 or y0 < 0 or x1 > S or y1 > S:
+        broken.append("canvas")
+    others = np.array([boxes[k] for k in shown], dtype=np.int64).reshape(-1, 4)
+    if len(others) and not overlap_ok(np.array([[x0, y0, x1, y1]], dtype=np.int64), others, cfg.max_overlap)[0]:
+        broken.append("overlap")
+    if parts[-1].size:  # the cue is the last part
+        cx0, cy0, cx1, cy1 = (int(v) for v in boxes[-1])
+        ix0, iy0, ix1, iy1 = max(x0, cx0), max(y0, cy0), min(x1, cx1), min(y1, cy1)
+        if ix0 < ix1 and iy0 < iy1 and swap[iy0 - y0:iy1 - y0, ix0 - x0:ix1 - x0].any():
+            broken.append("cue_ink")
+    return broken
+
+
+def _redraw_swap(rows: np.ndarray, size: int, target_box: np.ndarray, parts: list[np.ndarray],
+                 boxes: list[np.ndarray], cfg: CuedDigitsConfig, rng: np.random.Generator,
+                 split: Split) -> tuple[np.ndarray, np.ndarray]:
+    """A swap that keeps every layout rule: another digit of the class, centred on the target, else at
+    the first of ``CANDIDATES`` drawn positions that keeps them (``rng`` is the image's swap stream)."""
+    pool, S = _digit_pool(split), cfg.canvas_size
+    for _ in range(SWAP_REDRAWS):
+        digit = rows[int(rng.integers(0, len(rows)))]
+        swap = render_digit(pool.images[digit], pool.ink_boxes[digit], size)
+        h, w = swap.shape
+        for box in [_centred(target_box, swap.shape, S),
+                    *candidates(rng.random((CANDIDATES, 2)), np.array([w, h]), S)]:
+            if not swap_violations(swap, box, parts, boxes, cfg):
+                return swap, np.asarray(box, dtype=np.int64)
+    raise ValueError(f"config={cfg!r} is too crowded: no target swap kept the layout rules in {SWAP_REDRAWS} redraws")
 
 
 def _stream(n: int, split: Split, seed: int, start: int, config: CuedDigitsConfig, stream: int,

@@ -40,6 +40,7 @@ from ..plugins import plugin_call, plugin_of
 from ..preprocess import Preprocessing
 from ._registry import FORMATS, Candidate, LoadOptions, ModelFormat, detect, get_format, register_format
 from . import ours, hf, timm, official  # noqa: E402,F401,I001  (register the built-in formats, in detection order)
+from . import hf_backbones  # noqa: E402,F401  (DINOv2 and CLIP readers of the transformers format)
 
 __all__ = ["FORMATS", "OPTIONS", "Candidate", "LoadOptions", "ModelFormat", "describe_model", "detect",
            "load_model", "parse_model_spec", "register_format", "swap_attention"]

@@ -17,6 +17,8 @@ from __future__ import annotations
 import logging
 import os
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +32,8 @@ from ._registry import Candidate, ModelFormat, register_format
 from ._state import flat_conv, fuse_qkv, load_state, read_safetensors
 from .hf_processor import PREPROCESSOR_FILE, preprocessing_from_hf, square_size
 
-__all__ = ["ARCHITECTURES", "PREPROCESSOR_FILE", "from_transformers", "is_transformers_dir", "preprocessing_from_hf"]
+__all__ = ["ARCHITECTURES", "PREPROCESSOR_FILE", "READERS", "HFArchitecture", "activation", "eps_of",
+           "from_transformers", "int_of", "is_transformers_dir", "preprocessing_from_hf", "square_size"]
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +43,7 @@ ARCHITECTURES: dict[str, tuple[str, bool, bool]] = {
     "DeiTForImageClassification": ("deit", True, False),
     "DeiTForImageClassificationWithTeacher": ("deit", True, True),
 }
-_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh"}
+_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "quick_gelu": "quick_gelu"}
 
 
 def _detect(candidate: Candidate) -> bool:
@@ -137,9 +140,79 @@ def convert_state(state: dict[str, Tensor], prefix: str, source: str) -> dict[st
     return ours
 
 
+@dataclass(frozen=True)
+class HFArchitecture:
+    """What a reader made of a directory: the transformers class, :class:`ViTConfig` fields (besides
+    preprocessing, class names and source) and the weights under our names.
+
+    Attributes:
+        name: the transformers class the directory holds (``Dinov2ForImageClassification``, ...).
+        fields: :class:`~infsa_viz.model.config.ViTConfig` keyword arguments.
+        state: the weights, our names.
+        processor_model_type: whose image-processor defaults fill a missing
+            ``preprocessor_config.json`` (default: the directory's ``model_type``).
+    """
+
+    name: str
+    fields: dict[str, Any]
+    state: dict[str, Tensor]
+    processor_model_type: str | None = None
+
+
+#: ``model_type`` → the reader of its directories (``(config.json, weights, source) → HFArchitecture``).
+#: ViT and DeiT are read here; :mod:`infsa_viz.formats.hf_backbones` registers DINOv2 and CLIP.
+READERS: dict[str, Callable[[dict[str, Any], dict[str, Tensor], str], HFArchitecture]] = {}
+
+
+def int_of(hf: dict[str, Any], key: str, default: int, source: str) -> int:
+    """``hf[key]`` (or ``default``) as an integer in ``1 .. MAX_WIDTH``; ``ValueError`` naming it otherwise."""
+    return _int(hf, key, default, source)
+
+
+def eps_of(hf: dict[str, Any], key: str, default: float, source: str) -> float:
+    """``hf[key]`` (or ``default``) as a number in (0, 1); ``ValueError`` naming it otherwise."""
+    return _eps(hf, key, default, source)
+
+
+def activation(hf: dict[str, Any], source: str, *, default: str = "gelu") -> str:
+    """transformers' ``hidden_act`` → one of our :data:`~infsa_viz.model.config.ACTIVATIONS`."""
+    act_name = hf.get("hidden_act", default)
+    act = _ACTIVATIONS.get(act_name) if isinstance(act_name, str) else None
+    if act is None:
+        raise ValueError(f"{source}: hidden_act={act_name!r} is not supported; expected one of {sorted(_ACTIVATIONS)}")
+    return act
+
+
+def _read_vit(hf: dict[str, Any], state: dict[str, Tensor], source: str) -> HFArchitecture:
+    """A ``ViTForImageClassification`` / ``DeiTForImageClassification[WithTeacher]`` directory."""
+    architecture = _architecture(hf, set(state), source)
+    prefix, distillation_token, distillation_head = ARCHITECTURES[architecture]
+    ours = convert_state(state, prefix, source)
+    if "head.weight" not in ours:
+        raise ValueError(f"{source}: no classifier weights; is this an image-classification model?")
+    dim = _int(hf, "hidden_size", 768, source)
+    qkv_bias = hf.get("qkv_bias", True)
+    if not isinstance(qkv_bias, bool):
+        raise ValueError(f"{source}: qkv_bias={qkv_bias!r} is invalid; expected true or false")
+    fields = dict(
+        img_size=square_size(hf.get("image_size", 224), "image_size", source),
+        patch_size=square_size(hf.get("patch_size", 16), "patch_size", source),
+        in_chans=_int(hf, "num_channels", 3, source), embed_dim=dim, depth=_int(hf, "num_hidden_layers", 12, source),
+        num_heads=_int(hf, "num_attention_heads", 12, source),
+        mlp_ratio=_int(hf, "intermediate_size", 4 * dim, source) / dim, pool="cls",
+        num_classes=ours["head.weight"].shape[0], norm_eps=_eps(hf, "layer_norm_eps", 1e-12, source),
+        qkv_bias=qkv_bias, act=activation(hf, source), distillation_token=distillation_token,
+        distillation_head=distillation_head)
+    return HFArchitecture(architecture, fields, ours)
+
+
 def from_transformers(directory: str | Path, *, map_location: str = "cpu") -> VisionTransformer:
-    """Load a transformers ``ViTForImageClassification`` / ``DeiTForImageClassification[WithTeacher]``
-    directory as our :class:`VisionTransformer` (softmax attention, same weights), in eval mode.
+    """Load a transformers ``save_pretrained`` directory as our :class:`VisionTransformer` (softmax
+    attention, same weights), in eval mode.
+
+    Read: ``ViTForImageClassification``, ``DeiTForImageClassification[WithTeacher]``, DINOv2 and
+    DINOv2 with registers (model or classifier), CLIP's vision tower (with or without projection) and
+    a whole CLIP model's vision side (see :data:`READERS`, :mod:`infsa_viz.formats.hf_backbones`).
 
     Args:
         directory: a ``save_pretrained`` directory: ``config.json`` + ``model.safetensors``
@@ -158,6 +231,7 @@ def from_transformers(directory: str | Path, *, map_location: str = "cpu") -> Vi
         raise ValueError(f"{source}: expected a JSON object")
     if not isinstance(hf.get("model_type"), str):
         raise ValueError(f"{source}: model_type={hf.get('model_type')!r} is invalid; expected a string such as 'vit'")
+    model_type = hf["model_type"]
     weights = directory / "model.safetensors"
     if not weights.is_file() and (directory / "model.safetensors.index.json").is_file():
         weights = directory / "model.safetensors.index.json"
@@ -165,64 +239,51 @@ def from_transformers(directory: str | Path, *, map_location: str = "cpu") -> Vi
         bins = sorted(p.name for p in directory.glob("*.bin"))
         raise ValueError(f"{directory}: no model.safetensors" + (f" (found {bins}: pickle files are refused; "
                          "re-save with save_pretrained(..., safe_serialization=True))" if bins else ""))
+    reader = READERS.get(model_type)
+    if reader is None:
+        raise ValueError(f"{source}: model_type={model_type!r} is not a model this toolkit reads; expected one of "
+                         f"{sorted(READERS)}")
     state = read_safetensors(weights, map_location=map_location)
-    architecture = _architecture(hf, set(state), source)
-    model_type = hf["model_type"]
-    prefix, distillation_token, distillation_head = ARCHITECTURES[architecture]
-    act_name = hf.get("hidden_act", "gelu")
-    act = _ACTIVATIONS.get(act_name) if isinstance(act_name, str) else None
-    if act is None:
-        raise ValueError(f"{source}: hidden_act={act_name!r} is not supported; expected one of {sorted(_ACTIVATIONS)}")
-    ours = convert_state(state, prefix, source)
-    if "head.weight" not in ours:
-        raise ValueError(f"{source}: no classifier weights; is this an image-classification model?")
-    num_classes = ours["head.weight"].shape[0]
+    read = reader(hf, state, source)
+    num_classes = read.fields["num_classes"]
     declared = hf.get("num_labels")
-    if declared is not None and (isinstance(declared, bool) or declared != num_classes):
+    if num_classes and declared is not None and (isinstance(declared, bool) or declared != num_classes):
         raise ValueError(f"{source}: num_labels={declared!r} contradicts the classifier, which has {num_classes} rows "
                          f"(classifier.weight); expected num_labels={num_classes} or none")
     id2label = hf.get("id2label")
-    if isinstance(id2label, dict) and len(id2label) != num_classes:
+    if num_classes and isinstance(id2label, dict) and len(id2label) != num_classes:
         logger.warning("%s: id2label names %d classes, the classifier has %d rows; its class names are not used",
                        source, len(id2label), num_classes)
-    dim, heads = _int(hf, "hidden_size", 768, source), _int(hf, "num_attention_heads", 12, source)
-    depth, channels = _int(hf, "num_hidden_layers", 12, source), _int(hf, "num_channels", 3, source)
-    hidden = _int(hf, "intermediate_size", 4 * dim, source)
-    qkv_bias = hf.get("qkv_bias", True)
-    if not isinstance(qkv_bias, bool):
-        raise ValueError(f"{source}: qkv_bias={qkv_bias!r} is invalid; expected true or false")
-    img_size = square_size(hf.get("image_size", 224), "image_size", source)
-    patch = square_size(hf.get("patch_size", 16), "patch_size", source)
-    norm_eps = _eps(hf, "layer_norm_eps", 1e-12, source)
+    img_size, channels = read.fields["img_size"], read.fields["in_chans"]
+    processor_type = read.processor_model_type or model_type
     processor_path = directory / PREPROCESSOR_FILE
     if os.path.lexists(processor_path):  # a broken link or a link loop is an error, not "no file"
-        preprocessing = preprocessing_from_hf(read_json(processor_path), img_size=img_size, model_type=model_type,
+        preprocessing = preprocessing_from_hf(read_json(processor_path), img_size=img_size, model_type=processor_type,
                                               source=str(processor_path))
     else:
         logger.warning("%s: no %s; using the %s image processor's defaults", directory, PREPROCESSOR_FILE,
-                       model_type)
-        preprocessing = preprocessing_from_hf({}, img_size=img_size, model_type=model_type,
-                                              source=f"{model_type} image processor defaults")
+                       processor_type)
+        preprocessing = preprocessing_from_hf({}, img_size=img_size, model_type=processor_type,
+                                              source=f"{processor_type} image processor defaults")
     if channels == 1:
         preprocessing = Preprocessing(**{**preprocessing.to_dict(), "mean": preprocessing.mean[:1],
                                          "std": preprocessing.std[:1]})
     try:
         config = ViTConfig(
-            img_size=img_size, in_chans=channels, patch_size=patch,
-            embed_dim=dim, depth=depth, num_heads=heads, mlp_ratio=hidden / dim,
-            pool="cls", attention="softmax", num_classes=num_classes, preprocessing=preprocessing,
-            norm_eps=norm_eps, qkv_bias=qkv_bias, act=act,
-            distillation_token=distillation_token, distillation_head=distillation_head,
-            class_names=_class_names(hf, num_classes),
-            source={"format": "transformers", "path": str(directory), "architecture": architecture,
+            **read.fields, attention="softmax", preprocessing=preprocessing,
+            class_names=_class_names(hf, num_classes) if num_classes else None,
+            source={"format": "transformers", "path": str(directory), "architecture": read.name,
                     "model_type": model_type, "preprocessor_config": processor_path.is_file()},
         )
     except ValueError as err:
         raise ValueError(f"{source}: {err}") from None
-    return load_state(config, ours, source=str(weights), against=str(config_path))
+    return load_state(config, read.state, source=str(weights), against=str(config_path))
 
+
+READERS.update({"vit": _read_vit, "deit": _read_vit})
 
 FORMAT = register_format(ModelFormat(
     "transformers", detect=_detect,
     load=lambda path, options: from_transformers(path, map_location=str(options.map_location)),
-    expects="a save_pretrained directory of a ViT/DeiT image classifier (config.json with model_type)"))
+    expects="a save_pretrained directory of a ViT/DeiT classifier, DINOv2 (± registers) or CLIP "
+            "(config.json with model_type)"))

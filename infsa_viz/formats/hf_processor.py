@@ -23,6 +23,8 @@ logger = logging.getLogger(__name__)
 
 PREPROCESSOR_FILE = PROCESSOR_FILE = "preprocessor_config.json"
 #: PIL resampling codes (transformers' ``resample``) → our OpenCV interpolation.
+_CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)  # transformers' OPENAI_CLIP_MEAN / _STD
+_CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 _PIL_RESAMPLE = {0: "nearest", 1: "lanczos", 2: "bilinear", 3: "bicubic", 4: "area", 5: "bilinear"}
 #: The image processors' class defaults (transformers' ``ViTImageProcessor`` / ``DeiTImageProcessor``
 #: ``__init__``), used for keys a preprocessor_config.json leaves out.
@@ -31,18 +33,26 @@ _PROCESSOR_DEFAULTS: dict[str, dict[str, Any]] = {
             "resample": 2, "do_center_crop": False},
     "deit": {"image_mean": [0.5] * 3, "image_std": [0.5] * 3, "size": {"height": 256, "width": 256},
              "resample": 3, "do_center_crop": True, "crop_size": {"height": 224, "width": 224}},
+    # BitImageProcessor (DINOv2's) and CLIPImageProcessor share their defaults: OpenAI CLIP's mean and std.
+    "bit": {"image_mean": list(_CLIP_MEAN), "image_std": list(_CLIP_STD), "size": {"shortest_edge": 224},
+            "resample": 3, "do_center_crop": True, "crop_size": {"height": 224, "width": 224}},
+    "clip": {"image_mean": list(_CLIP_MEAN), "image_std": list(_CLIP_STD), "size": {"shortest_edge": 224},
+             "resample": 3, "do_center_crop": True, "crop_size": {"height": 224, "width": 224}},
 }
+#: ``model_type`` → the processor family transformers' ``AutoImageProcessor`` maps it to.
+_MODEL_PROCESSORS = {"vit": "vit", "deit": "deit", "dinov2": "bit", "dinov2_with_registers": "bit",
+                     "clip": "clip", "clip_vision_model": "clip"}
 #: transformers processor classes (``image_processor_type``) read here → their defaults' family.
 PROCESSOR_CLASSES: dict[str, str] = {
     f"{family}{kind}{backend}": family.lower()
-    for family in ("ViT", "DeiT")
+    for family in ("ViT", "DeiT", "Bit", "CLIP")
     for kind in ("ImageProcessor", "FeatureExtractor")
     for backend in ("", "Fast", "Pil")
 }
 
 
 def processor_family(processor: dict[str, Any], *, model_type: str, source: str) -> str:
-    """Whose defaults fill the missing keys: ``"vit"`` or ``"deit"``, as transformers decides.
+    """Whose defaults fill the missing keys (``"vit"``, ``"deit"``, ``"bit"``, ``"clip"``), as transformers decides.
 
     Raises:
         ValueError: an ``image_processor_type`` this toolkit does not know the defaults of.
@@ -55,7 +65,7 @@ def processor_family(processor: dict[str, Any], *, model_type: str, source: str)
             raise ValueError(f"{source}: {key}={name!r} is not an image processor this toolkit reads; expected "
                              f"one of {sorted(PROCESSOR_CLASSES)}")
         return PROCESSOR_CLASSES[name]
-    return model_type if model_type in _PROCESSOR_DEFAULTS else "vit"
+    return _MODEL_PROCESSORS.get(model_type, "vit")
 
 
 def _flag(p: dict[str, Any], key: str, source: str) -> bool:

@@ -38,6 +38,7 @@ from ..model.attention import Attention
 from ..model.blockwise import EPS
 from ..model.capture import attention_layers
 from ..model.functional import half_gradient
+from ..model.vit import QuickGELU
 
 __all__ = ["explicit_attention", "target_logits"]
 
@@ -59,6 +60,11 @@ def _gelu_lrp(module: nn.GELU, x: Tensor) -> Tensor:
     y = F.gelu(x, approximate=module.approximate)
     ratio = torch.where(x == 0, torch.full_like(x, 0.5), y / torch.where(x == 0, torch.ones_like(x), x))
     return x * ratio.detach()
+
+
+def _quick_gelu_lrp(_module: nn.Module, x: Tensor) -> Tensor:
+    """CLIP's quick GELU with the identity rule: ``x · sigmoid(1.702 x).detach()``, same value."""
+    return x * torch.sigmoid(1.702 * x).detach()
 
 
 @contextmanager
@@ -102,6 +108,9 @@ def explicit_attention(model: nn.Module, *, lrp: bool = False) -> Iterator[list[
                 patched.append(m)
             elif isinstance(m, nn.GELU):
                 m.forward = partial(_gelu_lrp, m)  # type: ignore[method-assign]
+                patched.append(m)
+            elif isinstance(m, QuickGELU):
+                m.forward = partial(_quick_gelu_lrp, m)  # type: ignore[method-assign]
                 patched.append(m)
             elif isinstance(m, nn.Module) and type(m).__name__ in ("ReLU", "SiLU", "Tanh", "Sigmoid", "Softmax"):
                 raise NotImplementedError(f"AttnLRP has no rule here for {type(m).__name__} modules")

@@ -42,8 +42,10 @@ __all__ = [
 Family = Literal["attention", "spectral", "gradient", "baseline", "reference"]
 FAMILIES: tuple[str, ...] = get_args(Family)
 #: What a map is for: an ``"explanation"`` of the model, or a reference row of an evaluation — the
-#: ``"floor"`` of every metric (the random map) or a ``"ceiling"`` (an oracle built from the truth).
-Role = Literal["explanation", "floor", "ceiling"]
+#: ``"floor"`` of every metric (the random map), a ``"model_ignorant"`` control that reads only the
+#: image (an edge map, the intensity: a method that does not beat it shows nothing about the model;
+#: XAI-TRIS, Clark et al. 2024) or a ``"ceiling"`` (an oracle built from the truth).
+Role = Literal["explanation", "floor", "model_ignorant", "ceiling"]
 ROLES: tuple[str, ...] = get_args(Role)
 
 

@@ -88,6 +88,9 @@ class Attention(nn.Module):
         dim: token width ``C``; must be divisible by ``num_heads``.
         num_heads: number of heads ``H``.
         qkv_bias: bias in the fused q/k/v projection.
+        qk_norm: a LayerNorm over each head's queries and keys (``q_norm``, ``k_norm``; timm's
+            ``qk_norm``) before the operator; records and maps see the normalised ``q``, ``k``.
+        norm_eps: ε of those LayerNorms (default 1e-6, timm's).
     """
 
     variant: ClassVar[str]
@@ -96,7 +99,8 @@ class Attention(nn.Module):
     #: ``k`` (checked by :func:`~infsa_viz.maps.conservation.relevance_conservation`).
     lrp_conserves: ClassVar[bool] = True
 
-    def __init__(self, dim: int, num_heads: int, *, qkv_bias: bool = True) -> None:
+    def __init__(self, dim: int, num_heads: int, *, qkv_bias: bool = True, qk_norm: bool = False,
+                 norm_eps: float = 1e-6) -> None:
         super().__init__()
         if num_heads < 1 or dim % num_heads:
             raise ValueError(
@@ -105,6 +109,9 @@ class Attention(nn.Module):
         self.num_heads = num_heads
         self.head_dim = dim // num_heads
         self.qkv = nn.Linear(dim, 3 * dim, bias=qkv_bias)
+        if qk_norm:
+            self.q_norm = nn.LayerNorm(self.head_dim, eps=norm_eps)
+            self.k_norm = nn.LayerNorm(self.head_dim, eps=norm_eps)
         self.proj = nn.Linear(dim, dim)
         self.recorder: RecorderFn | None = None
 
@@ -120,6 +127,8 @@ class Attention(nn.Module):
         B, N, C = x.shape
         qkv = self.qkv(x).reshape(B, N, 3, self.num_heads, self.head_dim)
         q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # each (B, H, N, D)
+        if "q_norm" in self._modules:
+            q, k = self.q_norm(q), self.k_norm(k)
         out = self.attend(q, k, v)  # (B, H, N, D) or broadcastable (B, H, 1, D)
         out = out.expand(B, self.num_heads, N, self.head_dim).transpose(1, 2).reshape(B, N, C)
         return self.proj(out)

@@ -17,12 +17,26 @@ from ..preprocess import CLUTTERED_DIGITS, Preprocessing
 from .attention import DEFAULT_VARIANT, check_variant
 from .blockwise import EPS
 
-__all__ = ["ACTIVATIONS", "MAX_WIDTH", "POOLS", "ViTConfig", "num_tokens"]
+__all__ = ["ACTIVATIONS", "FINAL_NORMS", "HEADS", "MAX_WIDTH", "POOLS", "POS_INTERPOLATIONS", "ViTConfig",
+           "num_tokens"]
 
-POOLS = ("cls", "mean")
+#: How tokens become one vector: the class token, the mean of the patch tokens (prefix tokens,
+#: registers included, left out), or both concatenated (DINOv2's classifier input).
+POOLS = ("cls", "mean", "cls_mean")
 #: MLP activations: ``"gelu"`` is the exact erf GELU (timm, torchvision, transformers' ``"gelu"``),
-#: ``"gelu_tanh"`` its tanh approximation (transformers' ``"gelu_new"`` / ``"gelu_pytorch_tanh"``).
-ACTIVATIONS = ("gelu", "gelu_tanh")
+#: ``"gelu_tanh"`` its tanh approximation (transformers' ``"gelu_new"`` / ``"gelu_pytorch_tanh"``),
+#: ``"quick_gelu"`` CLIP's ``x · sigmoid(1.702 x)``.
+ACTIVATIONS = ("gelu", "gelu_tanh", "quick_gelu")
+#: Where the last LayerNorm goes: on every token (ViT, DeiT, DINOv2, CLIP's ``post_layernorm``,
+#: which reads the class token only, gives the same vector), on the pooled vector (timm's
+#: ``fc_norm``), or nowhere.
+FINAL_NORMS = ("tokens", "pooled", "none")
+#: How position embeddings are resized to another grid: bicubic (transformers' ViT, DeiT,
+#: DINOv2 and CLIP), or bicubic with antialiasing (transformers' DINOv2 with registers, timm).
+POS_INTERPOLATIONS = ("bicubic", "bicubic_antialias")
+#: The output layer: ``"linear"`` (logits ``W·x + b``) or ``"cosine"`` (CLIP zero-shot:
+#: ``logit_scale · cos(x, w_k)`` against one row per class, e.g. text embeddings).
+HEADS = ("linear", "cosine")
 #: The largest width (``embed_dim``, MLP width, classes, patch pixels) and side a config may ask
 #: for: far beyond any ViT, small enough that shapes never overflow a tensor's size.
 MAX_WIDTH = 1 << 20
@@ -41,11 +55,13 @@ class ViTConfig:
         depth: number of blocks.
         num_heads: heads per attention layer (must divide ``embed_dim``).
         mlp_ratio: MLP hidden width / ``embed_dim``.
-        pool: ``"cls"`` (classify from a CLS token) or ``"mean"`` (mean of patch tokens).
+        pool: ``"cls"`` (classify from the class token), ``"mean"`` (mean of the patch tokens) or
+            ``"cls_mean"`` (class token ⊕ mean patch token, DINOv2's classifier); see :data:`POOLS`.
         attention: attention variant (a name in ``infsa_viz.model.attention.VARIANTS``).
         rho_init: initial ``ρ = sigmoid(logit)`` for InfSA variants, in (0, 1).
         rho_per_head: one learnable ``ρ`` per head instead of one per layer.
-        num_classes: output classes.
+        num_classes: output classes; 0 gives the pooled (and projected) embedding as output
+            (transformers' ``pooler_output`` / ``image_embeds``).
         preprocessing: what the model needs from its input (normalisation, resize policy); see
             :mod:`infsa_viz.preprocess`. Default: the cluttered-digits normalisation, which is
             also what configs written before this field existed load with.
@@ -58,6 +74,28 @@ class ViTConfig:
             distillation token (DeiT "with teacher"); needs ``distillation_token``.
         infsa_eps: ε of the InfSA normalisations (see :mod:`infsa_viz.model.attention`; default 1e-6).
         class_names: a name per class (e.g. a transformers ``id2label``), or ``None``.
+        class_token: a class token first in the sequence (default: ``pool != "mean"``, which is
+            what configs written before this field existed were built with).
+        register_tokens: learned register tokens after the class token (Darcet et al., ICLR 2024,
+            "Vision Transformers Need Registers"); they get no position embedding and are left out
+            of every spatial map, grid and mean pool (they count in :attr:`num_prefix_tokens`).
+        class_pos_embed: the stored position embeddings hold an entry for the class (and
+            distillation) token (transformers, timm's default); false: patches only (timm's
+            ``no_embed_class``).
+        pos_interpolation: how position embeddings follow another input grid, one of
+            :data:`POS_INTERPOLATIONS` (default ``"bicubic"``).
+        norm_pre: a LayerNorm on the embedded tokens before the first block (CLIP's
+            ``pre_layrnorm``, timm's ``norm_pre``).
+        layer_scale: learned per-channel scales on each residual branch (``ls1``, ``ls2``;
+            Touvron et al. 2021, CaiT; DINOv2).
+        qk_norm: a LayerNorm over each head's queries and keys before attention (timm's
+            ``q_norm`` / ``k_norm``).
+        final_norm: where the last LayerNorm goes, one of :data:`FINAL_NORMS` (default ``"tokens"``).
+        projection_dim: a bias-free linear projection of the pooled vector to this width before
+            the head (CLIP's ``visual_projection``); 0 (default): none.
+        head: ``"linear"`` (default) or ``"cosine"`` (zero-shot against class embeddings), see
+            :data:`HEADS`.
+        logit_scale: the factor of a cosine head's similarities (CLIP's ``logit_scale.exp()``).
         source: where the weights came from (``{"format": ..., ...}``, JSON), or ``None`` for a
             model trained here; informational, shown by ``infsa-viz info``.
 
@@ -86,12 +124,25 @@ class ViTConfig:
     infsa_eps: float = EPS
     class_names: tuple[str, ...] | None = None
     source: dict[str, Any] | None = None
+    class_token: bool | None = None
+    register_tokens: int = 0
+    class_pos_embed: bool = True
+    pos_interpolation: str = "bicubic"
+    norm_pre: bool = False
+    layer_scale: bool = False
+    qk_norm: bool = False
+    final_norm: str = "tokens"
+    projection_dim: int = 0
+    head: str = "linear"
+    logit_scale: float = 1.0
 
     def __post_init__(self) -> None:
-        for name in ("img_size", "in_chans", "patch_size", "embed_dim", "depth", "num_heads", "num_classes"):
+        for name in ("img_size", "in_chans", "patch_size", "embed_dim", "depth", "num_heads", "num_classes",
+                     "register_tokens", "projection_dim"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name}={value!r} must be a positive integer")
+            least = 0 if name in ("num_classes", "register_tokens", "projection_dim") else 1
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ValueError(f"{name}={value!r} must be {'a positive' if least else 'a non-negative'} integer")
             if value > MAX_WIDTH:
                 raise ValueError(f"{name}={value} is over the limit of {MAX_WIDTH:,}")
         if self.img_size % self.patch_size:
@@ -123,13 +174,32 @@ class ViTConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
                 raise ValueError(f"{name}={value!r} must be a number in (0, 1)")
-        for name in ("qkv_bias", "distillation_token", "distillation_head"):
+        if self.class_token is None:
+            object.__setattr__(self, "class_token", self.pool != "mean")
+        for name in ("qkv_bias", "distillation_token", "distillation_head", "class_token", "class_pos_embed",
+                     "norm_pre", "layer_scale", "qk_norm"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}={getattr(self, name)!r} must be true or false")
         if self.act not in ACTIVATIONS:
             raise ValueError(f"act={self.act!r} must be one of {list(ACTIVATIONS)}")
+        for name, allowed in (("pos_interpolation", POS_INTERPOLATIONS), ("final_norm", FINAL_NORMS),
+                              ("head", HEADS)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name}={getattr(self, name)!r} must be one of {list(allowed)}")
+        if self.pool in ("cls", "cls_mean") and not self.class_token:
+            raise ValueError(f"pool={self.pool!r} needs class_token=True")
         if self.distillation_token and self.pool != "cls":
             raise ValueError(f"distillation_token=True needs pool='cls', not pool={self.pool!r}")
+        if self.distillation_token and self.register_tokens:
+            raise ValueError("distillation_token=True with register_tokens is not an architecture this model builds")
+        if self.head == "cosine" and (self.num_classes < 1 or self.distillation_head):
+            raise ValueError(f"head='cosine' needs num_classes >= 1 and no distillation head; got "
+                             f"num_classes={self.num_classes}, distillation_head={self.distillation_head}")
+        if self.num_classes == 0 and self.distillation_head:
+            raise ValueError("distillation_head=True needs num_classes >= 1")
+        scale = self.logit_scale
+        if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale < float("inf"):
+            raise ValueError(f"logit_scale={scale!r} must be a positive finite number")
         if self.distillation_head and not self.distillation_token:
             raise ValueError("distillation_head=True needs distillation_token=True")
         if self.class_names is not None:
@@ -142,8 +212,21 @@ class ViTConfig:
 
     @property
     def num_prefix_tokens(self) -> int:
-        """Tokens before the patches: CLS (``pool="cls"``) and the DeiT distillation token."""
-        return (1 if self.pool == "cls" else 0) + int(self.distillation_token)
+        """Tokens before the patches: the class token, the DeiT distillation token, the registers."""
+        return int(bool(self.class_token)) + int(self.distillation_token) + self.register_tokens
+
+    @property
+    def num_pos_prefix(self) -> int:
+        """Prefix tokens with a stored position embedding (class and distillation tokens, unless
+        :attr:`class_pos_embed` is false; registers never have one)."""
+        return (int(bool(self.class_token)) + int(self.distillation_token)) if self.class_pos_embed else 0
+
+    @property
+    def feature_dim(self) -> int:
+        """The width of the vector the head reads (pooled, then projected)."""
+        if self.projection_dim:
+            return self.projection_dim
+        return 2 * self.embed_dim if self.pool == "cls_mean" else self.embed_dim
 
     @property
     def grid(self) -> tuple[int, int]:

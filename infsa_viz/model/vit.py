@@ -38,11 +38,29 @@ class PatchEmbed(nn.Module):
         return self.proj(x.reshape(B, h * w, C * p * p))  # (B, N, C')
 
 
+class QuickGELU(nn.Module):
+    """CLIP's ``x · sigmoid(1.702 x)`` (Radford et al. 2021; transformers' ``quick_gelu``)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x * torch.sigmoid(1.702 * x)
+
+
+class LayerScale(nn.Module):
+    """A learned per-channel scale of a residual branch (timm's ``ls1``/``ls2``, DINOv2's ``layer_scale``)."""
+
+    def __init__(self, dim: int, init: float = 1.0) -> None:
+        super().__init__()
+        self.gamma = nn.Parameter(torch.full((dim,), init))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x * self.gamma
+
+
 class Mlp(nn.Module):
     def __init__(self, dim: int, hidden: int, act: str = "gelu") -> None:
         super().__init__()
         self.fc1 = nn.Linear(dim, hidden)
-        self.act = nn.GELU(approximate="tanh" if act == "gelu_tanh" else "none")
+        self.act = QuickGELU() if act == "quick_gelu" else nn.GELU(approximate="tanh" if act == "gelu_tanh" else "none")
         self.fc2 = nn.Linear(hidden, dim)
 
     def forward(self, x: Tensor) -> Tensor:
@@ -50,7 +68,8 @@ class Mlp(nn.Module):
 
 
 class Block(nn.Module):
-    """Pre-LN transformer block: ``x + attn(norm1(x))`` then ``x + mlp(norm2(x))``."""
+    """Pre-LN transformer block: ``x + ls1(attn(norm1(x)))`` then ``x + ls2(mlp(norm2(x)))`` (``ls``: layer
+    scale, the identity unless ``config.layer_scale``)."""
 
     def __init__(self, config: ViTConfig) -> None:
         super().__init__()
@@ -64,13 +83,17 @@ class Block(nn.Module):
             rho_per_head=config.rho_per_head,
             eps=config.infsa_eps,
             qkv_bias=config.qkv_bias,
+            qk_norm=config.qk_norm,
+            norm_eps=config.norm_eps,
         )
+        self.ls1 = LayerScale(dim) if config.layer_scale else nn.Identity()
         self.norm2 = nn.LayerNorm(dim, eps=config.norm_eps)
         self.mlp = Mlp(dim, round(dim * config.mlp_ratio), config.act)
+        self.ls2 = LayerScale(dim) if config.layer_scale else nn.Identity()
 
     def forward(self, x: Tensor) -> Tensor:
-        x = x + self.attn(self.norm1(x))
-        return x + self.mlp(self.norm2(x))
+        x = x + self.ls1(self.attn(self.norm1(x)))
+        return x + self.ls2(self.mlp(self.norm2(x)))
 
 
 class VisionTransformer(nn.Module):
@@ -90,13 +113,21 @@ class VisionTransformer(nn.Module):
         dim = config.embed_dim
         self.patch_embed = PatchEmbed(config.patch_size, config.in_chans, dim)
         h, w = config.grid
-        self.cls_token = nn.Parameter(torch.zeros(1, 1, dim)) if config.pool == "cls" else None
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, dim)) if config.class_token else None
         self.dist_token = nn.Parameter(torch.zeros(1, 1, dim)) if config.distillation_token else None
-        self.pos_embed = nn.Parameter(torch.zeros(1, self.num_prefix_tokens + h * w, dim))
+        self.reg_token = nn.Parameter(torch.zeros(1, config.register_tokens, dim)) if config.register_tokens else None
+        self.pos_embed = nn.Parameter(torch.zeros(1, config.num_pos_prefix + h * w, dim))
+        self.norm_pre = nn.LayerNorm(dim, eps=config.norm_eps) if config.norm_pre else nn.Identity()
         self.blocks = nn.ModuleList(Block(config) for _ in range(config.depth))
-        self.norm = nn.LayerNorm(dim, eps=config.norm_eps)
-        self.head = nn.Linear(dim, config.num_classes)
-        self.head_dist = nn.Linear(dim, config.num_classes) if config.distillation_head else None
+        self.norm = nn.LayerNorm(dim, eps=config.norm_eps) if config.final_norm != "none" else nn.Identity()
+        pooled = 2 * dim if config.pool == "cls_mean" else dim
+        self.projection = nn.Linear(pooled, config.projection_dim, bias=False) if config.projection_dim else None
+        features = config.feature_dim
+        if config.num_classes == 0:
+            self.head: nn.Module = nn.Identity()
+        else:
+            self.head = nn.Linear(features, config.num_classes, bias=config.head == "linear")
+        self.head_dist = nn.Linear(features, config.num_classes) if config.distillation_head else None
         if self.pos_embed.device.type != "meta":  # on meta (state_shapes) there are no values to draw, and
             self._init_weights()  # drawing them there imports torch._dynamo (about 1-3 s, once per process)
 
@@ -105,7 +136,7 @@ class VisionTransformer(nn.Module):
 
     def _init_weights(self) -> None:
         nn.init.trunc_normal_(self.pos_embed, std=0.02)
-        for token in (self.cls_token, self.dist_token):
+        for token in (self.cls_token, self.dist_token, self.reg_token):
             if token is not None:
                 nn.init.normal_(token, std=1e-6)
         for module in self.modules():
@@ -115,14 +146,19 @@ class VisionTransformer(nn.Module):
                     nn.init.zeros_(module.bias)
 
     def _pos_embed_for(self, h: int, w: int) -> Tensor:
-        """Position embeddings for an ``h × w`` grid (bicubic interpolation of the stored grid)."""
-        prefix = self.pos_embed[:, : self.num_prefix_tokens]
-        grid = self.pos_embed[:, self.num_prefix_tokens :]
+        """Position embeddings ``(1, pos prefix + h·w, C')`` for an ``h × w`` grid: the stored grid
+        resized as transformers and timm do it (``config.pos_interpolation``: bicubic, corners not
+        aligned, in float32, with or without antialiasing), prefix entries unchanged."""
+        split = self.config.num_pos_prefix
+        prefix = self.pos_embed[:, :split]
+        grid = self.pos_embed[:, split:]
         gh, gw = self.config.grid
         if (h, w) != (gh, gw):
-            grid = grid.reshape(1, gh, gw, -1).permute(0, 3, 1, 2)  # (1, C, gh, gw)
-            grid = F.interpolate(grid, size=(h, w), mode="bicubic", align_corners=False)
-            grid = grid.permute(0, 2, 3, 1).reshape(1, h * w, -1)
+            dtype = grid.dtype
+            grid = grid.reshape(1, gh, gw, -1).permute(0, 3, 1, 2).float()  # (1, C, gh, gw)
+            grid = F.interpolate(grid, size=(h, w), mode="bicubic", align_corners=False,
+                                 antialias=self.config.pos_interpolation == "bicubic_antialias")
+            grid = grid.to(dtype).permute(0, 2, 3, 1).reshape(1, h * w, -1)
         return torch.cat([prefix, grid], dim=1)
 
     def check_input(self, x: Tensor) -> Tensor:
@@ -155,27 +191,62 @@ class VisionTransformer(nn.Module):
         return x if x.dtype == dtype else x.to(dtype)
 
     def forward_features(self, x: Tensor) -> Tensor:
-        """Images ``(B, C, H, W)`` → normalised tokens ``(B, prefix + h·w, C')``."""
+        """Images ``(B, C, H, W)`` → tokens ``(B, prefix + h·w, C')``: ``[CLS, DIST, registers, patches]``
+        (each prefix where the config has it), normalised when ``config.final_norm == "tokens"``.
+
+        Position embeddings are added to the class/distillation tokens (``class_pos_embed``) and the
+        patches before the registers are inserted (registers get none), as transformers' DINOv2
+        with registers and timm do.
+        """
         x = self.check_input(x)
         h, w = x.shape[-2] // self.patch_size, x.shape[-1] // self.patch_size
         tokens = self.patch_embed(x)  # (B, h·w, C')
-        prefix = [t.expand(tokens.shape[0], -1, -1) for t in (self.cls_token, self.dist_token) if t is not None]
-        if prefix:
-            tokens = torch.cat([*prefix, tokens], dim=1)  # (B, prefix + h·w, C')
-        tokens = tokens + self._pos_embed_for(h, w)
+        B = tokens.shape[0]
+        prefix = [t.expand(B, -1, -1) for t in (self.cls_token, self.dist_token) if t is not None]
+        pos = self._pos_embed_for(h, w)
+        if self.config.class_pos_embed:
+            tokens = torch.cat([*prefix, tokens], dim=1) + pos  # (B, cls/dist + h·w, C')
+        else:
+            tokens = torch.cat([*prefix, tokens + pos], dim=1)
+        if self.reg_token is not None:
+            split = len(prefix)
+            tokens = torch.cat([tokens[:, :split], self.reg_token.expand(B, -1, -1), tokens[:, split:]], dim=1)
+        tokens = self.norm_pre(tokens)
         for block in self.blocks:
             tokens = block(tokens)
-        return self.norm(tokens)
+        return self.norm(tokens) if self.config.final_norm == "tokens" else tokens
+
+    def pool(self, tokens: Tensor) -> Tensor:
+        """Tokens ``(B, N, C')`` → the vector the head reads ``(B, feature_dim)``: pooled
+        (``config.pool``; a mean leaves every prefix token out), normalised when ``final_norm ==
+        "pooled"``, projected when ``projection_dim`` is set."""
+        pool = self.config.pool
+        patches = tokens[:, self.num_prefix_tokens:]  # (B, h·w, C')
+        if pool == "mean":
+            pooled = patches.mean(dim=1)
+        elif pool == "cls_mean":  # DINOv2's classifier input
+            pooled = torch.cat([tokens[:, 0], patches.mean(dim=1)], dim=-1)  # (B, 2C')
+        else:
+            pooled = tokens[:, 0]
+        if self.config.final_norm == "pooled":
+            pooled = self.norm(pooled)
+        return pooled if self.projection is None else self.projection(pooled)
 
     def forward_head(self, tokens: Tensor) -> Tensor:
-        """Tokens ``(B, N, C')`` → logits ``(B, classes)`` (CLS token or mean of patch tokens).
+        """Tokens ``(B, N, C')`` → logits ``(B, classes)`` (or the embedding ``(B, feature_dim)`` when
+        ``num_classes == 0``).
 
         With a distillation head the logits are ``(head(CLS) + head_dist(DIST)) / 2`` (DeiT,
         Touvron et al. 2021, inference rule; transformers' ``DeiTForImageClassificationWithTeacher``).
+        A cosine head gives ``logit_scale · x̂ · ŵ_kᵀ`` with ``x̂``, ``ŵ_k`` unit vectors (CLIP's
+        ``logits_per_image``, Radford et al. 2021).
         """
-        if self.config.pool == "mean":
-            return self.head(tokens.mean(dim=1))
-        logits = self.head(tokens[:, 0])
+        features = self.pool(tokens)
+        if self.config.head == "cosine":
+            x = features / features.norm(p=2, dim=-1, keepdim=True)
+            w = self.head.weight / self.head.weight.norm(p=2, dim=-1, keepdim=True)
+            return self.config.logit_scale * (x @ w.t())  # (B, classes)
+        logits = self.head(features)
         if self.head_dist is not None:
             logits = (logits + self.head_dist(tokens[:, 1])) / 2
         return logits

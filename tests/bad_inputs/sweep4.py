@@ -145,9 +145,12 @@ def fourth_sweep_fixtures(root: Path, p: dict[str, Path]) -> None:
             "explained": explained("cluttered-digits")}
     figure = {"role": "metric", "monotone": True, "stable": True, "reactive": True, "trustworthy": True,
               "degradation_spearman": -1.0, "stability": 1.0}
-    for name, part in (("meta_no_controls", _part(seed_model, "cluttered-digits", meta, {"figures": {"x": figure}})),
-                       ("meta_stale", _part(seed_model, "cluttered-digits", meta, {"figures": {"x": figure}},
-                                            stale=True))):
+    from scripts.meta_evaluation import ORACLES
+
+    meta["oracles"] = list(ORACLES)
+    figures = {"figures": {"x": figure}, "oracles": {o: {"figures": {"x": figure}} for o in ORACLES}}
+    for name, part in (("meta_no_controls", _part(seed_model, "cluttered-digits", meta, figures)),
+                       ("meta_stale", _part(seed_model, "cluttered-digits", meta, figures, stale=True))):
         p[name] = root / name
         (p[name] / "cluttered-digits").mkdir(parents=True)
         (p[name] / "cluttered-digits" / "softmax-seed1.json").write_text(json.dumps(part))

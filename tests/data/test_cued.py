@@ -100,7 +100,7 @@ def test_the_swapped_target_is_a_digit_of_another_class_at_the_same_size():
 
     _, labels, scenes = generate_cued(200, split="test", seed=2)
     pool, by_class = _digit_pool("test"), _rows_by_class("test")
-    swaps = []
+    swaps, redrawn = [], 0
     for i, (scene, label) in enumerate(zip(scenes, labels, strict=True)):
         draw = _draw(np.random.default_rng(np.random.SeedSequence([2, _STREAM_SAMPLE, 2, i])), len(pool.labels),
                      CuedDigitsConfig())
@@ -109,10 +109,52 @@ def test_the_swapped_target_is_a_digit_of_another_class_at_the_same_size():
         digit = rows[int(draw["swap_u"] * len(rows))]
         assert pool.labels[digit] == swap_class != label
         patch, _ = scene.replacements[0]
-        np.testing.assert_array_equal(patch, render_digit(pool.images[digit], pool.ink_boxes[digit],
-                                                          int(draw["tgt_size"])))
-        swaps.append(swap_class)
-    assert len(set(swaps)) == 10
+        first = render_digit(pool.images[digit], pool.ink_boxes[digit], int(draw["tgt_size"]))
+        if first.shape == patch.shape and (first == patch).all():
+            swaps.append(swap_class)
+            continue
+        # the first draw broke a layout rule: redrawn from the same class at the same size
+        redrawn += 1
+        assert any(np.array_equal(patch, render_digit(pool.images[r], pool.ink_boxes[r], int(draw["tgt_size"])))
+                   for r in rows)
+    assert len(set(swaps)) == 10 and redrawn < 40
+
+
+def _overlap(a, b) -> float:
+    """Intersection over the smaller box's area, written out."""
+    w = max(0, min(a[2], b[2]) - max(a[0], b[0]))
+    h = max(0, min(a[3], b[3]) - max(a[1], b[1]))
+    return w * h / min((a[2] - a[0]) * (a[3] - a[1]), (b[2] - b[0]) * (b[3] - b[1]))
+
+
+def test_every_intervened_test_scene_keeps_every_layout_rule():
+    """All 2,000 scenes of the shared test split, each object intervened: the target's swap keeps the
+    generator's rules for a target (size range, strictly the largest digit, inside the canvas,
+    overlap below max_overlap with every other shown object, no ink in the cue's box); a removed
+    distractor leaves a count the generator draws; the cue's removal and the background's swap
+    leave the layout as it was."""
+    from infsa_viz.data.cued import swap_violations
+
+    data = test_split(benchmark="cued-digits")
+    cfg = BENCHMARKS["cued-digits"].evaluation_config
+    low, high = cfg.target_size
+    for i, scene in enumerate(data.scenes):
+        swap, (x0, y0, x1, y1) = scene.replacements[0]
+        shown = [k for k in range(1, len(scene.parts)) if scene.parts[k].size]
+        where = f"test image {i}"
+        assert low <= max(swap.shape) <= high, where
+        assert all(max(scene.parts[k].shape) < max(swap.shape) for k in shown if k != CUE), where
+        assert swap.shape == (y1 - y0, x1 - x0) and 0 <= x0 and 0 <= y0 and x1 <= 48 and y1 <= 48, where
+        assert all(_overlap((x0, y0, x1, y1), scene.boxes[k]) < cfg.max_overlap for k in shown), where
+        layer = np.zeros((48, 48), np.uint8)
+        layer[y0:y1, x0:x1] = swap
+        cx0, cy0, cx1, cy1 = scene.boxes[CUE]
+        assert not layer[cy0:cy1, cx0:cx1].any(), where
+        assert swap_violations(swap, scene.replacements[0][1], scene.parts, scene.boxes, cfg) == [], where
+        count = sum(1 for k in shown if k != CUE)
+        assert count == 0 or cfg.distractors[0] <= count - 1, where  # one removed: still a drawn count
+        removed = scene.intervene(["cue"])
+        np.testing.assert_array_equal(removed, scene.render(remove=["cue"]))
 
 
 @pytest.mark.parametrize("agreement", [0.1, 1.0])
