@@ -10,7 +10,7 @@ import os
 import shlex
 import sys
 
-from ._inputs import add_data_options, add_model_list, add_target_option, load_data
+from ._inputs import add_data_options, add_model_list, add_prompt_options, add_target_option, load_data, load_models
 from .lists import comma_names, output_file, seed
 
 
@@ -50,6 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_target_option(parser, default="label", help="class explained by class-explaining maps and scored by every "
                                                     "metric (default: label, the ground truth; an image without "
                                                     "one: its prediction)")
+    add_prompt_options(parser)
     parser.add_argument("--layer", type=int, default=None, help="layer of per-layer methods (default: each method's)")
     parser.add_argument("--head", default=None, help="head index or 'mean' of per-layer methods (default: each method's)")
     parser.add_argument("--gamma", type=float, default=None,
@@ -91,7 +92,6 @@ def run(args: argparse.Namespace) -> int:
     from ..evaluation import EvalSettings, evaluate, reference_methods, table_columns, write_evaluation
     from ..evaluation.budget import check_evaluation, cli_option, evaluation_estimate
     from ..evaluation.journal import Journal, OutputLock, run_fingerprint
-    from ..formats import load_model
     from ..maps import METHODS, check_method
     from ..metrics.registry import METRICS, SETTINGS, check_metric
     from ..targets import target_for_models
@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
                     metrics=args.metrics, map_options={"layer": args.layer, "head": args.head, "gamma": args.gamma},
                     **{name: getattr(args, name) for name in SETTINGS})
     EvalSettings(**settings)  # every setting checked before a model loads
-    models = [(d, load_model(d)) for d in args.models]
+    models = load_models(args.models, args)
     protocol = EvalSettings(target=target_for_models(args.target, models, name="--target"), **settings)
     check_evaluation(models, args.methods, protocol, n_images=args.n_images, spell=cli_option)  # before any data
     data = load_data(args, models)

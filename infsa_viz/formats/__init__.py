@@ -168,6 +168,10 @@ def describe_model(model: VisionTransformer) -> dict[str, Any]:
         "patch_size": config.patch_size,
         "grid": list(config.grid),
         "prefix_tokens": config.num_prefix_tokens,
+        "register_tokens": config.register_tokens,
+        "pool": config.pool,
+        "output": ("embedding" if config.num_classes == 0 else
+                   "image-text similarities (zero-shot)" if config.head == "cosine" else "logits"),
         "distillation_head": config.distillation_head,
         "depth": config.depth,
         "heads": config.num_heads,
