@@ -36,7 +36,7 @@ def test_shortcut_measures_each_model_once_and_writes_every_table(tmp_path):
     edge = next(r for r in tables["rise"] if r["method"] == "edge")
     assert edge["mean"] == 0.0  # model-ignorant: the same share on every model
     text = docs.read_text()
-    assert "`edge`" in text and "not in the family" in text
+    assert "`edge`" in text and "not in the family" in text and "*Error rate under the null*" in text
     stamps = {p: p.stat().st_mtime_ns for p in parts.glob("*.json")}
     assert shortcut.main(argv) == 0  # resumed: every part read, none rewritten
     assert {p: p.stat().st_mtime_ns for p in parts.glob("*.json")} == stamps
