@@ -53,11 +53,11 @@ CASES: dict[str, Case] = {
     "vit-b16-224": Case("ViT-B/16 at 224 x 224: 12 layers, width 768, 12 heads, 196 patches + CLS = 197 tokens",
                         dict(img_size=224, in_chans=3, patch_size=16, embed_dim=768, depth=12, num_heads=12,
                              mlp_ratio=4.0)),
-    # TODO(lead, issue 43): "dinov2-b14-reg4-518": DINOv2-B/14 with 4 register tokens at 518 x 518
-    # (37 x 37 = 1,369 patches + CLS + 4 registers = 1,374 tokens), one entry here once the ViTConfig
-    # fields for register tokens and layer scale exist (the architecture work of issue 43), e.g.
-    # Case("DINOv2-B/14 with 4 registers at 518 x 518 ...", dict(img_size=518, in_chans=3, patch_size=14,
-    #      embed_dim=768, depth=12, num_heads=12, mlp_ratio=4.0, <registers: 4>, <layer scale>)).
+    "dinov2-b14-reg4-518": Case("DINOv2-B/14 with 4 registers at 518 x 518: 12 layers, width 768, 12 heads, layer "
+                                "scale, 37 x 37 = 1,369 patches + CLS + 4 registers = 1,374 tokens",
+                                dict(img_size=518, in_chans=3, patch_size=14, embed_dim=768, depth=12, num_heads=12,
+                                     mlp_ratio=4.0, register_tokens=4, layer_scale=True, pool="cls_mean",
+                                     norm_eps=1e-6, pos_interpolation="bicubic_antialias")),
 }
 
 

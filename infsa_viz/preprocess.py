@@ -33,7 +33,7 @@ __all__ = [
     "preprocess",
 ]
 
-Resize = Literal["stretch", "center_crop", "pad"]
+Resize = Literal["stretch", "center_crop", "pad", "shortest_edge"]
 Resample = Literal["auto", "area", "bilinear", "bicubic", "nearest", "lanczos"]
 RESIZES: tuple[str, ...] = get_args(Resize)
 RESAMPLES: tuple[str, ...] = get_args(Resample)
@@ -67,7 +67,11 @@ class Preprocessing:
             ``"pad"`` (letterbox: longer side to ``img_size``, aspect kept, the image centred on an
             ``img_size`` square; extra pixels on the right/bottom when the margin is odd). Padding
             pixels get the model's mean colour ``round(255 · mean)`` per channel (:meth:`pad_value`),
-            so they normalise to ≈ 0, the neutral input.
+            so they normalise to ≈ 0, the neutral input; or ``"shortest_edge"`` (any aspect: shorter
+            side to ``img_size``, aspect kept, no crop; each side then cut down to a multiple of the
+            patch, the right/bottom remainder dropped, which is what a strided patch convolution of
+            transformers' or timm's does with it: DINOv2's and CLIP's processors without their
+            centre crop). A batch of ``"shortest_edge"`` images must share one aspect (one shape).
         resample: OpenCV interpolation: ``"auto"`` (``INTER_AREA`` when no side grows, else
             ``INTER_LINEAR``), ``"area"``, ``"bilinear"``, ``"bicubic"``, ``"nearest"`` or
             ``"lanczos"``. OpenCV's kernels are not PIL's: a model trained with PIL resizing
@@ -97,8 +101,8 @@ class Preprocessing:
         fraction = self.crop_fraction
         if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
             raise ValueError(f"crop_fraction={fraction!r} is invalid; expected a number in (0, 1]")
-        if self.resize == "pad" and fraction != 1:
-            raise ValueError(f"crop_fraction={fraction!r} is invalid with resize='pad'; expected 1.0")
+        if self.resize in ("pad", "shortest_edge") and fraction != 1:
+            raise ValueError(f"crop_fraction={fraction!r} is invalid with resize={self.resize!r}; expected 1.0")
 
     def check_channels(self, channels: int) -> None:
         """Raise ``ValueError`` unless mean and std hold one value or ``channels`` values."""
@@ -161,12 +165,13 @@ class Prepared:
         the model's input, rounded outwards (start floored, end ceiled) and clipped to the image."""
         b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
         sx, sy, dx, dy = self.scales[index]
-        size = self.tensor.shape[-1]
+        H, W = self.tensor.shape[-2:]
         x0 = np.floor(b[:, 0] * sx - dx + _EPS)
         y0 = np.floor(b[:, 1] * sy - dy + _EPS)
         x1 = np.ceil(b[:, 2] * sx - dx - _EPS)
         y1 = np.ceil(b[:, 3] * sy - dy - _EPS)
-        return np.clip(np.stack([x0, y0, x1, y1], axis=1), 0, size).astype(np.int64)
+        limits = np.array([W, H, W, H])
+        return np.clip(np.stack([x0, y0, x1, y1], axis=1), 0, limits).astype(np.int64)
 
     def masks(self, index: int, masks: Any) -> np.ndarray:
         """Boolean pixel masks ``(K, H, W)`` (or one ``(H, W)``) of source image ``index`` → ``(K, S, S)
@@ -181,14 +186,14 @@ class Prepared:
         if planes.ndim != 3:
             raise ValueError(f"masks has shape {planes.shape}; expected (K, H, W) or (H, W) source-pixel masks")
         sx, sy, dx, dy = self.scales[index]
-        size, (h, w) = self.tensor.shape[-1], planes.shape[1:]
+        (H, W), (h, w) = self.tensor.shape[-2:], planes.shape[1:]
         out_w, out_h, x0, y0 = round(w * sx), round(h * sy), int(dx), int(dy)
-        out = np.zeros((len(planes), size, size), dtype=bool)
+        out = np.zeros((len(planes), H, W), dtype=bool)
         for k, plane in enumerate(planes.astype(np.float32)):
             if (out_h, out_w) != (h, w):
                 shrinking = out_w <= w and out_h <= h
                 plane = cv2.resize(plane, (out_w, out_h), interpolation=cv2.INTER_AREA if shrinking else cv2.INTER_LINEAR)
-            kept = plane[max(y0, 0) : y0 + size, max(x0, 0) : x0 + size] > 0.5  # a crop (dx, dy >= 0) …
+            kept = plane[max(y0, 0) : y0 + H, max(x0, 0) : x0 + W] > 0.5  # a crop (dx, dy >= 0) …
             out[k, max(-y0, 0) :, max(-x0, 0) :][: kept.shape[0], : kept.shape[1]] = kept  # … or a pad
         return out
 
@@ -214,11 +219,19 @@ def _to_channels(image: np.ndarray, channels: int) -> np.ndarray:
     return image if image.ndim == 3 else np.repeat(image[..., None], 3, axis=-1)
 
 
-def _resize(image: np.ndarray, size: int, how: Preprocessing) -> tuple[np.ndarray, tuple[float, ...]]:
+def _resize(image: np.ndarray, size: int, how: Preprocessing, patch: int = 1) -> tuple[np.ndarray, tuple[float, ...]]:
     import cv2
 
     h, w = image.shape[:2]
     resized = max(size, round(size / how.crop_fraction))  # the side before the centre crop
+    if how.resize == "shortest_edge":  # transformers' get_resize_output_image_size: the long side truncated
+        short, long = (w, h) if w <= h else (h, w)
+        new_long = int(size * long / short)
+        out_w, out_h = (size, new_long) if w <= h else (new_long, size)
+        if (out_h, out_w) != (h, w):
+            image = cv2.resize(image, (out_w, out_h), interpolation=_interpolation(how.resample, out_w <= w and out_h <= h))
+        keep_h, keep_w = max(patch, out_h - out_h % patch), max(patch, out_w - out_w % patch)
+        return np.ascontiguousarray(image[:keep_h, :keep_w]), (out_w / w, out_h / h, 0.0, 0.0)
     if how.resize == "stretch":
         out_w, out_h = resized, resized
     elif how.resize == "pad":
@@ -290,17 +303,22 @@ def prepare(model: Any, images: np.ndarray | Sequence[np.ndarray]) -> Prepared:
         raise ValueError(f"images has shape {images.shape}; expected a batch (n, H, W) or (n, H, W, C)")
     if len(images) == 0:
         raise ValueError("images is empty; expected at least one image")
-    if batch:
+    if batch and how.resize != "shortest_edge":
         same_size = _check_image(0, images[0]).shape[:2] == (size, size)
         same_channels = (images.ndim == 3 and channels == 1) or (images.ndim == 4 and images.shape[-1] == channels == 3)
         if same_size and same_channels:  # fast path: the batch is already at the model's size and channels
             identity = np.tile(np.array([1.0, 1.0, 0.0, 0.0]), (len(images), 1))
             return Prepared(how.normalise(images), list(images), identity)
     shown, scales = [], []
+    patch = int(getattr(config, "patch_size", 1))
     for i, image in enumerate(images):
-        resized, scale = _resize(_to_channels(_check_image(i, image), channels), size, how)
+        resized, scale = _resize(_to_channels(_check_image(i, image), channels), size, how, patch)
         shown.append(resized)
         scales.append(scale)
+    shapes = sorted({im.shape[:2] for im in shown})
+    if len(shapes) > 1:
+        raise ValueError(f"resize='shortest_edge' keeps each image's aspect: these images become {shapes[:4]}; "
+                         "expected one shape per batch (prepare images of one aspect together)")
     return Prepared(how.normalise(np.stack(shown)), shown, np.array(scales, dtype=np.float64))
 
 

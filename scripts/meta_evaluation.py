@@ -12,7 +12,10 @@ step (monotone: Spearman of the mean against the blend weight ≤ −0.9), on a 
 on a grid calibrated on the pair's difference (stable: ≥ 0.9 of image-level strict orders kept at a
 tenth of it; the level at which each figure breaks is reported), and on the model's and a
 parameter-randomised copy's oracles swapped (reactive: the model's own oracle wins ≥ 0.75 of the
-comparisons under both models). Trusted = all three. Each model's result is kept in
+comparisons under both models). Trusted = all three, under each of two independent reference oracles
+(:data:`ORACLES`: the evidence re-rendered by the generator, and the evidence measured by grey fill of
+the object masks); a figure is trusted only where it is trusted under both, and a figure computed
+from the same evidence an oracle paints is flagged "by construction" under it. Each model's result is kept in
 ``runs/meta/<benchmark>/<model>.json`` (a killed run continues); ``metrics/meta-evaluation.json``
 gathers them with, per benchmark and figure, how many models trust it, and whether every negative
 control failed and the positive control passed on every model.
@@ -35,6 +38,10 @@ from infsa_viz.cli import script_main  # noqa: E402
 N_IMAGES = {"cluttered-digits": 60, "cluttered-digits-hard": 20}
 ROAD_IMAGES = {"cluttered-digits": 12, "cluttered-digits-hard": 4}
 DEFAULT_IMAGES, DEFAULT_ROAD_IMAGES = 60, 12
+#: The reference oracles, each independent of the other: the evidence re-rendered by the generator
+#: (the first: its summary is the report's ``summary``) and the evidence measured by grey fill of the
+#: object masks. A figure is trusted only where it is trusted under every one.
+ORACLES = ("evidence_oracle", "evidence_oracle_greyfill")
 
 
 def _finite(values: list[Any]) -> list[float]:
@@ -79,6 +86,11 @@ def summarise(parts: dict[str, dict[str, Any]]) -> dict[str, Any]:
                                                 for c in zip(*curves, strict=True)]
         negatives = [f for f, e in figures.items() if e["role"] == "negative control"]
         positives = [f for f, e in figures.items() if e["role"] == "positive control"]
+        for role, found in (("metric", [f for f, e in figures.items() if e["role"] == "metric"]),
+                            ("negative control", negatives), ("positive control", positives)):
+            if not found:  # all() over nothing is True: "the controls passed" would be said of no control
+                raise ValueError(f"{benchmark}: the parts of {len(models)} model(s) hold no {role} figure; nothing "
+                                 "to summarise (damaged or foreign parts?)")
         out[benchmark] = {
             "controls": {"negative": negatives, "positive": positives,
                          "negatives_never_trusted": all(figures[f]["trustworthy"] == 0 for f in negatives),
@@ -89,6 +101,27 @@ def summarise(parts: dict[str, dict[str, Any]]) -> dict[str, Any]:
             "figures": figures,
         }
     return out
+
+
+def across_oracles(models: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """One benchmark's figures under each reference oracle: the summary and ranking under each, the
+    figures flagged "by construction" under each, and the figures trusted for every model under every one."""
+    from infsa_viz.metrics.registry import FIGURES
+
+    per = {oracle: summarise({"_": {m: found[oracle] for m, found in models.items()}})["_"] for oracle in ORACLES}
+    by_construction = {oracle: sorted(f for f in per[oracle]["figures"] if f in FIGURES and FIGURES[f].ceiling == oracle)
+                       for oracle in ORACLES}
+    ranking = {oracle: [f for f, _ in sorted(((f, e) for f, e in per[oracle]["figures"].items() if e["role"] == "metric"),
+                                             key=lambda item: (-item[1]["trustworthy"],
+                                                               -(item[1]["reactivity_min"] or -1.0), item[0]))]
+               for oracle in ORACLES}
+    trusted = set.intersection(*(set(per[o]["trusted_for_every_model"]) for o in ORACLES))
+    return {"by_oracle": {o: {"trusted_for_every_model": per[o]["trusted_for_every_model"], "ranking": ranking[o],
+                              "by_construction": by_construction[o], "controls": per[o]["controls"],
+                              "figures": {f: {k: e[k] for k in ("models", "monotone", "stable", "reactive",
+                                                                "trustworthy", "reactivity_min")}
+                                          for f, e in per[o]["figures"].items()}} for o in ORACLES},
+            "trusted_under_every_oracle": sorted(trusted)}
 
 
 @script_main("meta_evaluation.py")
@@ -110,7 +143,10 @@ def main(argv: list[str] | None = None) -> int:
         settings = EvalSettings(subsample=n_images, road_images=ROAD_IMAGES.get(benchmark, DEFAULT_ROAD_IMAGES),
                                 sanity_images=0, **explained(benchmark))
         data[benchmark] = data.get(benchmark) or test_split(n_images, benchmark=benchmark)
-        return meta_evaluate_model(load_model(model_dir), data[benchmark], protocol=settings).to_dict()
+        model = load_model(model_dir)
+        found = {oracle: meta_evaluate_model(model, data[benchmark], protocol=settings, oracle=oracle).to_dict()
+                 for oracle in ORACLES}
+        return {**found[ORACLES[0]], "oracles": found}
 
     # a part made before the controls and the reactivity test is computed again
     keys = ("monotone", "stable", "trustworthy")
@@ -120,8 +156,14 @@ def main(argv: list[str] | None = None) -> int:
         return isinstance(figures, dict) and all(isinstance(f, dict) and all(k in f for k in keys)
                                                  for f in figures.values())
 
-    parts = run_parts(benchmarks, args, compute, stale=lambda part: "partner" not in part.get("protocol", {}),
-                      valid=valid, what="meta-evaluation result")
+    def options(benchmark: str) -> dict[str, Any]:
+        return {"n_images": N_IMAGES.get(benchmark, DEFAULT_IMAGES),
+                "road_images": ROAD_IMAGES.get(benchmark, DEFAULT_ROAD_IMAGES), "explained": explained(benchmark),
+                "oracles": list(ORACLES)}
+
+    parts = run_parts(benchmarks, args, compute, options=options,
+                      valid=lambda part: valid(part) and set(part.get("oracles", {})) == set(ORACLES),
+                      what="meta-evaluation result")
     protocol = {
         **commands("python scripts/meta_evaluation.py", argv),
         "parts": "one JSON per model in --parts (resumable), each computed by the command",
@@ -135,7 +177,13 @@ def main(argv: list[str] | None = None) -> int:
                 "beats a parameter-randomised copy's in >= 0.75 of the comparisons under both models); see "
                 "infsa_viz.evaluation.meta",
     }
-    return write_report(args.out, protocol, summarise(parts), parts)
+    protocol["oracles"] = {"names": list(ORACLES), "rule": "a figure is trusted for a model only when it is trusted "
+                           "under every oracle; a figure whose ground truth is the evidence an oracle paints (its "
+                           "declared ceiling) is flagged 'by construction' under that oracle"}
+    summary = summarise(parts)
+    for benchmark, entry in summary.items():
+        entry.update(across_oracles({m: p["oracles"] for m, p in parts[benchmark].items()}))
+    return write_report(args.out, protocol, summary, parts)
 
 if __name__ == "__main__":
     sys.exit(main())

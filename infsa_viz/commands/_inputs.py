@@ -46,6 +46,44 @@ MODEL_HELP = ("a model directory (ours or a transformers save_pretrained one) or
               "(timm, torchvision, official InfSA) with options as PATH?num_heads=H&variant=V&convert_to=V")
 
 
+def add_prompt_options(parser: argparse.ArgumentParser) -> None:
+    """``--prompts`` and ``--text-embeddings``: CLIP zero-shot targets (see :mod:`infsa_viz.zero_shot`)."""
+
+    def prompts(text: str) -> tuple[str, ...]:
+        from ..zero_shot import parse_prompts
+
+        try:
+            return parse_prompts(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    parser.add_argument("--prompts", type=prompts, default=None, metavar="'PROMPT|PROMPT…'|@FILE",
+                        help="CLIP zero-shot: the classes become these prompts and the logits the image-text "
+                             "similarities; encoded by the CLIP model directory's own text tower and tokenizer "
+                             "(needs transformers), or picked from --text-embeddings; --target then names a prompt "
+                             "(default: the best-matching one)")
+    parser.add_argument("--text-embeddings", default=None, metavar="FILE.safetensors",
+                        help="CLIP zero-shot from a saved text-embedding file (infsa_viz.zero_shot."
+                             "save_text_embeddings; no transformers needed): all its prompts, or those of --prompts")
+
+
+def load_models(specs: Any, args: argparse.Namespace) -> list[tuple[str, Any]]:
+    """``(spec, model)`` for each model spec, with a zero-shot head when ``--prompts`` / ``--text-embeddings``
+    were given (:func:`infsa_viz.zero_shot.zero_shot`)."""
+    from ..formats import load_model, parse_model_spec
+
+    prompts, file = getattr(args, "prompts", None), getattr(args, "text_embeddings", None)
+    models = []
+    for spec in specs:
+        model = load_model(spec)
+        if prompts is not None or file is not None:
+            from ..zero_shot import text_embeddings, zero_shot
+
+            model = zero_shot(model, text_embeddings(file if file is not None else parse_model_spec(spec)[0], prompts))
+        models.append((spec, model))
+    return models
+
+
 def add_model_list(parser: argparse.ArgumentParser, *, help: str) -> None:
     parser.add_argument("--models", required=True, type=comma_names, metavar="MODEL[,MODEL…]",
                         help=f"{help}; each {MODEL_HELP}")

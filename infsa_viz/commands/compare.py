@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from ._inputs import add_map_options, add_model_list, load_input
-from .lists import comma_names, output_file, refuse_overwriting_inputs
+from ._inputs import add_map_options, add_model_list, add_prompt_options, load_input, load_models
+from .lists import comma_names, output_file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,6 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=output_file, required=True,
                         help="output PNG (a JSON with the settings is written next to it)")
     add_map_options(parser)
+    add_prompt_options(parser)
 
 
 def _jsonable(value: Any) -> Any:
@@ -43,8 +44,8 @@ def render(args: argparse.Namespace, *, extra: Callable[[Any, Any], dict[str, An
     ``extra(record, result)`` (``explain --check-conservation``) adds its JSON-able entries to each tile's
     record in the settings JSON and to the summary printed on stdout (under ``"maps"``)."""
     from ..evaluation.budget import check_maps
-    from ..formats import load_model, parse_model_spec
-    from ..io import write_json
+    from ..formats import parse_model_spec
+    from ..io import refuse_overwriting_inputs, write_json
     from ..maps import attribute, check_method, selector_options
     from ..overlay import colour_scale, overlay, overlay_grid, save_png
     from ..forward import forward_record
@@ -64,7 +65,7 @@ def render(args: argparse.Namespace, *, extra: Callable[[Any, Any], dict[str, An
         raise ValueError(f"--alpha={args.alpha} must lie in [0, 1]")
     refuse_overwriting_inputs({"--out": args.out, "--out (its settings JSON)": str(Path(args.out).with_suffix(".json"))},
                               [args.image, *(parse_model_spec(d)[0] for d in args.models)])
-    models = [(d, load_model(d)) for d in args.models]
+    models = load_models(args.models, args)
     sizes = {m.config.img_size for _, m in models}
     if len(sizes) != 1:
         raise ValueError(f"--models take different image sizes {sorted(sizes)}; compare models of one input size")

@@ -13,7 +13,7 @@ import argparse
 import logging
 from typing import Any
 
-from ._inputs import MODEL_HELP, add_map_options
+from ._inputs import MODEL_HELP, add_map_options, add_prompt_options
 from .lists import output_file
 
 logger = logging.getLogger(__name__)
@@ -29,6 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --method attn_lrp: report the relative relevance conservation error of every "
                              "block and of the whole pass (float64 and float32), with what biases and softmax absorb")
     add_map_options(parser)
+    add_prompt_options(parser)
 
 
 def run(args: argparse.Namespace) -> int:

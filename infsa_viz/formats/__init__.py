@@ -36,6 +36,7 @@ import torch
 
 from ..model.attention import ATTENTION_REGISTRY, check_variant
 from ..model.vit import VisionTransformer
+from ..plugins import plugin_call, plugin_of
 from ..preprocess import Preprocessing
 from ._registry import FORMATS, Candidate, LoadOptions, ModelFormat, detect, get_format, register_format
 from . import ours, hf, timm, official  # noqa: E402,F401,I001  (register the built-in formats, in detection order)
@@ -142,9 +143,11 @@ def load_model(
         readers = [f.name for f in FORMATS.values() if set(refused) <= f.options]
         raise ValueError(f"model {text!r}: {refused} apply to state-dict files ({', '.join(readers)}); a {kind} "
                          "model records them itself")
-    model = model_format.load(path, LoadOptions(num_heads=options.get("num_heads"), variant=options.get("variant"),
-                                                preprocessing=options.get("preprocessing"),
-                                                map_location=map_location))
+    load_options = LoadOptions(num_heads=options.get("num_heads"), variant=options.get("variant"),
+                               preprocessing=options.get("preprocessing"), map_location=map_location)
+    plugin = plugin_of(model_format.load)
+    model = model_format.load(path, load_options) if plugin is None else \
+        plugin_call(plugin, f"model format {kind!r}", model_format.load, path, load_options)
     if options.get("convert_to") is not None or options.get("rho_init") is not None:
         model = swap_attention(model, options.get("convert_to") or model.config.attention,
                                rho_init=options.get("rho_init"))
@@ -165,6 +168,10 @@ def describe_model(model: VisionTransformer) -> dict[str, Any]:
         "patch_size": config.patch_size,
         "grid": list(config.grid),
         "prefix_tokens": config.num_prefix_tokens,
+        "register_tokens": config.register_tokens,
+        "pool": config.pool,
+        "output": ("embedding" if config.num_classes == 0 else
+                   "image-text similarities (zero-shot)" if config.head == "cosine" else "logits"),
         "distillation_head": config.distillation_head,
         "depth": config.depth,
         "heads": config.num_heads,

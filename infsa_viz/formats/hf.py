@@ -1,4 +1,4 @@
-"""Hugging Face transformers image classifiers (ViT, DeiT) → :class:`~infsa_viz.model.vit.VisionTransformer`.
+"""transformers ``save_pretrained`` directories (ViT, DeiT; DINOv2 and CLIP via hf_backbones) → our ViT.
 
 Reads a ``save_pretrained`` directory as files: ``config.json`` (JSON), ``model.safetensors``
 (or a sharded ``model.safetensors.index.json``) and, when present, ``preprocessor_config.json``.

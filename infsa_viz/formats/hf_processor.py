@@ -123,7 +123,9 @@ def preprocessing_from_hf(processor: Any, *, img_size: int, model_type: str = "v
     ``(pixel / 255 − mean) / std``, so ``mean = image_mean / (255 · rescale_factor)`` and
     likewise ``std`` (``rescale_factor`` is 1 when ``do_rescale`` is false; ``do_normalize``
     false means mean 0, std 1). A ``{height, width}`` size stretches, a ``shortest_edge`` size
-    keeps the aspect ratio; a centre crop of side ``c`` from side ``s`` is ``crop_fraction = c/s``.
+    keeps the aspect ratio: with the centre crop (``do_center_crop``), one of side ``c`` from side
+    ``s`` is ``crop_fraction = c/s``; without it the image keeps its aspect (``resize="shortest_edge"``,
+    any input grid: DINOv2's usual input).
     Keys left out take the defaults of the processor class the file names
     (:func:`processor_family`), as transformers does.
 
@@ -153,7 +155,8 @@ def preprocessing_from_hf(processor: Any, *, img_size: int, model_type: str = "v
     if not resizing:
         logger.warning("%s: do_resize is false; images are still resized to the model's %d pixels", source, img_size)
     fraction = 1.0
-    if _flag(p, "do_center_crop", source):
+    crop_kept = _flag(p, "do_center_crop", source)
+    if crop_kept:
         crop = _side(p.get("crop_size", img_size), "crop_size", source)[1]
         if crop > side:
             raise ValueError(f"{source}: crop_size {crop} is larger than the resized side {side}")
@@ -165,6 +168,7 @@ def preprocessing_from_hf(processor: Any, *, img_size: int, model_type: str = "v
         logger.warning("%s: size %d differs from the model's image_size %d; using the model's", source, side, img_size)
     try:
         return Preprocessing(mean=tuple(mean), std=tuple(std), resample=resample, crop_fraction=fraction,
-                             resize="center_crop" if kind == "shortest_edge" else "stretch")
+                             resize=("center_crop" if fraction != 1 or crop_kept else "shortest_edge")
+                             if kind == "shortest_edge" else "stretch")
     except ValueError as err:
         raise ValueError(f"{source}: {err}") from None

@@ -19,7 +19,8 @@ from .base import GroundTruth, MapMethod, register
 #: The MoRF settings the greedy oracle shares with the evaluation's defaults.
 _GREEDY_DEFAULTS = {"steps": 20, "baseline": "mean", "seed": 0, "batch_size": 512}
 
-__all__ = ["BeamDeletionOracle", "BoxOracle", "EvidenceOracle", "GreedyDeletionOracle", "box_oracle_maps"]
+__all__ = ["BeamDeletionOracle", "BoxOracle", "EvidenceOracle", "GreedyDeletionOracle", "GreyFillEvidenceOracle",
+           "box_oracle_maps", "greyfill_importance"]
 
 
 def box_oracle_maps(boxes: list[np.ndarray], *, image_size: tuple[int, int], patch_size: int) -> torch.Tensor:
@@ -185,3 +186,72 @@ def _order_map(method: MapMethod, found) -> tuple[torch.Tensor, dict, None]:
     if forwards.ndim:
         metadata["forwards_per_image_mean"] = round(float(forwards.mean()), 1)
     return torch.from_numpy(found.maps).float(), metadata, None
+
+
+def greyfill_importance(model, inputs: torch.Tensor, masks: np.ndarray, classes: torch.Tensor, *,
+                        batch_size: int = 256) -> np.ndarray:
+    """Each object's importance by grey fill: the drop of the explained class's probability when the
+    object's visible pixels alone are set to the dataset mean (0 in the model's normalised input).
+
+    Args:
+        model: the classifier (eval mode).
+        inputs: ``(B, C, H, W)`` the model's normalised input.
+        masks: ``(B, O, H, W)`` bool visible pixels in the model's input.
+        classes: ``(B,)`` the explained classes.
+        batch_size: images per forward pass.
+
+    Returns:
+        ``(B, O) float64`` clean − filled probability (0 for an object without pixels).
+    """
+    B, O = masks.shape[:2]
+    regions = torch.as_tensor(np.asarray(masks, dtype=bool))  # (B, O, H, W)
+    filled = inputs[:, None].expand(B, O, *inputs.shape[1:]).clone()  # (B, O, C, H, W)
+    filled.masked_fill_(regions[:, :, None], 0.0)
+    index = classes.long()
+    with torch.inference_mode():
+        clean = torch.cat([torch.softmax(model(inputs[i:i + batch_size]).double(), -1)
+                           for i in range(0, B, batch_size)])  # (B, M)
+        flat = filled.reshape(B * O, *inputs.shape[1:])
+        changed = torch.cat([torch.softmax(model(flat[i:i + batch_size]).double(), -1)
+                             for i in range(0, B * O, batch_size)]).reshape(B, O, -1)  # (B, O, M)
+    p0 = clean.gather(1, index[:, None])  # (B, 1)
+    pk = changed.gather(2, index[:, None, None].expand(B, O, 1))[..., 0]  # (B, O)
+    drop = (p0 - pk).numpy()
+    return np.where(regions.flatten(2).any(-1).numpy(), drop, 0.0)
+
+
+@register
+class GreyFillEvidenceOracle(MapMethod):
+    """A second evidence oracle, independent of the generator: each object's importance measured by
+    filling its visible pixels with grey (the dataset mean) instead of re-rendering the scene, painted
+    on its pixels (a reference oracle of the meta-evaluation besides :class:`EvidenceOracle`)."""
+
+    name = "evidence_oracle_greyfill"
+    family = "reference"
+    role = "ceiling"
+    needs_truth = True
+    explains_class = True
+    in_default_report = False
+    with_references = False  # a second reference of the meta-evaluation: name it
+    description = ("reference (not a model explanation): each scene object's importance measured by grey fill "
+                   "(its visible pixels set to the dataset mean; out of distribution) painted on its visible "
+                   "pixels, patch means")
+    reference = "grey-fill occlusion of object masks (cf. Zeiler & Fergus 2014; RemOve And Debias, Rong et al. 2022)"
+    cost = "one forward per scene object and image"
+    requires = {"scenes": "scene objects (their visible masks, from a generated benchmark such as "
+                          "--data cluttered-digits)"}
+
+    def estimate(self, work, options):
+        return Estimate(work.forward() + 8.0 * work.batch * work.pixels * 8, "the objects' filled copies",
+                        forwards=8)
+
+    def _compute(self, forward, options, truth: GroundTruth):
+        from ..metrics.evidence import evidence_oracle
+
+        if truth.masks is None:
+            raise ValueError("method 'evidence_oracle_greyfill' needs scene masks; the data has no scenes (score it "
+                             "on a generated benchmark: --data cluttered-digits)")
+        importance = greyfill_importance(forward.model, forward.inputs, truth.masks, forward.explained)
+        maps = evidence_oracle(truth.masks, importance, patch_size=forward.model.patch_size)
+        return torch.from_numpy(maps).float(), {"reference": self.description,
+                                                "importance": "probability drop under grey fill, clipped at 0"}, None

@@ -159,3 +159,55 @@ def test_vit_b_size_equals_transformers(tmp_path, case):
     for size in ((224, 224), (224, 336)):
         x = torch.randn(1, 3, *size)
         assert_close(ours(x).detach(), _reference(hf, x, CASES[case][3]), atol=1e-4, rtol=1e-4)
+
+
+def test_a_shortest_edge_processor_without_crop_keeps_the_aspect(tmp_path):
+    """BitImageProcessor (DINOv2) with do_center_crop false: shorter side to the model's size, the longer side
+    scaled as transformers does (truncated), then cut to whole patches; the model reads the non-square grid."""
+    import json
+
+    import numpy as np
+
+    from infsa_viz import prepare
+
+    build_backbone(tmp_path / "m", "dinov2-registers-classifier")
+    (tmp_path / "m" / "preprocessor_config.json").write_text(json.dumps({
+        "image_processor_type": "BitImageProcessor", "size": {"shortest_edge": NATIVE}, "do_center_crop": False,
+        "image_mean": [0.485, 0.456, 0.406], "image_std": [0.229, 0.224, 0.225], "resample": 3}))
+    ours = load_model(tmp_path / "m")
+    assert ours.config.preprocessing.resize == "shortest_edge"
+    image = np.random.default_rng(0).integers(0, 256, (60, 100, 3), dtype=np.uint8)  # → 28 × 46 → 28 × 42
+    prepared = prepare(ours, [image])
+    assert prepared.tensor.shape == (1, 3, 28, 42)
+    assert prepared.boxes(0, [[0, 0, 100, 60]]).tolist() == [[0, 0, 42, 28]]
+    with torch.no_grad():
+        assert ours(prepared.tensor).shape == (1, 5)
+    with pytest.raises(ValueError, match="one shape per batch"):
+        prepare(ours, [image, image[:, :60]])
+    bit_defaults = transformers.BitImageProcessor(do_center_crop=False, size={"shortest_edge": NATIVE})
+    pixels = bit_defaults(images=image, return_tensors="pt", do_normalize=False, do_rescale=False).pixel_values
+    assert tuple(pixels.shape[-2:]) == (28, 46)  # the same resized size before our cut to whole patches
+
+
+def test_info_names_registers_and_the_output(tmp_path):
+    from infsa_viz.formats import describe_model
+
+    build_backbone(tmp_path / "m", "dinov2-registers-model")
+    info = describe_model(load_model(tmp_path / "m"))
+    assert (info["prefix_tokens"], info["register_tokens"], info["output"]) == (3, 2, "embedding")
+
+
+@pytest.mark.parametrize("variant", ["pure_infsa", "linear_infsa"])
+def test_a_pretrained_backbone_becomes_an_infsa_model(tmp_path, variant):
+    """?convert_to= keeps every weight (registers, layer scale, pre-norm, projection) under another operator."""
+    for case in ("dinov2-registers-classifier", "clip-vision-projection"):
+        build_backbone(tmp_path / case, case)
+        softmax = load_model(tmp_path / case)
+        converted = load_model(f"{tmp_path / case}?convert_to={variant}")
+        assert converted.config.attention == variant
+        kept = {k: v for k, v in converted.state_dict().items() if not k.endswith("rho_logit")}
+        assert kept.keys() == softmax.state_dict().keys()
+        for key, value in kept.items():
+            assert torch.equal(value, softmax.state_dict()[key]), key
+        with torch.no_grad():
+            assert bool(torch.isfinite(converted(torch.randn(1, 3, 42, 70))).all())

@@ -36,8 +36,9 @@ def test_the_box_oracle_is_a_method_that_reads_the_truth():
 
 def test_roles_tell_references_apart():
     roles = {name: method.role for name, method in METHODS.items()}
-    references = ("random", "box_oracle", "evidence_oracle", "greedy_deletion", "beam_deletion", "edge", "intensity")
-    assert roles["random"] == "floor" and {roles[n] for n in references[1:5]} == {"ceiling"}
+    references = ("random", "box_oracle", "evidence_oracle", "greedy_deletion", "beam_deletion",
+                  "evidence_oracle_greyfill", "edge", "intensity")
+    assert roles["random"] == "floor" and {roles[n] for n in references[1:6]} == {"ceiling"}
     assert roles["edge"] == roles["intensity"] == "model_ignorant"
     assert {r for n, r in roles.items() if n not in references} == {"explanation"}
     assert not any(m.needs_truth for m in METHODS.values() if m.role == "explanation")
@@ -57,3 +58,22 @@ def test_the_greedy_oracle_removes_what_hurts_most_first(make_config):
                                   select="all").per_image
     for other in ("attention", "random"):
         assert (score(greedy.maps) >= score(attribute_images(model, x, other).maps) - 1e-9).all()
+
+
+@pytest.mark.parametrize("obj", [0, 1, 2])
+def test_the_grey_fill_oracle_finds_what_a_planted_classifier_reads(obj):
+    """A classifier reading one object's mean (tests/evaluation/planted.py): filling that object with grey
+    lowers its class, filling the others changes nothing, so the oracle lies on that object alone."""
+    from infsa_viz.evaluation.interventions import object_importance
+    from infsa_viz.preprocess import prepare
+    from tests.evaluation.planted import PlantedModel, planted_data
+
+    model, data = PlantedModel(obj, bias=100.0 / 255.0).eval(), planted_data(4)
+    prepared = prepare(model, data.images)
+    importance = object_importance(model, data, target=np.ones(4, np.int64))
+    truth = GroundTruth(boxes=[b for b in data.boxes], objects=importance.objects, masks=importance.masks,
+                        importance=importance.prob_drop, scenes=list(data.scenes))
+    maps = attribute_images(model, prepared.tensor, "evidence_oracle_greyfill", target=torch.ones(4, dtype=torch.long),
+                     truth=truth).maps.numpy()
+    on = importance.masks[:, obj].reshape(4, 4, 4, 4, 4).transpose(0, 1, 3, 2, 4).reshape(4, 4, 4, 16).any(-1)
+    assert (maps[~on] == 0).all() and (maps[on] > 0).all()

@@ -37,6 +37,17 @@ def test_meta_evaluates_each_model_once_and_summarises(tmp_path, monkeypatch):
                                          "control_total_mass", "control_image"}
     assert controls["negatives_never_trusted"] and all(figures[n]["trustworthy"] == 0 for n in controls["negative"])
     assert set(summary["trusted_for_every_model"]) <= set(figures)
+    # two independent reference oracles: trusted only under both; the evidence figures are by construction
+    # under the re-rendered evidence (their own ground truth), none under grey fill
+    by_oracle = summary["by_oracle"]
+    assert set(by_oracle) == {"evidence_oracle", "evidence_oracle_greyfill"}
+    assert "evidence_mass_accuracy" in by_oracle["evidence_oracle"]["by_construction"]
+    assert by_oracle["evidence_oracle_greyfill"]["by_construction"] == []
+    assert set(summary["trusted_under_every_oracle"]) == (set(by_oracle["evidence_oracle"]["trusted_for_every_model"])
+                                                          & set(by_oracle["evidence_oracle_greyfill"]
+                                                                ["trusted_for_every_model"]))
+    assert sorted(by_oracle["evidence_oracle"]["ranking"]) == sorted(by_oracle["evidence_oracle_greyfill"]["ranking"])
+    assert summary["trusted_for_every_model"] == by_oracle["evidence_oracle"]["trusted_for_every_model"]
     first = (parts / "cluttered-digits" / "softmax-seed1.json").stat().st_mtime_ns
     assert meta_evaluation.main(argv) == 0  # resumed: nothing recomputed
     assert (parts / "cluttered-digits" / "softmax-seed1.json").stat().st_mtime_ns == first

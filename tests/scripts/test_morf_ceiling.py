@@ -14,6 +14,7 @@ def test_counts_pairs_above_each_ceiling_and_resumes(tmp_path, monkeypatch):
     save_model(VisionTransformer(config), seeds / "cluttered-digits" / "softmax-seed1")
     monkeypatch.setitem(morf_ceiling.N_IMAGES, "cluttered-digits", 3)
     monkeypatch.setattr(morf_ceiling, "SEARCH", {"width": 1, "expand": 2})
+    monkeypatch.setattr(morf_ceiling, "ALT_SEARCH", {"width": 2, "expand": 1})
     out, parts = tmp_path / "ceiling.json", tmp_path / "parts"
     argv = ["--benchmarks", "cluttered-digits", "--seeds-dir", str(seeds), "--parts", str(parts), "--out", str(out)]
     assert morf_ceiling.main(argv) == 0
@@ -26,6 +27,13 @@ def test_counts_pairs_above_each_ceiling_and_resumes(tmp_path, monkeypatch):
     above = sum(v > b + 1e-9 for values in model["maps"].values() for v, b in zip(values, model["beam_deletion"]))
     assert summary["above_beam_deletion"] == above == sum(summary["per_map_above_beam"].values())
     assert 0 < model["cost"]["beam_forwards_per_image_mean"] <= model["cost"]["beam_forwards_bound"]
+    # exceedances against the best of the searches: never more than against any one of them
+    best = [max(g, b, a) for g, b, a in zip(model["greedy_deletion"], model["beam_deletion"],
+                                            model["beam_deletion_alt"], strict=True)]
+    above_best = sum(v > m + 1e-9 for values in model["maps"].values() for v, m in zip(values, best))
+    assert summary["above_best_of_searches"] == above_best <= summary["above_beam_deletion"]
+    assert summary["searches"] == ["greedy_deletion", "beam_deletion", "beam_deletion_alt"]
+    assert "lower bound" in report["protocol"]["estimate"]
     first = (parts / "cluttered-digits" / "softmax-seed1.json").stat().st_mtime_ns
     assert morf_ceiling.main([*argv, "--summary-only"]) == 0
     assert (parts / "cluttered-digits" / "softmax-seed1.json").stat().st_mtime_ns == first

@@ -15,7 +15,8 @@ useless; ``p100``: the cue a shortcut) paired by seed, :func:`shortcut_tables` g
 * **image level**: within each shortcut model, Spearman's ρ over images between the map's cue share
   and the cue's measured evidence; mean over models with a t-interval;
 * **salience**: R² of the model × salience cell means by training regime and by salience
-  (:func:`~.stats.factor_r2`) and the mean cue share of each cell.
+  (:func:`~.stats.factor_r2`) and the mean cue share of each cell, over the models measured at every
+  salience (the control may run on a subset of seeds).
 
 Every table carries the model-ignorant rows (role ``"model_ignorant"``: the edge map, the
 intensity), the random floor and the evidence-oracle ceiling; each explanation map is compared with
@@ -125,7 +126,7 @@ def shortcut_tables(entries: Sequence[ModelEntry], *, roles: dict[str, str], bas
         raise ValueError("entries is empty; expected measured models of both settings")
     variants = list(dict.fromkeys(e.variant for e in entries))
     methods = list(entries[0].shares.methods)
-    salience = list(entries[0].shares.shares)
+    salience = max((list(e.shares.shares) for e in entries), key=len)  # the control's models hold every one
     distinct = {v: distinct_maps(entries, v) for v in variants}
     out: dict[str, Any] = {"distinct": {v: {m: r for m, r in d.items() if r != m} for v, d in distinct.items()}}
 
@@ -154,7 +155,7 @@ def shortcut_tables(entries: Sequence[ModelEntry], *, roles: dict[str, str], bas
             duplicate = distinct[v].get(m, m) != m or distinct[baseline].get(m, m) != m
             row["in_family"] = roles.get(m) == "explanation" and not duplicate and len(seeds) >= 2
             if duplicate:
-                row["same_map_as"] = {v: distinct[v].get(m, m), baseline: distinct[baseline].get(m, m)}
+                row["same_map_as"] = {side: distinct[side][m] for side in (v, baseline) if distinct[side].get(m, m) != m}
             rows.append(row)
             if row["in_family"]:
                 family.append(row)
@@ -208,12 +209,12 @@ def shortcut_tables(entries: Sequence[ModelEntry], *, roles: dict[str, str], bas
 
     out["salience"] = []
     for v in variants:
-        mine = [e for e in entries if e.variant == v]
+        mine = [e for e in entries if e.variant == v and all(s in e.shares.shares for s in salience)]
         for m in methods:
             cells = [(e.setting, s, e.score(m, s)) for e in mine for s in salience]
             cells = [c for c in cells if math.isfinite(c[2])]
-            row = {"variant": v, "method": m, "role": roles.get(m),
-                   "mean": {f"{a}/{s}": _r(_POINTS * float(np.mean([c[2] for c in cells if c[0] == a and c[1] == s])))
+            row = {"variant": v, "method": m, "role": roles.get(m), "models": len(mine),
+                   "seeds": sorted({e.seed for e in mine}), "mean": {f"{a}/{s}": _r(_POINTS * float(np.mean([c[2] for c in cells if c[0] == a and c[1] == s])))
                             for a in SETTINGS for s in salience if any(c[0] == a and c[1] == s for c in cells)}}
             if len(cells) >= 3:
                 r2 = factor_r2([c[2] for c in cells], [c[0] for c in cells], [c[1] for c in cells])

@@ -10,7 +10,7 @@
   Its coverage is tested.
 * :func:`held_out_detection`: "reliance detected" when a model's score exceeds a threshold fixed
   on the *other* seeds (leave one seed out; the threshold maximises TPR − FPR there, midway between
-  neighbouring scores); the false-positive rate on the held-out useless-cue models and the
+  neighbouring scores, the highest on ties); the false-positive rate on the held-out useless-cue models and the
   true-positive rate on the held-out shortcut models, with Clopper–Pearson intervals.
 * :func:`factor_r2`: the salience control's share of variance (R²) of model × salience cell means
   explained by the training regime alone and by the salience alone (a balanced design: the two
@@ -92,12 +92,13 @@ def clopper_pearson(k: int, n: int, *, confidence: float = 0.95) -> tuple[float,
 
 def _threshold(positives: np.ndarray, negatives: np.ndarray) -> float:
     """The threshold maximising TPR − FPR of ``score > t`` (midway between neighbouring scores; the
-    lowest such on ties)."""
+    highest such on ties, so scores that do not separate the classes detect nothing)."""
     values = np.unique(np.concatenate([positives, negatives]))
     cuts = np.concatenate([[values[0] - 1.0], (values[:-1] + values[1:]) / 2.0, [values[-1] + 1.0]])
     tpr = (positives[None, :] > cuts[:, None]).mean(axis=1)
     fpr = (negatives[None, :] > cuts[:, None]).mean(axis=1)
-    return float(cuts[int(np.argmax(tpr - fpr))])
+    gain = tpr - fpr
+    return float(cuts[int(np.flatnonzero(gain == gain.max())[-1])])
 
 
 def held_out_detection(positives: Sequence[float], negatives: Sequence[float], seeds_positive: Sequence[int],
