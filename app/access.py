@@ -5,7 +5,9 @@ when it lies under a *declared root*: the shipped ``models/`` folder, a folder g
 ``streamlit run app -- --models DIR`` (or :data:`catalog.MODELS_ENV`), or one given with
 ``-- --model-root DIR`` (or :data:`ROOTS_ENV`) whose models are not listed but may be typed in.
 Any other path is refused with the same words whether or not it exists, so nothing about the
-server's disk is told. Free paths (any path ``load_model`` reads) are a local-use option:
+server's disk is told. A link names such a model by its root's short name and the path under it
+(``models/softmax-vit4``, ``mine/run3``: :meth:`Access.link_name`), so it reopens on a colleague's
+server whose roots have the same names, and shows nothing of this server's layout. Free paths (any path ``load_model`` reads) are a local-use option:
 ``-- --allow-any-path`` (or :data:`ANY_PATH_ENV` ``=1``), honoured only while the server listens on
 a loopback address.
 """
@@ -52,15 +54,46 @@ class Access:
     roots: tuple[Path, ...]
     any_path: bool
 
+    def root_names(self) -> dict[str, Path]:
+        """A short name per declared root (its folder's name; ``-2``, ``-3`` … where two share one):
+        how links and the path box name a model under it (``NAME/sub/model``) without the server's layout."""
+        out: dict[str, Path] = {}
+        for root in self.roots:
+            base = root.name or "root"
+            name, count = base, 1
+            while name in out:
+                count += 1
+                name = f"{base}-{count}"
+            out[name] = root
+        return out
+
+    def link_name(self, spec: str) -> str:
+        """How a link names the model ``spec`` (a resolved path, ``?options`` kept): ``ROOT/relative``
+        under a declared root; the path itself only outside every root (``--allow-any-path``, a local server)."""
+        text = spec.split("?", 1)[0]
+        path = Path(text)
+        for name, root in self.root_names().items():
+            if path == root or path.is_relative_to(root):
+                rel = path.relative_to(root).as_posix()
+                return (name if rel == "." else f"{name}/{rel}") + spec[len(text):]
+        return spec
+
     def check(self, spec: str) -> str:
-        """The model spec (``PATH`` or ``PATH?key=value…``) with its path resolved, when it may be
-        loaded; ``ValueError`` otherwise, in words that do not depend on what is on the disk."""
+        """The model spec (``PATH``, ``ROOT/relative`` with ``ROOT`` a :meth:`root_names` name, either
+        with ``?key=value…``) with its path resolved, when it may be loaded; ``ValueError`` otherwise,
+        in words that do not depend on what is on the disk."""
         text = spec.split("?", 1)[0].strip()
         if not text:
             raise ValueError("an empty model path")
         path = Path(text).expanduser()
-        if not path.is_absolute() and not self.any_path:
-            raise ValueError("a model path must be absolute and lie under a folder the server was started with")
+        if not path.is_absolute():
+            head, _, rest = text.replace("\\", "/").partition("/")
+            root = self.root_names().get(head)
+            if root is not None:
+                path = root / rest if rest else root
+            elif not self.any_path:
+                raise ValueError("a model is named by a path under a folder the server was started with "
+                                 f"({', '.join(sorted(self.root_names()))}/…) or by an absolute path under one")
         resolved = path.resolve()  # symbolic links and '..' followed: the real place decides
         if self.any_path or any(resolved == root or resolved.is_relative_to(root) for root in self.roots):
             return str(resolved) + spec[len(spec.split("?", 1)[0]):]

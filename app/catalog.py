@@ -18,6 +18,7 @@ import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import streamlit as st
 import torch
@@ -136,12 +137,13 @@ def available_models(roots: tuple[str, ...]) -> tuple[list[ModelEntry], list[str
     return find_models([Path(r) for r in roots])
 
 
-def short_names(entries: list[ModelEntry]) -> dict[str, str]:
-    """A short, unique name per model path (its name; the path where two share one), for URLs."""
+def short_names(entries: list[ModelEntry], link_name: Callable[[str], str] = str) -> dict[str, str]:
+    """A short, unique name per model path, for URLs: its name, or ``link_name(path)`` where two
+    share one (:meth:`access.Access.link_name`: the root's short name and the path under it)."""
     counts: dict[str, int] = {}
     for e in entries:
         counts[e.name] = counts.get(e.name, 0) + 1
-    return {e.path: e.name if counts[e.name] == 1 else e.path for e in entries}
+    return {e.path: e.name if counts[e.name] == 1 else link_name(e.path) for e in entries}
 
 
 # ----------------------------------------------------------------------------------- loading

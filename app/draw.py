@@ -19,7 +19,7 @@ import streamlit as st
 import safe
 from infsa_viz.maps import METHODS
 from infsa_viz.metrics.registry import Figure, image_figures
-from infsa_viz.overlay import ColourScale, colour_scale, encode_png, overlay, to_rgb
+from infsa_viz.overlay import FLAT_CONTRAST, ColourScale, colour_scale, encode_png, map_contrast, overlay, to_rgb
 
 DISPLAY_PX = 288  # overlays are zoomed (nearest) to about this side: 48 px inputs are drawn 6x
 #: Ticks of a colour bar (both ends and the values between).
@@ -46,14 +46,29 @@ CSS = """<style>
   .infsa-cbar .ticks span::before {display: none;}
 }
 .st-key-grid_compact_tiles [data-testid="stImage"] img {max-width: 150px;}
-[data-testid="stMarkdownContainer"] table {display: block; max-width: 100%; overflow-x: auto;}
+[data-testid="stMarkdownContainer"] table {display: table; width: 100%; max-width: 100%;}
+[data-testid="stMarkdownContainer"] th, [data-testid="stMarkdownContainer"] td {overflow-wrap: anywhere;}
 [data-testid="stMain"] [data-testid="stHorizontalBlock"] {flex-wrap: wrap;}
 [data-testid="stMain"] [data-testid="stColumn"] {min-width: min(136px, 100%); flex-grow: 0;}
+@media (max-width: 999px) {  /* narrow: figures two or one a row, never squeezed side by side */
+  [data-testid="stMain"] [data-testid="stColumn"] {min-width: min(220px, 100%); flex-grow: 1;}
+}
+[data-baseweb="tag"] {max-width: 100% !important; height: auto !important;}  /* model names whole */
+[data-baseweb="tag"] span {max-width: none !important; white-space: normal !important; overflow-wrap: anywhere;
+  text-overflow: clip !important; overflow: visible !important;}
 .st-key-grid_header, .st-key-grid_tiles, .st-key-grid_compact_tiles {container-type: inline-size;}
 @container (max-width: 640px) {  /* narrow: each method's name and colour bar on a line above its tiles */
   .st-key-grid_tiles [data-testid="stColumn"]:first-child,
   .st-key-grid_compact_tiles [data-testid="stColumn"]:first-child {flex-basis: 100%; min-width: 100%;}
   .st-key-grid_header [data-testid="stColumn"]:first-child {display: none;}
+}
+.st-key-gallery_tiles {container-type: inline-size;}  /* the Gallery's rows fill the width: 6, 3 or 2 a row */
+.st-key-gallery_tiles [data-testid="stHorizontalBlock"] [data-testid="stColumn"] {min-width: 0; flex: 1 1 0;}
+@container (max-width: 799px) {
+  .st-key-gallery_tiles [data-testid="stHorizontalBlock"] [data-testid="stColumn"] {flex: 0 0 calc((100% - 2rem) / 3);}
+}
+@container (max-width: 420px) {
+  .st-key-gallery_tiles [data-testid="stHorizontalBlock"] [data-testid="stColumn"] {flex: 0 0 calc((100% - 1rem) / 2);}
 }
 [data-testid="stDownloadButton"] button p {white-space: normal; overflow-wrap: anywhere;}
 </style>"""
@@ -71,9 +86,29 @@ class Display:
     show_boxes: bool = True
 
 
+#: Below this viewport width (px) the sidebar starts collapsed and figures stack.
+NARROW_PX = 1000
+#: Collapses the sidebar once per browser tab when the window is narrower than :data:`NARROW_PX`
+#: (Streamlit's own "auto" does so only below 768 px); the reader may open it again.
+_COLLAPSE_JS = """<script>
+(() => {
+  const store = window.sessionStorage, key = "infsa-viz-sidebar";
+  const collapse = tries => {
+    const button = document.querySelector('[data-testid="stSidebar"][aria-expanded="true"] '
+                                          + 'button[aria-label="Collapse sidebar"]');
+    if (button) { button.click(); return; }
+    if (tries > 0) setTimeout(() => collapse(tries - 1), 100);
+  };
+  if (window.innerWidth < %d && store.getItem(key) === null) { store.setItem(key, "collapsed"); collapse(50); }
+})();
+</script>""" % NARROW_PX
+
+
 def page_style() -> None:
-    """Add :data:`CSS` to the page (once per run, before anything is drawn)."""
+    """Add :data:`CSS` to the page (once per run, before anything is drawn), and collapse the
+    sidebar on a narrow window (:data:`NARROW_PX`; once per tab)."""
     st.html(CSS)
+    st.html(_COLLAPSE_JS, unsafe_allow_javascript=True)  # the app's own script: no outside text in it
 
 
 def zoom_for(display: np.ndarray) -> int:
@@ -157,6 +192,20 @@ def scale_caption(scale: ColourScale) -> str:
     why = {"shared": "each map divided by its mass Σ|m| first, so methods with different units compare",
            "raw": "raw values, comparable only within one method"}[scale.mode]
     return f"One colour scale for all maps ({scale.unit}): {lo:.4g} to {hi:.4g}, {kind}; {why}; {scale.clipping}."
+
+
+def flat_note(token_map: np.ndarray) -> str | None:
+    """A line flagging a *flat* map (its :func:`~infsa_viz.overlay.map_contrast` below
+    :data:`~infsa_viz.overlay.FLAT_CONTRAST`): its colours on its own range would be noise; ``None``
+    for a map with contrast."""
+    contrast = map_contrast(token_map)
+    if not (contrast < FLAT_CONTRAST or math.isnan(contrast)):  # nan: all zero, or no finite value
+        return None
+    if math.isnan(contrast):
+        return ":orange[Flat map (no non-zero value): nothing to see in its colours.]"
+    lo, hi = float(np.nanmin(token_map)), float(np.nanmax(token_map))
+    what = f"contrast {contrast:.3f} < {FLAT_CONTRAST:g}; values {lo:.4g}–{hi:.4g}"
+    return f":orange[Flat map ({what}): nearly uniform, any pattern in its colours is noise.]"
 
 
 def validity_line(validity: dict[str, Any] | None) -> str | None:

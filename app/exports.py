@@ -3,9 +3,11 @@ per map, ``numpy.load`` reads it), the per-map figures (CSV, JSON), a page's tab
 settings that made them (JSON).
 
 The PNG is what the page shows (the same colour scale, opacity and boxes, each colour bar baked
-in). Every file records the settings (:func:`settings`: models with their class names, method,
-layer, head or head fusion, discard ratio, γ, target, display, version): the PNG in a ``tEXt``
-chunk, the NPZ as ``settings`` (a JSON string), the JSON beside the records. Files are built when
+in). Every file records the settings (:func:`settings`: the link that reopens the view, models
+with their class names, method, layer, head or head fusion, discard ratio, γ, target, display,
+version): the PNG in a ``tEXt`` chunk, the NPZ as ``settings`` (a JSON string), the JSON beside
+the records, each CSV in ``#`` lines above its header (:func:`csv_header`). Data folders and models
+are named as links name them (a short name, paths under it): no file says where the server keeps them. Files are built when
 a button is clicked (Streamlit's deferred downloads), not on every rerun, and a click does not
 rerun the page.
 """
@@ -92,7 +94,13 @@ def settings(sel: Any, *, extra: dict[str, Any] | None = None, method: str | Non
             except ValueError as err:
                 row["explains"] = str(err)
         models.append(row)
-    return {"infsa_viz": __version__, "image": None if sel.image is None else sel.image.source,
+    import urlstate
+
+    image = sel.image
+    return {"infsa_viz": __version__, "link": urlstate.link(),
+            "image": None if image is None else image.source,
+            "image_set": None if image is None else image.set_key or "upload",
+            "image_number": None if image is None or image.index is None else image.index + 1,
             "method": method, "family": spec.family, "options": resolved,
             "layer": resolved.get("layer"), "head": resolved.get("head"),
             "head_fusion": resolved.get("head") if "head" in resolved and not spec.per_layer else None,
@@ -116,10 +124,21 @@ def png_with_text(png: bytes, text: str, key: str = PNG_KEY) -> bytes:
     return png[:end] + chunk + png[end:]
 
 
-def table_csv(rows: Sequence[dict[str, Any]]) -> str:
+def csv_header(settings: dict[str, Any] | None) -> str:
+    """The lines that open every CSV the app exports: ``# link: …`` (reopens the view) and
+    ``# settings: {…}`` (one line of JSON); ``pandas.read_csv(f, comment="#")`` skips them."""
+    if settings is None:
+        return ""
+    return (f"# link: {settings.get('link', '')}\n"
+            f"# settings: {json.dumps(settings, default=str, ensure_ascii=True)}\n")
+
+
+def table_csv(rows: Sequence[dict[str, Any]], settings: dict[str, Any] | None = None) -> str:
     """CSV of a page's table rows (columns in order of first appearance), every text cell escaped against
-    spreadsheet formulas (:func:`infsa_viz.io.csv_cell`): model, method and class names are outside text."""
+    spreadsheet formulas (:func:`infsa_viz.io.csv_cell`): model, method and class names are outside text;
+    opened by :func:`csv_header` when ``settings`` are given."""
     buffer = io.StringIO()
+    buffer.write(csv_header(settings))
     columns = list(dict.fromkeys(k for row in rows for k in row))
     writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
@@ -174,9 +193,9 @@ def buttons(name: str, *, png: Callable[[], bytes] | None = None,
     wanted = [("Overlays (PNG)", png, lambda f: f() if text is None else png_with_text(f(), text), "png",
                "image/png"),
               ("Raw maps (NPZ)", maps, lambda f: maps_npz(f(), settings), "npz", "application/octet-stream"),
-              ("Figures (CSV)", records, lambda f: records_csv(f()), "csv", "text/csv"),
+              ("Figures (CSV)", records, lambda f: csv_header(settings) + records_csv(f()), "csv", "text/csv"),
               ("Figures (JSON)", records, lambda f: records_json(f(), settings), "json", "application/json"),
-              ("Table (CSV)", table, lambda f: table_csv(f()), "table.csv", "text/csv"),
+              ("Table (CSV)", table, lambda f: table_csv(f(), settings), "table.csv", "text/csv"),
               ("Settings (JSON)", (lambda: text) if text is not None else None, lambda f: f(), "settings.json",
                "application/json")]
     shown = [w for w in wanted if w[1] is not None]

@@ -1,7 +1,8 @@
 """The images the app explains and the checks on how each model sees them.
 
 Image sets: the test split of each benchmark a selected model was trained on (its card's
-``data.name``), folders given with ``streamlit run app -- --data folder:PATH`` or
+``data.name``), folders given with ``streamlit run app -- --data folder:NAME=PATH`` (links, file
+names and exports say ``NAME`` and paths under the folder, never the server's path) or
 :data:`DATA_ENV`, and uploads. A set's labels are scored only against the models that *belong*
 to it (trained on that benchmark, or naming the folder's classes): every other model sees the
 same pixels unlabelled, so no digit label is ever scored against a photo model.
@@ -13,6 +14,7 @@ import argparse
 import dataclasses
 import hashlib
 import os
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,21 +40,67 @@ BENCHMARK_CLASSES: dict[str, tuple[str, ...]] = {name: tuple(f"digit {i}" for i 
 
 
 # ------------------------------------------------------------------------------ image sets
-def data_specs(argv: list[str] | None = None, environ: dict[str, str] | None = None) -> list[str]:
-    """Image folders the user added: ``-- --data folder:PATH …`` and :data:`DATA_ENV`, as ``folder:ABSPATH``."""
+_FOLDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}")
+
+
+def _folder_name(text: str) -> str:
+    """``text`` made a folder's short name (letters, digits, ``.``, ``_``, ``-``; at most 40)."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-._")[:40]
+    return name or "images"
+
+
+def data_folders(argv: list[str] | None = None, environ: dict[str, str] | None = None) -> dict[str, Path]:
+    """The image folders the server was started with, by short name: ``-- --data folder:NAME=PATH``
+    (or ``folder:PATH``, named by the folder's own name; ``-2``, ``-3`` … where two share one) and
+    :data:`DATA_ENV`. Links, file names and exports name a folder by this name only, so a link
+    reopens on a colleague's server that gives its copy the same name."""
     parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument("--data", nargs="*", default=[])
     known, _ = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
     env = (os.environ if environ is None else environ).get(DATA_ENV, "")
-    out = []
+    out: dict[str, Path] = {}
     for spec in [*known.data, *env.split(os.pathsep)]:
         spec = spec.strip()
-        if spec in BENCHMARKS:
-            out.append(spec)
-        elif spec:
-            path = Path(spec[len(FOLDER_PREFIX):] if spec.startswith(FOLDER_PREFIX) else spec).expanduser()
-            out.append(FOLDER_PREFIX + str(path.resolve()))
-    return list(dict.fromkeys(out))
+        if not spec or spec in BENCHMARKS:
+            continue
+        body = spec[len(FOLDER_PREFIX):] if spec.startswith(FOLDER_PREFIX) else spec
+        name, eq, rest = body.partition("=")
+        if eq and _FOLDER_NAME.fullmatch(name):
+            path, base = Path(rest).expanduser().resolve(), name
+        else:
+            path = Path(body).expanduser().resolve()
+            base = _folder_name(path.name)
+        if path in out.values():
+            continue
+        name, count = base, 1
+        while name in out:
+            count += 1
+            name = f"{base}-{count}"
+        out[name] = path
+    return out
+
+
+def data_specs(argv: list[str] | None = None, environ: dict[str, str] | None = None) -> list[str]:
+    """Image sets the user added: benchmarks named with ``--data`` or :data:`DATA_ENV`, and each
+    folder of :func:`data_folders` as ``folder:NAME``."""
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--data", nargs="*", default=[])
+    known, _ = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
+    env = (os.environ if environ is None else environ).get(DATA_ENV, "")
+    benchmarks = [s.strip() for s in [*known.data, *env.split(os.pathsep)] if s.strip() in BENCHMARKS]
+    folders = [FOLDER_PREFIX + name for name in data_folders(argv, environ)]
+    return list(dict.fromkeys([*benchmarks, *folders]))
+
+
+def folder_path(key: str) -> Path:
+    """The folder a set key ``folder:NAME`` names on this server; ``ValueError`` for a name it was not
+    started with."""
+    name = key[len(FOLDER_PREFIX):]
+    folders = data_folders()
+    if name not in folders:
+        raise ValueError(f"no image folder named {name!r} on this server (folders are named when it starts: "
+                         f"-- --data folder:NAME=PATH); it has {', '.join(folders) or 'none'}")
+    return folders[name]
 
 
 def image_sets(models: list[ModelEntry], specs: list[str]) -> list[str]:
@@ -65,25 +113,40 @@ def image_sets(models: list[ModelEntry], specs: list[str]) -> list[str]:
 
 def set_title(key: str) -> str:
     """A set's name for people."""
-    return f"{key} test split" if key in BENCHMARKS else f"folder {Path(key[len(FOLDER_PREFIX):]).name}"
+    return f"{key} test split" if key in BENCHMARKS else f"folder {key[len(FOLDER_PREFIX):]}"
 
 
 @st.cache_resource(show_spinner="Reading the images…", max_entries=8)
-def _set_data(key: str) -> tuple[LabelledImages | None, tuple[str, ...], str | None]:
+def _set_data(key: str, where: str | None) -> tuple[LabelledImages | None, tuple[str, ...], str | None]:
     if key in BENCHMARKS:
         return test_split(benchmark=key), BENCHMARK_CLASSES[key], None
     from infsa_viz.data.voc import open_image_folder
 
+    root = Path(str(where))
     try:
-        dataset = open_image_folder(Path(key[len(FOLDER_PREFIX):]))
-        return dataset.labelled(FOLDER_IMAGES), tuple(dataset.classes), None
-    except (ValueError, OSError) as err:
-        return None, (), str(err).splitlines()[0]
+        dataset = open_image_folder(root)
+        data = dataset.labelled(FOLDER_IMAGES)
+    except (ValueError, OSError) as err:  # the reason, with the folder named as links name it
+        return None, (), str(err).splitlines()[0].replace(str(root), set_title(key))
+    relative = [_relative(name, root) for name in data.names]  # exports say where an image is in its folder
+    return dataclasses.replace(data, names=relative), tuple(dataset.classes), None
+
+
+def _relative(name: str, root: Path) -> str:
+    try:
+        return Path(name).resolve().relative_to(root).as_posix()
+    except ValueError:
+        return Path(name).name
+
+
+def _where(key: str) -> str | None:
+    return None if key in BENCHMARKS else str(folder_path(key))
 
 
 def set_data(key: str) -> LabelledImages:
-    """The images of a set (read once per server); ``ValueError`` when a folder cannot be read."""
-    data, _, error = _set_data(key)
+    """The images of a set (read once per server; a folder's image names relative to it);
+    ``ValueError`` when a folder cannot be read or is not one this server was started with."""
+    data, _, error = _set_data(key, _where(key))
     if data is None:
         raise ValueError(f"{set_title(key)}: {error}")
     return data
@@ -91,7 +154,7 @@ def set_data(key: str) -> LabelledImages:
 
 def set_classes(key: str) -> tuple[str, ...]:
     """The class names of a set's labels."""
-    return _set_data(key)[1]
+    return _set_data(key, _where(key))[1]
 
 
 def class_names(entry: ModelEntry) -> tuple[str, ...]:
@@ -194,7 +257,7 @@ class ImageChoice:
 def set_image(key: str, index: int) -> ImageChoice:
     """Image ``index`` of set ``key``: the same pixels whichever page, model or command asks."""
     data = set_data(key)
-    what = f"test image #{index}" if key in BENCHMARKS else f"image #{index} ({Path(data.names[index]).name})"
+    what = f"test image #{index + 1}" if key in BENCHMARKS else f"image #{index + 1} ({data.names[index]})"
     return ImageChoice(f"{key}:{index}", what, data.subset([index]), index, key, str(index))
 
 

@@ -4,7 +4,7 @@ class names or path — made inert before it reaches markdown or HTML.
 Streamlit renders markdown in captions, labels, messages and image captions (links, images that
 the browser fetches, ``:red[…]`` colours, ``$…$`` maths); plotly renders a little HTML in legends
 and titles. Every such string goes through :func:`md` (markdown) or :func:`html` (HTML), and
-:func:`line` keeps a notice to one short line. Text the app writes itself needs neither.
+:func:`line` keeps a notice to one line (whole: a notice cut short loses the fix it names). Text the app writes itself needs neither.
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ import re
 
 __all__ = ["MAX_LINE", "html", "line", "md", "short_paths"]
 
-#: Longest notice line (characters); longer text ends in "…".
-MAX_LINE = 120
+#: Longest line of a value from outside shown in a notice (characters; longer ends in "…"). The app's
+#: own words are never cut: the fix a notice names must stay readable.
+MAX_LINE = 200
 #: The characters that start markdown anywhere in a line: escapes, code, emphasis, links and images
 #: (and Streamlit's ``:colour[…]`` directives), HTML, KaTeX maths, strikethrough, tables, entities,
 #: e-mail autolinks.
@@ -35,7 +36,7 @@ def _one_line(value: object, limit: int | None) -> str:
     return text
 
 
-def md(value: object, limit: int | None = 200) -> str:
+def md(value: object, limit: int | None = MAX_LINE) -> str:
     """``value`` as literal markdown text: one line (whitespace folded), at most ``limit``
     characters (``None``: any length), every character that could start markup backslash-escaped
     (CommonMark shows an escaped character as itself, so the reader sees the text unchanged), and
@@ -45,7 +46,7 @@ def md(value: object, limit: int | None = 200) -> str:
     return _LEADING.sub(lambda m: "\\" + m[1] if m[1] else f"{m[2]}\\{m[3]}", text)
 
 
-def html(value: object, limit: int | None = 200) -> str:
+def html(value: object, limit: int | None = MAX_LINE) -> str:
     """``value`` as literal HTML text (``&``, ``<``, ``>``, quotes as entities), one line, at most
     ``limit`` characters."""
     return _html.escape(_one_line(value, limit), quote=True)
@@ -57,7 +58,8 @@ def short_paths(text: str) -> str:
     return _PATH.sub(lambda m: m.group(0).rstrip("/").rsplit("/", 1)[-1], text)
 
 
-def line(text: str, limit: int = MAX_LINE) -> str:
-    """App-written text shortened to one line of at most ``limit`` characters (escape the outside
-    parts of it with :func:`md` first)."""
+def line(text: str, limit: int | None = None) -> str:
+    """App-written text as one line (whitespace folded), whole unless a ``limit`` is given (a label
+    in a narrow widget); escape the outside parts of it with :func:`md` first, which keeps each
+    to :data:`MAX_LINE` characters."""
     return _one_line(text, limit)

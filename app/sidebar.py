@@ -65,10 +65,11 @@ def _keep(key: str, options: list[Any], default: Any) -> None:
 
 
 def _step(key: str, count: int, step: int | None) -> None:
-    """Previous / next (``step`` ±1, wrapping) or a random image (``step`` ``None``)."""
-    current = int(st.session_state.get(key, 0))
-    st.session_state[key] = (int(np.random.default_rng().integers(count)) if step is None else
-                             (current + step) % max(count, 1))
+    """Previous / next (``step`` ±1, wrapping) or a random image (``step`` ``None``); images are
+    numbered from 1."""
+    current = int(st.session_state.get(key, 1)) - 1
+    st.session_state[key] = 1 + (int(np.random.default_rng().integers(count)) if step is None else
+                                 (current + step) % max(count, 1))
 
 
 def _problem_lines(found: list[ModelEntry], problems: list[str]) -> None:
@@ -88,9 +89,12 @@ def _problem_lines(found: list[ModelEntry], problems: list[str]) -> None:
 
 def _another_model(rules: access.Access) -> ModelEntry | None:
     sb = st.sidebar
-    extra = sb.text_input("Another model", key="extra_model", placeholder="/path/to/model",
+    names = ", ".join(f"{n}/…" for n in rules.root_names())
+    extra = sb.text_input("Another model", key="extra_model", placeholder="ROOT/sub/model or /path/to/model",
                           help="A model under a folder the server was started with (`-- --models DIR`, "
-                               "`-- --model-root DIR`), or any path with `-- --allow-any-path` on a local server: a "
+                               f"`-- --model-root DIR`), named by the folder's short name ({safe.md(names)}) and "
+                               "the path under it, or by its absolute path (links hold the short form); any "
+                               "path with `-- --allow-any-path` on a local server: a "
                                "model directory, a transformers save_pretrained directory, a "
                                ".safetensors file?num_heads=H; explained with its own preprocessing")
     if not extra.strip():
@@ -149,8 +153,8 @@ def _set_image(models: list[ModelEntry], set_key: str) -> tuple[ImageChoice | No
     except ValueError as err:
         return None, safe.md(err)
     judged = [e for e in catalog.loaded(models) if inputs.belongs(e, set_key)]
-    if "image_index" not in st.session_state:  # first screen: an image every model gets right
-        st.session_state["image_index"] = compute.first_all_correct(judged, set_key) or 0
+    if "image_number" not in st.session_state:  # first screen: an image every model gets right
+        st.session_state["image_number"] = (compute.first_all_correct(judged, set_key) or 0) + 1
     only_wrong = sb.checkbox("Only misclassified", key="only_wrong", disabled=not judged,
                              help="Browse the images a model gets wrong (predictions computed once per model); "
                                   "for models trained on this set's classes")
@@ -162,18 +166,18 @@ def _set_image(models: list[ModelEntry], set_key: str) -> tuple[ImageChoice | No
             wrong = compute.misclassified(by_path[path], set_key)
         if not len(wrong):
             return None, f"{by_path[path].label} classifies every image of this set correctly."
-        key, count, label = "wrong_pos", len(wrong), f"Misclassified image (of {len(wrong)})"
+        key, count, label = "wrong_number", len(wrong), f"Misclassified image (1 … {len(wrong)})"
     else:
-        key, label = "image_index", f"Image (of {count})"
-    urlstate.keep_range(key, 0, count - 1, 0)
-    position = int(sb.number_input(label, 0, count - 1, key=key))
+        key, label = "image_number", f"Image (1 … {count})"
+    urlstate.keep_range(key, 1, count, 1)
+    position = int(sb.number_input(label, 1, count, key=key)) - 1
     back, rand, forward = sb.columns(3)
     back.button("◀", key="previous_image", on_click=_step, args=(key, count, -1), help="Previous image",
                 width="stretch")
     rand.button(":material/shuffle:", key="random_image", on_click=_step, args=(key, count, None), help="Random image",
                 width="stretch")
     forward.button("▶", key="next_image", on_click=_step, args=(key, count, 1), help="Next image", width="stretch")
-    index = int(wrong[position]) if key == "wrong_pos" else position
+    index = int(wrong[position]) if key == "wrong_number" else position
     image = inputs.set_image(set_key, index)
     shows = inputs.set_classes(set_key)[image.label] if image.label is not None else "no label"
     scored = "scored for every selected model" if len(judged) == len(models) else (
@@ -189,11 +193,14 @@ def _set_image(models: list[ModelEntry], set_key: str) -> tuple[ImageChoice | No
 
 def _image_choice(models: list[ModelEntry]) -> tuple[ImageChoice | None, str | None, str | None]:
     sets = inputs.image_sets(models, inputs.data_specs())
-    _keep("image_set", [*sets, UPLOAD], sets[0])
+    urlstate.keep("image_set", [*sets, UPLOAD], sets[0],
+                  "no image set of this name on this server (a folder is named when the server starts: "
+                  "-- --data folder:NAME=PATH)")
     set_key = st.sidebar.radio("Images", [*sets, UPLOAD], key="image_set",
                                format_func=lambda k: "Upload" if k == UPLOAD else safe.md(inputs.set_title(k), 60),
                                help="The test split of the benchmark the models were trained on, folders added "
-                                    f"with `-- --data folder:PATH` or {inputs.DATA_ENV}, or an image of your own")
+                                    f"with `-- --data folder:NAME=PATH` or {inputs.DATA_ENV} (links name a folder "
+                                    "by its NAME), or an image of your own")
     if set_key == UPLOAD:
         return (*_upload(), None)
     return (*_set_image(models, set_key), set_key)
@@ -267,8 +274,8 @@ def _display() -> Display:
 def render(page: Any) -> Selection:
     """Render the shared sidebar for ``page`` (a ``st.Page``), restored from and written to the URL."""
     found, problems = catalog.available_models(tuple(str(r) for r in catalog.model_roots()))
-    short = catalog.short_names(found)
     rules = access.access()
+    short = catalog.short_names(found, rules.link_name)
     urlstate.restore(short, rules.check)
     chosen = _model_choices(found, problems, rules)
     models = catalog.loaded(chosen)
@@ -280,13 +287,13 @@ def render(page: Any) -> Selection:
     st.session_state[_SELECTION] = sel
     state = st.session_state
     values = {spec.key: state.get(spec.key) for spec in urlstate.PARAMS.values() if spec.page is None}
-    values["image_index"] = None if image is None or image.index is None else image.index
+    values["image_number"] = None if image is None or image.index is None else image.index + 1
     values["upload"] = image.name if image is not None and set_key is None else None
     values["upload_fit"] = state.get("upload_fit") if set_key is None else None
-    for key in ("only_wrong", "wrong_model", "wrong_pos"):
+    for key in ("only_wrong", "wrong_model", "wrong_number"):
         values[key] = state.get(key) if state.get("only_wrong") and set_key is not None else None
     values |= {key: None for key, *_ in method_options.CONTROLS.values()} | method_options.values(method)
-    urlstate.publish(values, short, [e.path for e in chosen], page.url_path)
+    urlstate.publish(values, short, [e.path for e in chosen], page.url_path, rules.link_name)
     return sel
 
 

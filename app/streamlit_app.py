@@ -44,4 +44,7 @@ sel = sidebar.render(page)
 for entry in sel.broken:  # once here, never per row of a page; the sidebar's expander has the whole reason
     why = safe.short_paths(catalog.load_error(entry) or "").split(": ", 1)[-1]  # the reason, not the type
     urlstate.notice(f"{safe.md(entry.name, 40)} does not load: {safe.md(why)}", error=True)
-page.run()
+try:
+    page.run()
+finally:  # a page's widget that fell back during its run is in the link too
+    urlstate.republish()

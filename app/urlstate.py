@@ -13,6 +13,7 @@ page knows them. Every value from a link is escaped before it is shown (:mod:`sa
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -25,6 +26,8 @@ _RESTORED = "_url_restored"
 _FROM_LINK = "_url_from_link"  # widget key -> (parameter, raw text) not yet checked by its widget
 _AREA = "_notice_area"
 _SHOWN = "_notices_shown"
+_PAGE = "_url_page"
+_PUBLISHED = "_url_published"
 #: Session-state flag: the URL named an upload this session has not got (the sidebar says so).
 MISSING_UPLOAD = "_url_missing_upload"
 #: Session-state key of the model paths a link named that may be loaded (:mod:`access`).
@@ -104,10 +107,10 @@ class Param:
 #: URL parameter → :class:`Param`. The sidebar's first, then each page's.
 PARAMS: dict[str, Param] = {
     "set": Param("image_set"),
-    "image": Param("image_index", _integer(0, 10**9)),
+    "image": Param("image_number", _integer(1, 10**9)),
     "wrong": Param("only_wrong", _bool, lambda v: "1" if v else "0"),
     "by": Param("wrong_model", models=True),
-    "pos": Param("wrong_pos", _integer(0, 10**9)),
+    "pos": Param("wrong_number", _integer(1, 10**9)),
     "method": Param("method"),
     "class": Param("target", _class),
     "layer": Param("layer", _integer(-1, 4096)),
@@ -147,8 +150,8 @@ PARAMS: dict[str, Param] = {
     "dev": Param("developer_reports", _bool, lambda v: "1" if v else "0", page="curves"),
     # Intervention
     "change": Param("intervene_objects", _names, ",".join, page="intervention"),
-    "occlude": Param("occlude_box", lambda t: tuple(_number(0.0, 1.0)(v) for v in t.split(",", 3)),
-                     lambda v: ",".join(f"{x:g}" for x in v), page="intervention"),
+    "boxx": Param("occlude_x", _range, lambda v: f"{v[0]:g}-{v[1]:g}", page="intervention"),
+    "boxy": Param("occlude_y", _range, lambda v: f"{v[0]:g}-{v[1]:g}", page="intervention"),
     "fill": Param("occlude_fill", page="intervention"),
     # Slice
     "images": Param("slice_images", _integer(1, 10**6), page="slice"),
@@ -158,12 +161,21 @@ PARAMS: dict[str, Param] = {
     "disagree": Param("slice_disagree", _bool, lambda v: "1" if v else "0", page="slice"),
     "cue": Param("slice_cue", page="slice"),
     "figure": Param("slice_figure", page="slice"),
+    "open": Param("slice_open", lambda t: _integer(1, 10**9)(t) - 1, lambda v: str(int(v) + 1), page="slice"),
     "within": Param("slice_range", lambda t: tuple(float(v) for v in _finite_pair(t)),
-                    lambda v: f"{v[0]:g}_{v[1]:g}", page="slice"),
+                    lambda v: f"{float(v[0])!r}_{float(v[1])!r}", page="slice"),  # exact: bounds come from data
     # Checks
     "reference": Param("checks_reference", page="checks", models=True),
     "stage": Param("checks_stage", page="checks"),
 }
+
+
+#: URL parameters of a family of widgets, one per name (``metric.training`` → ``chart-metric-training``):
+#: URL prefix → (widget key prefix, page). The names are the app's own (report file stems).
+FAMILIES: dict[str, tuple[str, str]] = {
+    "metric.": ("chart-metric-", "curves"),
+}
+_MEMBER = re.compile(r"[A-Za-z0-9._-]{1,80}")
 
 
 def _finite_pair(text: str) -> tuple[float, float]:
@@ -176,6 +188,14 @@ def _finite_pair(text: str) -> tuple[float, float]:
 _BY_KEY = {p.key: name for name, p in PARAMS.items()}
 
 
+def _family_key(param: str) -> str | None:
+    """The widget key a family's URL parameter restores (``None``: no family, or an odd name)."""
+    for prefix, (key_prefix, _) in FAMILIES.items():
+        if param.startswith(prefix) and _MEMBER.fullmatch(param[len(prefix):]):
+            return key_prefix + param[len(prefix):]
+    return None
+
+
 # ----------------------------------------------------------------------------------- notices
 def notice_area(area: Any) -> None:
     """Where this run's notices go (a container at the top of the page, made by the entry point)."""
@@ -184,8 +204,8 @@ def notice_area(area: Any) -> None:
 
 
 def notice(text: str, *, error: bool = False) -> None:
-    """One line of notice (a warning, or an ``error``) at the top of the page (``text`` already
-    escaped; each line once per run)."""
+    """One line of notice (a warning, or an ``error``) at the top of the page, whole (``text``
+    already escaped; each line once per run)."""
     line = safe.line(text)
     shown = st.session_state.setdefault(_SHOWN, set())
     if line in shown:
@@ -196,7 +216,7 @@ def notice(text: str, *, error: bool = False) -> None:
 
 
 def _link_notice(param: str, raw: str, why: str, fallback: str = "the default is shown") -> None:
-    notice(f"The link's {param}={safe.md(raw, 40)} does not fit: {safe.md(why, 60)}; {fallback}.")
+    notice(f"The link's {param}={safe.md(raw, 40)} does not fit: {safe.md(why, None)}; {fallback}.")
 
 
 def _checked(key: str) -> tuple[str, str] | None:
@@ -262,6 +282,7 @@ def restore(short_names: dict[str, str], allow: Callable[[str], str]) -> None:
     by_name = {name: path for path, name in short_names.items()}
     from_link: dict[str, tuple[str, str]] = {}
     linked: list[str] = []
+    typed: dict[str, str] = {}  # resolved path -> the link's name for it (what the path box shows)
 
     def models(param: str, raw: str) -> list[str]:
         out = []
@@ -271,11 +292,13 @@ def restore(short_names: dict[str, str], allow: Callable[[str], str]) -> None:
                 continue
             try:
                 path = allow(name)
-            except ValueError as err:  # a path is not echoed: the page tells nothing of the server's disk
-                _link_notice(param, "(a path)" if "/" in name or "\\" in name else name, str(err), "left out")
+            except ValueError as err:  # an absolute path is not echoed: the page tells nothing of the server's disk
+                _link_notice(param, "(a path)" if name.startswith(("/", "\\", "~")) or ":" in name else name,
+                             str(err), "left out")
                 continue
             out.append(path)
             linked.append(path)
+            typed[path] = name
         return out
 
     if "models" in query:
@@ -284,7 +307,7 @@ def restore(short_names: dict[str, str], allow: Callable[[str], str]) -> None:
             state["models"] = [p for p in chosen if p in short_names]
             others = [p for p in chosen if p not in short_names]
             if others:
-                state["extra_model"] = others[0]
+                state["extra_model"] = typed.get(others[0], others[0])
     for param, spec in PARAMS.items():
         if param not in query:
             continue
@@ -301,6 +324,10 @@ def restore(short_names: dict[str, str], allow: Callable[[str], str]) -> None:
             continue
         state[spec.key] = value
         from_link[spec.key] = (param, raw)
+    for param in query:
+        if (key := _family_key(param)) is not None:
+            state[key] = query[param]
+            from_link[key] = (param, query[param])
     state[_FROM_LINK] = from_link
     state[LINKED_MODELS] = linked
     if "upload" in query:
@@ -308,18 +335,21 @@ def restore(short_names: dict[str, str], allow: Callable[[str], str]) -> None:
         state[MISSING_UPLOAD] = query["upload"]
 
 
-def publish(values: dict[str, Any], short_names: dict[str, str], models: list[str], page: str) -> None:
+def publish(values: dict[str, Any], short_names: dict[str, str], models: list[str], page: str,
+            link_name: Callable[[str], str] = str) -> None:
     """Write the current choices to the URL (only when they changed, so a rerun sends nothing).
 
     Args:
         values: widget key → value for the sidebar's keys of :data:`PARAMS` that apply now (others
             are left out), plus ``"upload"`` (the uploaded file's name) when one is shown.
         short_names: model path → short name.
+        link_name: how the link names a model path that has no short name (a model typed in:
+            :meth:`access.Access.link_name`, its root's short name and the path under it).
         models: the selected models' paths.
         page: the URL path of the page shown; its own parameters are read from the session state.
     """
     def name(path: Any) -> str:
-        return short_names.get(path, str(path))
+        return short_names.get(path) or link_name(str(path))
 
     query = {"models": ",".join(name(p) for p in models)}
     state = st.session_state
@@ -330,13 +360,50 @@ def publish(values: dict[str, Any], short_names: dict[str, str], models: list[st
         if spec.models:
             value = ",".join(name(p) for p in value) if isinstance(value, list) else name(value)
         query[param] = spec.write(value)
+    for prefix, (key_prefix, on_page) in FAMILIES.items():
+        if on_page != page:
+            continue
+        for key in sorted(k for k in state.keys() if isinstance(k, str) and k.startswith(key_prefix)):
+            if state[key] is not None and _MEMBER.fullmatch(key[len(key_prefix):]):
+                query[prefix + key[len(key_prefix):]] = str(state[key])
     if values.get("upload"):
         query["upload"] = values["upload"]
         query.pop("image", None)
+    state[_PAGE] = page
+    state[_PUBLISHED] = (values, short_names, models, page, link_name)
     if dict(st.query_params) != query:
         st.query_params.from_dict(query)
 
 
+def republish() -> None:
+    """:func:`publish` again after the page has run: a page's own widget may have fallen back to
+    its default during the run (its options changed with a filter), and the link must say so now."""
+    published = st.session_state.get(_PUBLISHED)
+    if published is not None:
+        publish(*published[:4], link_name=published[4])
+
+
+def link() -> str:
+    """The link that reopens the current view: the address the browser used (when the server knows
+    it) or the page's path, and the query :func:`publish` wrote (short names only: no server path)."""
+    from urllib.parse import urlencode, urlsplit
+
+    query = urlencode({k: st.query_params[k] for k in st.query_params})
+    path = "/" + str(st.session_state.get(_PAGE, ""))
+    url = getattr(getattr(st, "context", None), "url", None)
+    if isinstance(url, str) and url.startswith(("http://", "https://")):
+        parts = urlsplit(url)
+        path = f"{parts.scheme}://{parts.netloc}{path}"
+    return f"{path}?{query}"
+
+
 def param_of(key: str) -> str | None:
     """The URL parameter that holds a widget key (``None`` when none does)."""
-    return _BY_KEY.get(key)
+    if key == "models":
+        return "models"
+    if key in _BY_KEY:
+        return _BY_KEY[key]
+    for prefix, (key_prefix, _) in FAMILIES.items():
+        if key.startswith(key_prefix) and _MEMBER.fullmatch(key[len(key_prefix):]):
+            return prefix + key[len(key_prefix):]
+    return None

@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import argparse
 import shlex
+from pathlib import Path
 
-__all__ = ["BENCH_COMMANDS", "PROG", "SHIPPED_MODELS", "command_line"]
+__all__ = ["BENCH_COMMANDS", "PROG", "READS", "SHIPPED_MODELS", "command_line"]
 
 #: How the benchmarks are started; recorded in every report's protocol.
 PROG = "python -m benchmarks"
@@ -38,6 +39,8 @@ PROG = "python -m benchmarks"
 #: The shipped trained models (directories relative to the repository root), by attention variant.
 SHIPPED_MODELS: dict[str, str] = {"softmax": "models/softmax-vit4", "pure_infsa": "models/pure-infsa-vit4",
                                   "linear_infsa": "models/linear-infsa-vit4"}
+#: What every benchmark may read whatever its options (the shipped models): no ``--out`` may overwrite it.
+READS: tuple[str, ...] = tuple(str(Path(__file__).resolve().parents[1] / p) for p in SHIPPED_MODELS.values())
 
 #: Command name → (module path, one-line help), the table :func:`infsa_viz.cli.main` reads.
 BENCH_COMMANDS: dict[str, tuple[str, str]] = {

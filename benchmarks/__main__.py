@@ -6,7 +6,7 @@ import sys
 
 from infsa_viz.cli import main
 
-from . import BENCH_COMMANDS, PROG
+from . import BENCH_COMMANDS, PROG, READS
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:], commands=BENCH_COMMANDS, prog=PROG))
+    sys.exit(main(sys.argv[1:], commands=BENCH_COMMANDS, prog=PROG, reads=READS))

@@ -21,7 +21,7 @@ from typing import Callable, Sequence
 
 from ._version import __version__
 
-__all__ = ["COMMANDS", "build_parser", "main", "script_main", "script_parser"]
+__all__ = ["COMMANDS", "build_parser", "check_outputs", "main", "script_main", "script_parser"]
 
 #: Subcommand name → (module path, one-line help). Help text lives here so --help imports nothing.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -37,6 +37,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 PROG = "infsa-viz"
 
+#: Options of any command (the CLI's and the benchmarks') that name what it writes, and what it reads:
+#: the output rule (:func:`check_outputs`) compares them before a command runs. ``--load-from`` of the
+#: reliability benchmark is not an input here: it names the report being replaced on purpose, read whole
+#: before anything is written.
+OUTPUT_OPTIONS: dict[str, str] = {"out": "--out", "load_out": "--load-out", "journal": "--journal"}
+INPUT_OPTIONS: tuple[str, ...] = ("model", "models", "init", "image", "weights", "data", "boxes", "classes")
+
 
 class _Parser(argparse.ArgumentParser):
     """ArgumentParser whose usage errors are one line on stderr and exit code 2."""
@@ -46,8 +53,10 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _common() -> argparse.ArgumentParser:
+    from .commands.lists import threads
+
     common = _Parser(add_help=False)
-    common.add_argument("--threads", type=int, default=None, metavar="T",
+    common.add_argument("--threads", type=threads(), default=None, metavar="T",
                         help="torch CPU threads (default: torch's choice)")
     common.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     common.add_argument("-v", "--verbose", action="store_true", help="log progress details to stderr")
@@ -68,14 +77,45 @@ def build_parser(load_arguments: str | None = None, *, commands: dict[str, tuple
     return parser
 
 
+def check_outputs(outputs: dict[str, object], inputs: Sequence[object]) -> None:
+    """The output rule of every command and script (:func:`infsa_viz.io.refuse_overwriting_inputs`):
+    no output is, lies inside, or holds an input. ``None`` entries are skipped; a model spec's
+    ``?options`` and a ``folder:`` data prefix are dropped; a list or tuple is several inputs.
+
+    Raises:
+        ValueError: one line naming the option, the output and the input.
+    """
+    from .io import refuse_overwriting_inputs
+
+    paths: list[str] = []
+    for entry in inputs:
+        for item in entry if isinstance(entry, (list, tuple)) else (entry,):
+            if item is None or item == "":
+                continue
+            text = str(item)
+            if text.startswith("folder:"):
+                text = text[len("folder:"):]
+            paths.append(text.split("?", 1)[0])
+    refuse_overwriting_inputs({k: None if v is None else str(v) for k, v in outputs.items()}, paths)
+
+
+def _declared_paths(args: argparse.Namespace) -> tuple[dict[str, object], list[object]]:
+    """The outputs and inputs a parsed command names through :data:`OUTPUT_OPTIONS` / :data:`INPUT_OPTIONS`."""
+    outputs = {flag: getattr(args, name) for name, flag in OUTPUT_OPTIONS.items() if getattr(args, name, None)}
+    inputs = [getattr(args, name) for name in INPUT_OPTIONS if isinstance(getattr(args, name, None), (str, list, tuple))]
+    return outputs, inputs
+
+
 def main(argv: Sequence[str] | None = None, *, commands: dict[str, tuple[str, str]] = COMMANDS,
-         prog: str = PROG) -> int:
+         prog: str = PROG, reads: Sequence[str] = ()) -> int:
     """Run the CLI; returns the process exit code.
 
     Args:
         argv: arguments (default ``sys.argv[1:]``).
         commands: subcommand name → (module path, one-line help); default the ``infsa-viz`` ones.
         prog: the program name in messages.
+        reads: paths every command of the program reads whatever its options (the benchmarks' shipped
+            models); no output may overwrite them.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     name = next((a for a in argv if a in commands), None)
@@ -92,9 +132,9 @@ def main(argv: Sequence[str] | None = None, *, commands: dict[str, tuple[str, st
                         format=f"{prog}: %(message)s", stream=sys.stderr)
 
     def run() -> int:
+        outputs, inputs = _declared_paths(args)
+        check_outputs(outputs, [*inputs, *reads])  # before anything is read or computed
         if args.threads is not None:
-            if args.threads < 1:
-                raise ValueError(f"--threads={args.threads} must be a positive integer")
             import torch
 
             torch.set_num_threads(args.threads)

@@ -40,6 +40,7 @@ from .io import atomic_write
 __all__ = [
     "COLORMAPS",
     "DIVERGING",
+    "FLAT_CONTRAST",
     "SCALES",
     "SEQUENTIAL",
     "ColourScale",
@@ -47,6 +48,7 @@ __all__ = [
     "colour_scale",
     "draw_maps",
     "encode_png",
+    "map_contrast",
     "overlay",
     "overlay_grid",
     "save_png",
@@ -188,6 +190,30 @@ def colour_scale(maps: Sequence[Any], mode: Scale = "shared", *, colormap: str |
         ranges = [_limits(np.concatenate([v.ravel() for v in values]), signed, clip)] * len(arrays)
     return ColourScale(mode=mode, divisors=tuple(divisors), limits=tuple(ranges), colormap=colormap,
                        signed=signed, clip=clip)
+
+
+#: A map whose :func:`map_contrast` is below this is *flat*: stretched to its own range (a per-map
+#: scale) its noise fills the whole colormap and looks like structure, so readers flag it.
+FLAT_CONTRAST = 0.05
+
+
+def map_contrast(token_map: Any) -> float:
+    """How much a map varies against its size: ``(max − min) / max |v|`` over its finite values.
+
+    0 for a constant map, 1 for a non-negative map that reaches 0, up to 2 for a signed map;
+    ``nan`` (with no warning) for a map with no finite or only zero values. A near-uniform map
+    (values 0.0153–0.0159: 0.038) is below :data:`FLAT_CONTRAST`.
+
+    Example:
+        >>> round(map_contrast(np.array([[0.0153, 0.0159]])), 3)
+        0.038
+    """
+    values = _np(token_map)
+    values = values[np.isfinite(values)]
+    if not values.size:
+        return float("nan")
+    top = float(np.abs(values).max())
+    return float("nan") if top == 0 else float((values.max() - values.min()) / top)
 
 
 def _limits(values: np.ndarray, signed: bool, clip: float | None) -> tuple[float, float]:

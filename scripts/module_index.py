@@ -11,7 +11,6 @@ to the package without a row (or a docstring) fails the suite, and one command w
 
 from __future__ import annotations
 
-import argparse
 import ast
 import re
 import sys
@@ -19,6 +18,7 @@ from pathlib import Path
 
 if __package__ in (None, ""):  # run as a file (python scripts/x.py): make "scripts" importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from infsa_viz.cli import script_main  # noqa: E402
 from scripts.doc_sections import read_section, write_section
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,8 +47,11 @@ def index() -> str:
     return "\n".join(["| module | what it holds |", "|---|---|", *rows])
 
 
+@script_main("module_index.py")
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from infsa_viz.cli import script_parser
+
+    parser = script_parser("module_index.py", __doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if the index in docs/reference.md is stale")
     args = parser.parse_args(argv)
     wanted = index()

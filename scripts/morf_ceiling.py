@@ -161,6 +161,19 @@ def summarise(parts: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def valid_part(part: Any) -> bool:
+    """Whether a stored part holds what :func:`summarise` reads (a damaged one is computed again)."""
+    def numbers(values: Any) -> bool:
+        return isinstance(values, list) and all(isinstance(v, (int, float)) for v in values)
+
+    cost_keys = ("beam_forwards_per_image_mean", "greedy_forwards_per_image", "beam_seconds_per_image")
+    return (isinstance(part, dict) and isinstance(part.get("n_images"), int) and isinstance(part.get("maps"), dict)
+            and bool(part["maps"]) and all(numbers(v) and len(v) == part["n_images"] for v in part["maps"].values())
+            and all(numbers(part.get(k)) and len(part[k]) == part["n_images"]
+                    for k in ("greedy_deletion", "beam_deletion"))
+            and isinstance(part.get("cost"), dict) and all(k in part["cost"] for k in cost_keys))
+
+
 @script_main("morf_ceiling.py")
 def main(argv: list[str] | None = None) -> int:
     from scripts.seed_runs import commands, explained, parse_seed_run, run_parts, seed_run_parser, write_report
@@ -181,7 +194,11 @@ def main(argv: list[str] | None = None) -> int:
         return ceiling_of_model(load_model(model_dir).eval(), data[benchmark], maps,
                                 target=explained(benchmark)["target"])
 
-    parts = run_parts(benchmarks, args, compute)
+    def options(benchmark: str) -> dict[str, Any]:
+        return {"n_images": N_IMAGES.get(benchmark, DEFAULT_IMAGES), "maps": maps, "search": SEARCH,
+                "target": explained(benchmark)["target"]}
+
+    parts = run_parts(benchmarks, args, compute, options=options, valid=valid_part, what="MoRF-ceiling result")
     protocol = {
         **commands("python scripts/morf_ceiling.py", argv),
         "n_images": {b: N_IMAGES.get(b, DEFAULT_IMAGES) for b in benchmarks}, "seeds": list(args.seeds),

@@ -3,8 +3,8 @@ r"""The tables of the README and docs/, made from the committed reports in ``met
     python scripts/readme_tables.py            # print every table (paste into the file it lives in)
     python scripts/readme_tables.py --check    # exit 1 if a table's file lacks it verbatim
 
-Each table lives in one file (:data:`HOMES`): the README keeps the shipped models' training
-table; the benchmark and spectral tables live in ``docs/benchmarks.md`` and ``docs/reference.md``;
+Each table lives in one file (:data:`HOMES`): the README keeps the verdict's calls and the
+reliability table, ``docs/models.md`` the shipped models' training table; the benchmark and spectral tables live in ``docs/benchmarks.md`` and ``docs/reference.md``;
 the sections of ``docs/verdict.md`` are written by the maintainer scripts that make them
 (``scripts/verdict.py``, ``scripts/verdict_calibration.py``, ``scripts/paper_gap.py``) and only
 checked here.
@@ -371,7 +371,7 @@ TABLES: dict[str, Callable[[], str]] = {
 
 #: Table name → the file (relative to the repository root) that shows it.
 HOMES: dict[str, str] = {
-    "training": "README.md",
+    "training": "docs/models.md",
     "eigencheck": "docs/reference.md",
     "attention quality: headline": "docs/benchmarks.md",
     "attention quality: every method": "docs/benchmarks.md",
@@ -379,15 +379,15 @@ HOMES: dict[str, str] = {
     "map cost": "docs/benchmarks.md",
     "reliability": "README.md",
     "performance (shipped shape)": "docs/benchmarks.md",
-    "performance: largest": "README.md",
+    "performance: largest": "docs/benchmarks.md",
     "performance: naive side by side": "docs/benchmarks.md",
     "performance: spectral maps": "docs/benchmarks.md",
     "performance: goals": "docs/benchmarks.md",
     "cued: reliance": "docs/cued.md",
-    "verdict: seed level": "README.md",
+    "verdict: seed level": "docs/verdict.md",
     "verdict: calls": "README.md",
     "verdict: called": "docs/verdict.md",
-    "verdict: detectable": "README.md",
+    "verdict: detectable": "docs/verdict.md",
     "verdict: MoRF ceiling": "docs/verdict.md",
     "verdict: benchmark quality": "docs/verdict.md",
     **{f"docs/verdict.md: {name}": "docs/verdict.md" for name in VERDICT_DOCS},

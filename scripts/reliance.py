@@ -19,7 +19,6 @@ over seeds) and the difference of cue reliance between the settings.
 
 from __future__ import annotations
 
-import argparse
 import shlex
 import sys
 from pathlib import Path
@@ -34,6 +33,7 @@ SEEDS_DIR = Path("models") / "seeds"
 SETTINGS = ("p10", "p100")
 DATA = "cued-digits"
 OUT = Path("metrics") / "reliance-cued-digits.json"
+from infsa_viz.cli import check_outputs, script_main, script_parser  # noqa: E402
 
 
 def measure(model_dir: Path, benchmark: str, *, batch_size: int) -> dict[str, Any]:
@@ -79,19 +79,18 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+@script_main("reliance.py")
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.error = lambda message: parser.exit(2, f"{parser.prog}: error: {message}\n")  # one line, no usage
-    from infsa_viz.commands.lists import comma_ints, output_file
+    parser = script_parser("reliance.py", __doc__)
+    from infsa_viz.commands.lists import bounded, comma_ints, output_file, threads
 
     parser.add_argument("--seeds", type=comma_ints, default=None, help="seeds to measure (default: every trained one)")
     parser.add_argument("--seeds-dir", type=Path, default=SEEDS_DIR, help=f"default {SEEDS_DIR}")
     parser.add_argument("--out", type=output_file, default=str(OUT), help=f"report (default {OUT})")
-    parser.add_argument("--threads", type=int, default=2, help="torch CPU threads (default 2)")
-    parser.add_argument("--batch-size", type=int, default=256, help="images per forward pass (default 256)")
+    parser.add_argument("--threads", type=threads(), default=2, help="torch CPU threads (default 2)")
+    parser.add_argument("--batch-size", type=bounded(int, 1, 1 << 16, name="--batch-size"), default=256,
+                        help="images per forward pass (default 256)")
     args = parser.parse_args(argv)
-    if args.threads < 1 or args.batch_size < 1:
-        parser.error(f"--threads={args.threads} and --batch-size={args.batch_size} must be positive integers")
     if args.seeds is not None and not args.seeds:
         parser.error("--seeds is empty; expected comma-separated seeds")
     import torch
@@ -111,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
                     found.append((setting, variant, int(seed), folder))
     if not found:
         parser.error(f"no trained model under {args.seeds_dir / DATA}/{{{','.join(SETTINGS)}}} for --seeds {args.seeds}")
+    check_outputs({"--out": args.out}, [folder for *_, folder in found])  # before any model is measured
     rows = []
     for setting, variant, seed, folder in progress(found, desc="models", unit="model"):
         rows.append({"setting": setting, "seed": seed, **measure(folder, DATA, batch_size=args.batch_size)})

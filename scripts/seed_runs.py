@@ -11,7 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["EXPLAINED", "SEEDS_DIR", "check_writable", "commands", "explained", "models_of", "parse_seed_run", "run_parts", "seed_run_parser", "write_report"]
+__all__ = ["EXPLAINED", "SEEDS_DIR", "check_writable", "commands", "explained", "models_of", "parse_seed_run", "part_key",
+           "run_parts", "seed_run_parser", "write_report"]
 
 SEEDS_DIR = Path("models") / "seeds"
 #: Per benchmark, the explained class and the images scored where they differ from the default (the
@@ -30,7 +31,7 @@ def seed_run_parser(script: str, description: str, *, seeds: tuple[int, ...], pa
     """``--benchmarks --seeds --seeds-dir --parts --out --threads --summary-only`` with these defaults
     (errors in one line, exit 2: :func:`infsa_viz.cli.script_parser`)."""
     from infsa_viz.cli import script_parser
-    from infsa_viz.commands.lists import comma_ints
+    from infsa_viz.commands.lists import comma_ints, threads
     from infsa_viz.data import BENCHMARKS
 
     parser = script_parser(script, description)
@@ -40,7 +41,7 @@ def seed_run_parser(script: str, description: str, *, seeds: tuple[int, ...], pa
     parser.add_argument("--seeds-dir", type=Path, default=SEEDS_DIR)
     parser.add_argument("--parts", type=Path, default=parts, help="per-model results (resumable)")
     parser.add_argument("--out", type=Path, default=out)
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    parser.add_argument("--threads", type=threads(), default=None, help="torch CPU threads")
     parser.add_argument("--summary-only", action="store_true", help="compute nothing; gather the parts")
     return parser
 
@@ -75,12 +76,15 @@ def parse_seed_run(parser: argparse.ArgumentParser, argv: list[str] | None) -> t
         check_writable("--out", args.out)
     except ValueError as error:
         parser.error(str(error))
-    if not any(models_of(b, list(args.seeds), args.seeds_dir) for b in benchmarks):
+    models = [m for b in benchmarks for _, m in models_of(b, list(args.seeds), args.seeds_dir)]
+    if not models:
         parser.error(f"--seeds={','.join(map(str, args.seeds))}: no seed model <variant>-seed<k> in "
                      f"{[str(args.seeds_dir / b) for b in benchmarks]}; nothing to evaluate")
+    from infsa_viz.cli import check_outputs
+
+    check_outputs({"--out": args.out, "--parts": args.parts}, models)  # no output over a model
+    check_outputs({"--out": args.out}, [args.parts])  # nor over a part
     if args.threads is not None:
-        if not 1 <= args.threads <= 256:
-            parser.error(f"--threads={args.threads} must lie in [1, 256]")
         import torch
 
         torch.set_num_threads(args.threads)
@@ -108,14 +112,23 @@ def models_of(benchmark: str, seeds: list[int], seeds_dir: Path) -> list[tuple[s
     return [(name, m) for name, m in found if (m / "config.json").is_file()]
 
 
+def part_key(model_dir: Path, benchmark: str, options: dict[str, Any]) -> dict[str, Any]:
+    """What made a part: the model's files (:func:`infsa_viz.io.model_files_digest`: weights, config,
+    card), the benchmark (the data) and the script's options; stored in the part, compared before reuse."""
+    from infsa_viz.io import model_files_digest
+
+    return {"model_files": model_files_digest(model_dir), "benchmark": benchmark, "options": options}
+
+
 def run_parts(benchmarks: list[str], args: argparse.Namespace, compute: Callable[[str, Path], dict[str, Any]], *,
-              stale: Callable[[dict[str, Any]], bool] = lambda part: False,
+              options: Callable[[str], dict[str, Any]] = lambda benchmark: {},
               valid: Callable[[Any], bool] = lambda part: isinstance(part, dict),
               what: str = "per-model result") -> dict[str, dict[str, Any]]:
     """Per benchmark and seed model (``args.seeds`` in ``args.seeds_dir``): its part, read from
-    ``args.parts/<benchmark>/<model>.json`` or, where missing, ``stale`` or not ``valid`` (a damaged
-    file), computed by ``compute(benchmark, model_dir)`` and written there (not with ``--summary-only``,
-    which only gathers: a damaged part is then an error)."""
+    ``args.parts/<benchmark>/<model>.json`` or, where missing, not ``valid`` (a damaged file) or made by
+    something else than its :func:`part_key` says now (a retrained or edited model, other data or
+    ``options(benchmark)``), computed by ``compute(benchmark, model_dir)`` and written there with its key.
+    With ``--summary-only``, which only gathers, a damaged or stale part is an error naming what differs."""
     from infsa_viz.io import read_json, write_json
     from infsa_viz.progress import progress
 
@@ -124,6 +137,8 @@ def run_parts(benchmarks: list[str], args: argparse.Namespace, compute: Callable
         for name, model_dir in progress(models_of(benchmark, list(args.seeds), args.seeds_dir), desc=benchmark,
                                         unit="model"):
             part = args.parts / benchmark / f"{name}.json"
+            key = part_key(model_dir, benchmark, options(benchmark))
+            found = None
             if part.is_file():
                 try:
                     found = read_json(part)
@@ -134,17 +149,33 @@ def run_parts(benchmarks: list[str], args: argparse.Namespace, compute: Callable
                         raise ValueError(f"{error}; run without --summary-only to compute it again") from None
                     print(f"{error}; computing it again", file=sys.stderr)
                     found = None
-                if found is None or stale(found):
-                    part.unlink()
-            if not part.is_file():
+                differs = None if found is None else _differs(found.get("key"), key)
+                if differs:
+                    why = f"{part}: made by another {differs} than {model_dir} and these options now"
+                    if args.summary_only:
+                        raise ValueError(f"{why}; run without --summary-only to compute it again")
+                    print(f"{why}; computing it again", file=sys.stderr)
+                    found = None
+            if found is None:
                 if args.summary_only:
                     continue
-                write_json(part, {"model": str(model_dir), **compute(benchmark, model_dir)})
-            parts.setdefault(benchmark, {})[name] = read_json(part)
+                found = {"model": str(model_dir), "key": key, **compute(benchmark, model_dir)}
+                write_json(part, found)
+            parts.setdefault(benchmark, {})[name] = found
     if not parts:
         raise ValueError(f"no per-model result in {args.parts} for --seeds={','.join(map(str, args.seeds))}; run "
                          "without --summary-only to compute them")
     return parts
+
+
+def _differs(stored: Any, key: dict[str, Any]) -> str | None:
+    """What a part's stored key says differently from ``key`` (``None``: the same)."""
+    if not isinstance(stored, dict):
+        return "version of the script (the part records no key)"
+    names = {"model_files": "model (its weights, config or card changed)", "benchmark": "benchmark",
+             "options": "set of options"}
+    found = [names.get(k, k) for k in key if stored.get(k) != key[k]]
+    return " and ".join(found) or None
 
 
 def write_report(out: Path, protocol: dict[str, Any], summary: dict[str, Any], parts: dict[str, Any]) -> int:

@@ -46,7 +46,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 if __package__ in (None, ""):  # run as a file (python scripts/x.py): make "scripts" importable
     sys.path.insert(0, str(ROOT))
-from infsa_viz.cli import script_main, script_parser  # noqa: E402
+from infsa_viz.cli import check_outputs, script_main, script_parser  # noqa: E402
 from scripts.verdict_benchmarks import VERDICT_BENCHMARKS, seed_models  # noqa: E402
 
 SEEDS_DIR = Path("models") / "seeds"
@@ -245,9 +245,11 @@ def summary(reports: dict[str, Path], command: str) -> dict[str, Any]:
     from infsa_viz.evaluation.verdict import PAPER_FIGURES
     from infsa_viz.evaluation.writer import read_report
 
+    benchmark_of = {p: b for b, p in reports.items()}
+
     def greedy(path: Path) -> dict[str, Any] | None:
         twin = path.with_name(path.stem + "-greedy.json")
-        return read_report(twin) if twin.is_file() else None
+        return read_report(twin, dataset=VERDICT_BENCHMARKS[benchmark_of[path]].data) if twin.is_file() else None
 
     return {"protocol": {"command": command, "methods": list(METHODS), "figures": list(FIGURES),
                          "unit": "points: evidence rank correlation x 100, MoRF-AOC in %, box PR-AUC x 100, "
@@ -261,7 +263,8 @@ def summary(reports: dict[str, Path], command: str) -> dict[str, Any]:
                                                "classify correctly (matched); per_seed baseline_mean / variant_mean "
                                                "on the same images; image_sets: the call under each image set"}},
             "paper": PAPER_FIGURES,
-            "benchmarks": {b: summarise(read_report(p), str(p), greedy(p)) for b, p in reports.items()}}
+            "benchmarks": {b: summarise(read_report(p, dataset=VERDICT_BENCHMARKS[b].data), str(p), greedy(p))
+                           for b, p in reports.items()}}
 
 
 def html(record: dict[str, Any]) -> str:
@@ -340,8 +343,9 @@ def compare(args: argparse.Namespace) -> int:
         if not (ours.is_file() and other.is_file()):
             print(f"# {benchmark}: {ours if not ours.is_file() else other} does not exist", file=sys.stderr)
             continue
-        difference, where, compared = largest_difference(read_report(ours, parts=("results",)),
-                                                         read_report(other, parts=("results",)))
+        data = VERDICT_BENCHMARKS[benchmark].data
+        difference, where, compared = largest_difference(read_report(ours, parts=("results",), dataset=data),
+                                                         read_report(other, parts=("results",), dataset=data))
         found += compared
         print(f"{benchmark}: {compared} figures compared, largest difference {difference:.4g} points"
               + (f" ({where})" if where else ""), file=sys.stderr)
@@ -354,6 +358,7 @@ def compare(args: argparse.Namespace) -> int:
 
 @script_main("verdict.py")
 def main(argv: list[str] | None = None) -> int:
+    from infsa_viz.commands.lists import threads
     from scripts.verdict_benchmarks import RETIRED, VERDICT_BENCHMARKS as BENCHMARKS
 
     parser = script_parser("verdict.py", __doc__)
@@ -361,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
                         type=lambda t: [b for b in t.split(",") if b], help="comma-separated (default all)")
     parser.add_argument("--n-images", type=int, default=None,
                         help=f"first N test images of every benchmark (default per benchmark: {N_IMAGES})")
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    parser.add_argument("--threads", type=threads(), default=None, help="torch CPU threads")
     parser.add_argument("--seeds-dir", type=Path, default=SEEDS_DIR, help=f"default {SEEDS_DIR}")
     parser.add_argument("--metrics", type=Path, default=METRICS, help=f"reports folder (default {METRICS})")
     parser.add_argument("--journal", type=Path, default=None, metavar="DIR",
@@ -430,6 +435,9 @@ def main(argv: list[str] | None = None) -> int:
         page = None
         print("plotly is not installed: verdict.html not written", file=sys.stderr)
     check_docs()
+    written = {"--metrics (its verdict.json)": args.metrics / "verdict.json", "--docs": args.docs,
+               "--metrics (its verdict.html)": args.metrics / "verdict.html"}
+    check_outputs(written, [*reports.values(), *(m for b in reports for m in seed_models(b, args.seeds_dir))])
     write_json(args.metrics / "verdict.json", record)
     for section, table in sections.items():
         write_section(args.docs, section, table)

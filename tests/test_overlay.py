@@ -171,3 +171,15 @@ def test_colorbar_runs_from_the_low_to_the_high_colour_with_ticks():
     np.testing.assert_array_equal(stacked[50:], bar)
     with pytest.raises(ValueError, match="width="):
         colorbar(scale, 0, 10)
+
+
+def test_map_contrast_is_the_range_over_the_largest_value_and_flags_flat_maps():
+    from infsa_viz.overlay import FLAT_CONTRAST, map_contrast
+
+    assert map_contrast(np.full((4, 4), 0.3)) == 0.0
+    assert map_contrast(np.array([[0.0, 2.0], [1.0, 0.5]])) == 1.0
+    assert map_contrast(np.array([[-1.0, 1.0]])) == 2.0  # signed: up to 2
+    near_uniform = np.array([[0.0153, 0.0159], [0.0155, np.nan]])  # the random map
+    assert abs(map_contrast(near_uniform) - 0.0006 / 0.0159) < 1e-12 and map_contrast(near_uniform) < FLAT_CONTRAST
+    assert np.isnan(map_contrast(np.zeros((2, 2)))) and np.isnan(map_contrast(np.full((2, 2), np.nan)))
+    assert map_contrast(torch.tensor([[0.0, 4.0]])) == 1.0 and isinstance(map_contrast(np.ones((1, 2))), float)

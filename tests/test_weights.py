@@ -94,3 +94,18 @@ def test_check_finite_ignores_integer_tensors():
     check_finite({"steps": torch.arange(3)}, source="x")
     with pytest.raises(ValueError, match="'w' holds 2 NaN/Inf"):
         check_finite({"w": torch.tensor([1.0, float("inf"), float("-inf")])}, source="x")
+
+
+def test_weights_over_the_memory_budget_are_refused_from_the_header(tmp_path):
+    import struct
+
+    from infsa_viz.weights import check_fits_memory
+
+    header = json.dumps({"w": {"dtype": "F16", "shape": [1000, 1000], "data_offsets": [0, 2_000_000]}}).encode()
+    path = tmp_path / "big.safetensors"
+    with open(path, "wb") as handle:
+        handle.write(struct.pack("<Q", len(header)) + header)
+        handle.truncate(8 + len(header) + 2_000_000)
+    check_fits_memory(path, budget=7e6)  # 2 MB stored + 4 MB as float32
+    with pytest.raises(ValueError, match=r"big.safetensors: loading needs about 6 MB .* over the 5 MB of memory"):
+        check_fits_memory(path, budget=5e6)

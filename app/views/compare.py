@@ -44,8 +44,10 @@ for column, (entry, view) in zip(columns, views):
             st.error(safe.line(f"{safe.md(entry.label)}: {safe.md(view)}"))
             continue
         st.image(pngs[entry.path], caption=safe.md(entry.label), width="stretch", output_format="PNG")
-        if scale is not None and scale.common_limits is None:
-            st.html(draw.colour_bar(scale, list(pngs).index(entry.path), draw.short_unit(scale)))
+        if scale is not None and scale.common_limits is None:  # a per-map scale, on request: labelled as such
+            st.html(draw.colour_bar(scale, list(pngs).index(entry.path), "own scale: " + draw.short_unit(scale)))
+        if (flat := draw.flat_note(view.map)) is not None:
+            st.caption(flat)
         probs = compute.probabilities(entry, image)
         st.markdown(draw.prediction_line(names[entry.path], probs, compute.label_for(entry, image)))
         if view.target is not None:

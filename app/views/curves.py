@@ -67,8 +67,9 @@ def _report(stem: str, path: Path) -> None:
             if y is None:  # choose the metric
                 numeric = [k for k, v in rows[0].items() if isinstance(v, (int, float)) and not k.startswith("n_")]
                 first = next((k for k in criteria() if k in numeric), None)
-                y = st.selectbox("Metric", numeric, key=f"chart-metric-{stem}",
-                                 index=numeric.index(first) if first else 0) if numeric else None
+                if numeric:
+                    urlstate.keep(f"chart-metric-{stem}", numeric, first or numeric[0])
+                y = st.selectbox("Metric", numeric, key=f"chart-metric-{stem}") if numeric else None
             if y is not None:
                 st.plotly_chart(charts.bars(rows, x, y, group), key=f"chart-{stem}")
         if "cases" in tables:  # benchmark: latency against tokens, log-log

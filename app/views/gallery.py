@@ -76,7 +76,7 @@ if not shown:
 def _show(index: int) -> None:
     st.session_state["image_set"] = set_key
     st.session_state["only_wrong"] = False
-    st.session_state["image_index"] = index
+    st.session_state["image_number"] = index + 1
 
 
 options = selector_options(sel.method, layer=sel.layer, head=sel.head, strict=False) | {
@@ -87,20 +87,21 @@ except ValueError as err:
     st.error(safe.line(f"{safe.md(entry.label)}: {safe.md(err)}"))
     st.stop()
 scale = draw.scale_of([v.map for v in views], sel.method, sel.display)
+tiles = st.container(key="gallery_tiles")  # rows of PER_ROW, or of half as many where they would not fit (draw.CSS)
 for start in range(0, len(shown), PER_ROW):
-    for column, i, view, k in zip(st.columns(PER_ROW), shown[start:start + PER_ROW], views[start:start + PER_ROW],
+    for column, i, view, k in zip(tiles.columns(PER_ROW), shown[start:start + PER_ROW], views[start:start + PER_ROW],
                                   range(start, start + PER_ROW)):
         verdict = "" if not judged else (" ✓" if correct[i] else f" ✗ ({safe.md(names[labels[i]], 40)})")
         column.image(draw.tile_png(view, scale, k, sel.display), width="stretch", output_format="PNG",
-                     caption=f"#{i}: {safe.md(names[predicted[i]], 40)} {confidence[i]:.0%}{verdict}")
+                     caption=f"#{i + 1}: {safe.md(names[predicted[i]], 40)} {confidence[i]:.0%}{verdict}")
         column.button("Show", key=f"gallery_show_{i}", on_click=_show, args=(i,), width="stretch",
-                      help=f"open image #{i} on every page")
+                      help=f"open image #{i + 1} on every page")
 st.html(draw.colour_bar(scale, 0, draw.short_unit(scale)) if scale.common_limits is not None else "")
 st.caption(draw.scale_caption(scale))
 exports.buttons(exports.stem(set_key, entry.name, sel.method, f"page{page}"), key="gallery",
                 settings=exports.settings(sel, options=options, extra={
                     "gallery": {"model": entry.name, "class": cls, "correctness": which, "confidence": [low, high],
-                                "order": order, "page": page, "images": shown}}),
-                png=lambda: exports.overlays_png([(f"#{i}", v) for i, v in zip(shown, views)], scale,
+                                "order": order, "page": page, "images": [i + 1 for i in shown]}}),
+                png=lambda: exports.overlays_png([(f"#{i + 1}", v) for i, v in zip(shown, views)], scale,
                                                  display=sel.display, ncols=PER_ROW),
-                maps=lambda: {f"image {i}": v.map for i, v in zip(shown, views)})
+                maps=lambda: {f"image {i + 1}": v.map for i, v in zip(shown, views)})

@@ -61,8 +61,11 @@ for method in methods:
                 st.error(safe.line(safe.md(result) if compact else f"{safe.md(entry.label)}: {safe.md(result)}"))
                 continue
             what = f"{method} · {safe.md(entry.label)}"  # compact: the header names the model, the row the method
-            st.image(pngs[entry.path], caption=None if compact else what, alt=what, output_format="PNG",
-                     width="stretch")
+            flat = draw.flat_note(result.map)
+            st.image(pngs[entry.path], caption=None if compact else what, alt=what + (" (flat map)" if flat else ""),
+                     output_format="PNG", width="stretch")
+            if flat is not None:
+                st.caption(":orange[flat]" if compact else flat)
     if scale is not None:
         drawn.append((method, [(e, v) for e, v in results if e.path in pngs], scale))
         if not compact:

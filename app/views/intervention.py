@@ -80,66 +80,73 @@ else:
     st.caption(f"{safe.md(image.source)}: draw a box on the picture (box select) or set it with the sliders; "
                "the box is filled and every model sees the occluded image.")
 
-exported: dict[str, np.ndarray] = {}
-tiles: list[tuple[str, object]] = []
-scales = []
-tables: list[dict] = []
+computed = []  # (entry, names, given, target, after, clean view, changed view) per model that runs
 for entry in sel.models:
-    names = inputs.class_names(entry)
     given = inputs.for_model(image, entry)
-    st.markdown(f"**{safe.md(entry.label)}**")
     try:
         target = compute.class_index(entry, image, sel.target)
         after = intervene.occluded(given, box, fill) if scene is None else \
             intervene.changed(given, scene, chosen) if chosen else given
-        clean_view = compute.map_view(entry, image, sel.method, sel.options, target)
-        after_view = compute.map_view(entry, after, sel.method, sel.options, target)
+        views = (compute.map_view(entry, image, sel.method, sel.options, target),
+                 compute.map_view(entry, after, sel.method, sel.options, target))
     except ValueError as err:
         st.error(safe.line(f"{safe.md(entry.label)}: {safe.md(err)}"))
         continue
-    views = [clean_view, after_view]
-    scale = draw.scale_of([v.map for v in views], sel.method, sel.display)
+    computed.append((entry, inputs.class_names(entry), given, target, after, *views))
+
+# One colour scale for every map of every model (the sidebar's Display may ask for one per map).
+scale = draw.scale_of([v.map for *_, clean, changed in computed for v in (clean, changed)], sel.method, sel.display) \
+    if computed else None
+if scale is not None:
+    st.caption(draw.scale_caption(scale))
+    if scale.common_limits is not None:
+        st.html(draw.colour_bar(scale, 0, draw.short_unit(scale)))
+what_changed = "changed" if chosen or box else "unchanged"
+exported: dict[str, np.ndarray] = {}
+tiles: list[tuple[str, object]] = []
+tables: list[dict] = []
+for k, (entry, names, given, target, after, clean_view, after_view) in enumerate(computed):
+    st.markdown(f"**{safe.md(entry.label)}**")
     before_p, after_p = compute.probabilities(entry, image), compute.probabilities(entry, after)
     columns = st.columns(3)  # clean, changed, the change in numbers (below them when narrow)
     for i, (column, view, what, probs, label) in enumerate(zip(
-            columns, views, ("clean", "changed" if chosen or box else "unchanged"), (before_p, after_p),
+            columns, (clean_view, after_view), ("clean", what_changed), (before_p, after_p),
             (given.label, after.label))):
         with column:
-            st.image(draw.tile_png(view, scale, i, sel.display), caption=f"{what} · {safe.md(entry.label)}",
+            st.image(draw.tile_png(view, scale, 2 * k + i, sel.display), caption=f"{what} · {safe.md(entry.label)}",
                      width="stretch", output_format="PNG")
+            if scale.common_limits is None:  # a per-map scale, on request: each map says its own range
+                st.html(draw.colour_bar(scale, 2 * k + i, "own scale: " + draw.short_unit(scale)))
+            if (flat := draw.flat_note(view.map)) is not None:
+                st.caption(flat)
             st.markdown(draw.prediction_line(names, probs, label))
             st.caption(draw.top_classes(names, probs))
             exported[f"{entry.name} {what}"] = view.map
             tiles.append((f"{entry.name} {what}", view))
-    scales.append(scale)
     drop = before_p[target] - after_p[target]
     with columns[2]:
         st.markdown(f"p({safe.md(names[target] if target < len(names) else target)}) {before_p[target]:.3f} → "
                     f"{after_p[target]:.3f}: **Δp = {drop:+.3f}**")
         st.caption("the class the sidebar explains" + ("" if spec.explains_class else
                                                         " (for the evidence below; this method explains none)"))
-        if scale.common_limits is not None:
-            st.html(draw.colour_bar(scale, 0, draw.short_unit(scale)))
     if scene is None:
         continue
     found = intervene.object_evidence(entry, given, scene, target, [clean_view.map, after_view.map])
     record = found.importance
     visible = record.masks[0].reshape(record.masks.shape[1], -1).sum(-1)
     rows = [{"object": name, "intervention": intervene.rule(scene, name),
-             "Δp alone": float(record.prob_drop[0, k]), "Δlogit alone": float(record.logit_drop[0, k]),
-             "visible px": int(visible[k]), "map share": float(found.shares[0][k]),
-             "map density": float(found.densities[0][k]), "map share after": float(found.shares[1][k])}
-            for k, name in enumerate(record.objects) if visible[k] > 0]
-    st.dataframe(rows, key=f"evidence-{entry.path}", hide_index=True, width="stretch",
-                 column_config={c: st.column_config.NumberColumn(format="%.3f") for c in
-                                ("Δp alone", "Δlogit alone", "map share", "map density", "map share after")})
+             "Δp alone": float(record.prob_drop[0, j]), "Δlogit alone": float(record.logit_drop[0, j]),
+             "visible px": int(visible[j]), "map share": float(found.shares[0][j]),
+             "map density": float(found.densities[0][j]), "map share after": float(found.shares[1][j])}
+            for j, name in enumerate(record.objects) if visible[j] > 0]
+    if rows:  # a table that wraps at any width (the export keeps every digit)
+        st.markdown(draw.markdown_table(list(rows[0]), [[f"{v:.3f}" if isinstance(v, float) else safe.md(v, None)
+                                                         for v in row.values()] for row in rows]))
     tables += [{"model": entry.name, **row} for row in rows]
 
 if tiles:
     settings = exports.settings(sel, extra={"intervention": chosen, "occlusion": None if box is None else
-                                            {"box": list(box), "fill": fill}})
+                                            {"box": list(box), "fill": fill}, "colour_scale": scale.mode})
     exports.buttons(exports.stem(image.base, "intervention", *chosen), key="intervention", settings=settings,
-                    png=lambda: exports.grid_png([t for s, pair in zip(scales, zip(tiles[::2], tiles[1::2]))
-                                                  for t in exports.overlay_tiles(list(pair), s, display=sel.display)],
-                                                 ncols=2),
+                    png=lambda: exports.overlays_png(tiles, scale, display=sel.display, ncols=2),
                     maps=lambda: exported, table=(lambda: tables) if tables else None)

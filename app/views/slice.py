@@ -30,7 +30,7 @@ chosen = top[1].multiselect("Figures of the metrics", metric_names, key="slice_m
                             help="per-image figures of the sidebar's method from the metric registry; "
                                  "perturbation metrics run many forwards per image (slow for many images)")
 
-columns: dict[str, np.ndarray] = {"image": np.arange(n)}
+columns: dict[str, np.ndarray] = {"image": np.arange(1, n + 1)}  # numbered from 1, as the sidebar
 set_names = inputs.set_classes(set_key)
 columns["label"] = np.array([set_names[c] if 0 <= c < len(set_names) else "—" for c in data.labels[:n]])
 cue = slicing.cues(set_key, n)
@@ -117,7 +117,7 @@ st.caption(f"{len(rows)} of {n} images of the {safe.md(inputs.set_title(set_key)
 def _open(index: int) -> None:
     st.session_state["image_set"] = set_key
     st.session_state["only_wrong"] = False
-    st.session_state["image_index"] = int(index)
+    st.session_state["image_number"] = int(index) + 1
 
 
 def _clicked() -> None:
@@ -137,7 +137,7 @@ st.dataframe(table, key="slice_table", hide_index=True, on_select=_clicked, sele
 if len(rows):
     left, right_col = st.columns([2, 1])
     urlstate.keep("slice_open", rows.tolist(), int(rows[0]))
-    pick = left.selectbox("Open image", rows.tolist(), key="slice_open", format_func=lambda i: f"#{i}")
+    pick = left.selectbox("Open image", rows.tolist(), key="slice_open", format_func=lambda i: f"#{i + 1}")
     right_col.button("Open on every page", key="slice_open_button", on_click=_open, args=(pick,), width="stretch")
 exports.buttons(exports.stem(set_key, "slice", sel.method, n), key="slice",
                 table=lambda: table.to_dict("records"),

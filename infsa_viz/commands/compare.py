@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ._inputs import add_map_options, add_model_list, add_prompt_options, load_input, load_models
-from .lists import comma_names, output_file, refuse_overwriting_inputs
+from .lists import comma_names, output_file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,7 +45,7 @@ def render(args: argparse.Namespace, *, extra: Callable[[Any, Any], dict[str, An
     record in the settings JSON and to the summary printed on stdout (under ``"maps"``)."""
     from ..evaluation.budget import check_maps
     from ..formats import parse_model_spec
-    from ..io import write_json
+    from ..io import refuse_overwriting_inputs, write_json
     from ..maps import attribute, check_method, selector_options
     from ..overlay import colour_scale, overlay, overlay_grid, save_png
     from ..forward import forward_record

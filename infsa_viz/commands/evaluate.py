@@ -11,7 +11,7 @@ import shlex
 import sys
 
 from ._inputs import add_data_options, add_model_list, add_prompt_options, add_target_option, load_data, load_models
-from .lists import comma_names, output_file, refuse_overwriting_inputs
+from .lists import comma_names, output_file, seed
 
 
 def _setting_type(setting):
@@ -55,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--head", default=None, help="head index or 'mean' of per-layer methods (default: each method's)")
     parser.add_argument("--gamma", type=float, default=None,
                         help="discount of visits/neumann (default: the learned rho, 0.9 for layers without one)")
-    parser.add_argument("--seed", type=int, default=d.seed, help="tie-breaking and random-map seed")
+    parser.add_argument("--seed", type=seed(), default=d.seed, help="tie-breaking and random-map seed")
     parser.add_argument("--chunk", type=int, default=d.chunk, help="images per map call (lower it when a map of "
                                                                     "large inputs does not fit)")
     parser.add_argument("--batch-size", type=int, default=d.batch_size,
@@ -76,11 +76,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "images) chunk it finds there, so models or methods can be added one run at a time")
 
 
+def _model_key(spec: str, model) -> str:
+    """What keys a model's journalled chunks: its weights and config as loaded, and the bytes of its files (an
+    edit the loader normalises away, a card or processor file changed, still makes new chunks)."""
+    from ..evaluation.journal import model_digest
+    from ..formats import parse_model_spec
+    from ..io import model_files_digest
+
+    path = parse_model_spec(spec)[0]
+    return f"{model_digest(model)}:{model_files_digest(path) if os.path.exists(path) else ''}"
+
+
 def run(args: argparse.Namespace) -> int:
     from ..distributed import init_distributed
     from ..evaluation import EvalSettings, evaluate, reference_methods, table_columns, write_evaluation
     from ..evaluation.budget import check_evaluation, cli_option, evaluation_estimate
-    from ..evaluation.journal import Journal, OutputLock, model_digest, run_fingerprint
+    from ..evaluation.journal import Journal, OutputLock, run_fingerprint
     from ..maps import METHODS, check_method
     from ..metrics.registry import METRICS, SETTINGS, check_metric
     from ..targets import target_for_models
@@ -107,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
         from pathlib import Path
 
         from ..formats import parse_model_spec
+        from ..io import refuse_overwriting_inputs
 
         written = {"--out": args.out, **{f"--out (its {s})": str(Path(args.out).with_suffix(s))
                                          for s in (".csv", ".html", ".images.csv")}}
@@ -137,13 +149,17 @@ def run(args: argparse.Namespace) -> int:
                 stack.enter_context(OutputLock(args.out))
             journal = stack.enter_context(Journal(
                 args.journal or args.out + ".journal", run_fingerprint(data, protocol, dist.world_size),
-                models={name: model_digest(model) for name, model in models}, data=data, lock=dist.is_main))
+                models={name: _model_key(name, model) for name, model in models}, data=data, lock=dist.is_main))
         if dist.is_main:  # once the output and journal are accepted, before any image is scored
             share = math.ceil(len(data) / dist.world_size)
             estimate = evaluation_estimate(models, args.methods, protocol, n_images=share)
             print(f"infsa-viz evaluate: estimate: {estimate.describe()}", file=sys.stderr, flush=True)
         try:
             result = evaluate(models, args.methods, data, protocol=protocol, dist=dist, journal=journal)
+        except BaseException:
+            if journal is not None and dist.is_main and not args.journal and not journal.has_chunks():
+                journal.remove()  # failed before any chunk was finished: nothing to resume, nothing left behind
+            raise
         finally:
             dist.close()
         if journal is not None and journal.resumed:

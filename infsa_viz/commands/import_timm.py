@@ -22,19 +22,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="input normalisation std per channel (default: ImageNet's for RGB weights)")
     parser.add_argument("--resize", choices=RESIZES, default="stretch", help="how images reach the model's size")
     parser.add_argument("--resample", choices=RESAMPLES, default="bicubic", help="interpolation (default bicubic)")
-    parser.add_argument("--out", required=True, help="output model directory")
+    parser.add_argument("--out", required=True, help="output model directory (a new or empty folder)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace the model already in --out (atomically, once the new one is written)")
 
 
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ..formats._state import read_safetensors
+    from ..io import check_new_folder, replace_folder
     from ..formats.timm import IMAGENET, from_timm_state_dict
     from ..model.files import save_model
     from ..model.vit import count_parameters
     from ..preprocess import Preprocessing
 
     path = Path(args.weights)
+    check_new_folder("--out", args.out, overwrite=args.overwrite)
     if path.suffix != ".safetensors" or not path.is_file():
         raise ValueError(f"WEIGHTS={args.weights!r} must be an existing .safetensors file (no pickle loading)")
     state = read_safetensors(path)
@@ -48,6 +52,6 @@ def run(args: argparse.Namespace) -> int:
                                   resize=args.resize, resample=args.resample)
     model = from_timm_state_dict(state, num_heads=args.num_heads, attention=args.variant,
                                  num_classes=args.num_classes, preprocessing=preprocessing, source=str(path))
-    save_model(model, args.out)
+    replace_folder(args.out, lambda folder: save_model(model, folder))
     print(json.dumps({"out": args.out, "config": model.config.to_dict(), "parameters": count_parameters(model)}))
     return 0

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..model.attention import VARIANTS
 from ._inputs import MODEL_HELP
+from .lists import count, learning_rate, seed
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -15,23 +16,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="attention variant (required without --init; with it, swaps the initial model's)")
     parser.add_argument("--init", default=None, metavar="MODEL",
                         help="fine-tune this model instead of training from scratch: " + MODEL_HELP)
-    parser.add_argument("--out", required=True, help="output model directory (the model card)")
+    parser.add_argument("--out", required=True, help="output model directory (the model card): a new or empty folder")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace the model already in --out: the new one is trained in a folder beside it and "
+                             "swapped in only once complete (atomically); without it such a folder is refused")
     parser.add_argument("--epochs", type=int, default=None, help="epochs (default: the recipe's)")
-    parser.add_argument("--seed", type=int, default=0, help="seed for weights, data and shuffling (default 0)")
-    parser.add_argument("--data-seed", type=int, default=None,
+    parser.add_argument("--seed", type=seed(), default=0, help="seed for weights, data and shuffling (default 0)")
+    parser.add_argument("--data-seed", type=seed("--data-seed"), default=None,
                         help="seed of the training-image stream (default: --seed); fix it to train seeds "
                              "that differ in initial weights and data order only")
     parser.add_argument("--data", default="cluttered-digits", metavar="BENCHMARK|folder:PATH",
                         help="training data: a built-in benchmark (cluttered-digits, cluttered-digits-hard), "
                              "or an ImageNet-style folder PATH with train/ and test/ class sub-folders")
-    parser.add_argument("--image-size", type=int, default=224, help="image side for folder data (default 224)")
-    parser.add_argument("--channels", type=int, default=3, choices=(1, 3), help="channels for folder data (default 3)")
+    parser.add_argument("--image-size", type=count("--image-size", 8192), default=None,
+                        help="image side for folder data (default 224; a benchmark fixes its own)")
+    parser.add_argument("--channels", type=int, default=None, choices=(1, 3),
+                        help="channels for folder data (default 3; a benchmark fixes its own)")
     parser.add_argument("--patch-size", type=int, default=None, help="patch side (default: the recipe's, 8)")
     parser.add_argument("--images-per-epoch", type=int, default=None,
                         help="cluttered-digits images per epoch (default: the recipe's)")
     parser.add_argument("--test-size", type=int, default=None, help="cluttered-digits test images")
     parser.add_argument("--batch-size", type=int, default=None)
-    parser.add_argument("--lr", type=float, default=None)
+    parser.add_argument("--lr", type=learning_rate(), default=None, help="peak learning rate (default: the recipe's)")
     parser.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
 
 
@@ -41,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from ..data import BENCHMARKS
+    from ..io import check_new_folder, replace_folder
     from ..train.data import cluttered_digits_data, folder_data
     from ..train.loop import train
     from ..train.recipe import TrainConfig
@@ -70,12 +77,20 @@ def run(args: argparse.Namespace) -> int:
         "lr": args.lr,
         "data_seed": args.data_seed,
     }.items() if v is not None}
+    if args.overwrite and args.resume:
+        raise ValueError("--overwrite and --resume exclude each other (replace the model, or continue its run)")
+    if not args.resume:
+        check_new_folder("--out", args.out, overwrite=args.overwrite)
     if args.data in BENCHMARKS:
+        for option, value in (("--image-size", args.image_size), ("--channels", args.channels)):
+            if value is not None:
+                raise ValueError(f"{option}={value} applies to folder data only; {args.data} fixes its own images")
         config = TrainConfig(**{**recipe.to_dict(), **changes, "model": model, "seed": args.seed})
         data = cluttered_digits_data(config.test_size, benchmark=args.data,
                                      model_input=model if init is not None else None)
     elif args.data.startswith("folder:"):
-        data = folder_data(Path(args.data[len("folder:"):]), image_size=args.image_size, channels=args.channels,
+        data = folder_data(Path(args.data[len("folder:"):]), image_size=args.image_size or 224,
+                           channels=args.channels or 3,
                            model_input=model if init is not None else None)
         changes.setdefault("images_per_epoch", len(data.epoch(0, 0, args.seed)[1]))
         config = TrainConfig(**{**recipe.to_dict(), **changes, "model": model, "seed": args.seed})
@@ -85,8 +100,14 @@ def run(args: argparse.Namespace) -> int:
     from ..distributed import init_distributed
 
     dist = init_distributed()
+    def run_into(folder: Path | str) -> dict:
+        return train(config, folder, data=data, resume=args.resume, command=command, dist=dist, init=init)
+
+    replacing = args.overwrite and Path(args.out).is_dir() and any(Path(args.out).iterdir())
+    if replacing and dist.world_size > 1:
+        raise ValueError("--overwrite runs in one process; train into a new folder under torchrun")
     try:
-        card = train(config, args.out, data=data, resume=args.resume, command=command, dist=dist, init=init)
+        card = replace_folder(args.out, run_into) if replacing else run_into(args.out)
     finally:
         dist.close()
     if not dist.is_main:

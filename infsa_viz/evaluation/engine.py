@@ -25,6 +25,7 @@ from ..maps import METHODS, GroundTruth, MapResult, attribute, check_method
 from ..metrics.registry import Scores, Scoring
 from ..forward import ForwardRecord
 from ..preprocess import Prepared, prepare
+from ..plugins import PluginError, plugin_call, plugin_of
 from ..progress import progress
 from .budget import check_evaluation
 from .interventions import ObjectImportance, object_importance
@@ -95,7 +96,14 @@ def score_metrics(metrics: Sequence[Any], ctx: Scoring) -> tuple[dict[str, np.nd
         rows = np.arange(n) if metric.subset is None else np.flatnonzero(ctx.positions < settings[metric.subset])
         scores = Scores({f.key: np.full(0, np.nan) for f in metric.figures})
         if rows.size:
-            scores = metric.score(ctx if rows.size == n else ctx.take(rows))
+            scoring = ctx if rows.size == n else ctx.take(rows)
+            plugin = plugin_of(metric)
+            scores = metric.score(scoring) if plugin is None else \
+                plugin_call(plugin, f"metric {metric.name!r}", metric.score, scoring)
+            if not isinstance(scores, Scores):
+                raise PluginError(f"plugin {plugin!r} (metric {metric.name!r} returned {type(scores).__name__}; "
+                                  "expected Scores)") if plugin else TypeError(f"metric {metric.name!r} returned "
+                                                                               f"{type(scores).__name__}")
         values, kept = _scatter(metric, scores, rows, n)
         figures.update(values)
         curves.update(kept)

@@ -264,7 +264,9 @@ class Journal:
     def __del__(self) -> None:
         self.close()
 
-    def _path(self, model: str, method: str, chunk: Sequence[int]) -> Path:
+    def _key(self, model: str, method: str, chunk: Sequence[int]) -> str:
+        """What a chunk is filed under (JSON text): model name and digest, method with its version and
+        defaults, first index, length and the images' digest. Stored in the chunk and compared on reuse."""
         from ..maps import METHODS
 
         key = tuple(int(i) for i in chunk)
@@ -272,7 +274,10 @@ class Journal:
             self._digests[key] = _chunk_digest(self.data, key)
         spec = METHODS.get(method)
         version = None if spec is None else [spec.version, json.dumps(spec.defaults, sort_keys=True, default=str)]
-        text = json.dumps([model, self.models.get(model), method, version, key[0], len(key), self._digests.get(key)])
+        return json.dumps([model, self.models.get(model), method, version, key[0], len(key), self._digests.get(key)])
+
+    def _path(self, model: str, method: str, chunk: Sequence[int]) -> Path:
+        text = self._key(model, method, chunk)
         return self.run_directory / f"{hashlib.sha256(text.encode()).hexdigest()[:24]}.json"
 
     def load(self, model: str, method: str, chunk: Sequence[int]) -> tuple[list[ImageRecord], Any, dict[str, Any]] | None:
@@ -286,16 +291,27 @@ class Journal:
         except (ValueError, TypeError, KeyError):
             log.warning("%s is damaged; recomputing that chunk", path)
             return None
+        if entry.get("key") != self._key(model, method, chunk):  # a chunk copied in from another run or model
+            log.warning("%s was made by another model, method or images than the one it is filed under "
+                        "(model %r, method %r); recomputing that chunk", path, model, method)
+            return None
         self.resumed += 1
         return records, SimpleNamespace(options=entry["options"], metadata=entry["metadata"]), entry["protocols"]
 
     def save(self, model: str, method: str, chunk: Sequence[int], records: Sequence[ImageRecord], result: Any,
              protocols: dict[str, Any]) -> None:
         """Journal one finished chunk atomically."""
-        entry = {"records": [{f.name: getattr(r, f.name) for f in dataclasses.fields(r)} for r in records],
+        entry = {"key": self._key(model, method, chunk),
+                 "records": [{f.name: getattr(r, f.name) for f in dataclasses.fields(r)} for r in records],
                  "options": _jsonable(result.options), "metadata": _jsonable(result.metadata),
                  "protocols": protocols}
         atomic_write(self._path(model, method, chunk), json.dumps(_encode(entry)))
+
+    def has_chunks(self) -> bool:
+        """Whether any keyed set of the journal holds a finished chunk (of this run or another)."""
+        return any(f.name != RUN and _SET_FILE.match(f.name) and not f.name.startswith(".")
+                   for sub in self.directory.iterdir() if sub.is_dir() and _SET.match(sub.name)
+                   for f in sub.iterdir())
 
     def remove(self) -> None:
         """Delete the journal's own files (every keyed set, the marker, the lock) and the folders left

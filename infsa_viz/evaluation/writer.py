@@ -43,13 +43,18 @@ def report(evaluation: Evaluation, *, command: str | None = None) -> dict[str, A
             "results": evaluation.rows, "rankings": evaluation.rankings, **evaluation.comparisons}
 
 
-def read_report(path: str | Path, *, parts: Sequence[str] = ("protocol", "dataset", "results")) -> dict[str, Any]:
+def read_report(path: str | Path, *, parts: Sequence[str] = ("protocol", "dataset", "results"),
+                dataset: str | None = None) -> dict[str, Any]:
     """A report :func:`write_evaluation` wrote, checked: a JSON object with ``parts`` (by default all of
-    ``protocol``, ``dataset`` and ``results``), its ``results`` rows naming their model, variant and method.
+    ``protocol``, ``dataset`` and ``results``), its ``results`` rows naming their model, variant and method;
+    with ``dataset``, the report must say it was made on that data set (its ``dataset.name``: a
+    benchmark's report saved under another benchmark's name is refused, not summarised as that one).
 
     Raises:
         ValueError: the file is missing, empty, not JSON, or not such a report (naming what is wrong).
     """
+    if dataset is not None and "dataset" not in parts:
+        parts = (*parts, "dataset")
     record = read_json(path)
     expected = f"expected an evaluation report (infsa-viz evaluate --out): an object with {', '.join(parts)}"
     if not isinstance(record, dict):
@@ -61,6 +66,9 @@ def read_report(path: str | Path, *, parts: Sequence[str] = ("protocol", "datase
     for i, row in enumerate(record.get("results", [])):
         if not isinstance(row, dict) or not all(isinstance(row.get(k), str) for k in ("model", "variant", "method")):
             raise ValueError(f"{path}: results[{i}] is not a report row (expected 'model', 'variant' and 'method')")
+    if dataset is not None and record["dataset"].get("name") != dataset:
+        raise ValueError(f"{path}: a report of {record['dataset'].get('name')!r} data, read as {dataset!r}'s; "
+                         "expected a report made on that data set (was a file copied or renamed?)")
     return record
 
 

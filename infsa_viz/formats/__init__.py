@@ -36,6 +36,7 @@ import torch
 
 from ..model.attention import ATTENTION_REGISTRY, check_variant
 from ..model.vit import VisionTransformer
+from ..plugins import plugin_call, plugin_of
 from ..preprocess import Preprocessing
 from ._registry import FORMATS, Candidate, LoadOptions, ModelFormat, detect, get_format, register_format
 from . import ours, hf, timm, official  # noqa: E402,F401,I001  (register the built-in formats, in detection order)
@@ -142,9 +143,11 @@ def load_model(
         readers = [f.name for f in FORMATS.values() if set(refused) <= f.options]
         raise ValueError(f"model {text!r}: {refused} apply to state-dict files ({', '.join(readers)}); a {kind} "
                          "model records them itself")
-    model = model_format.load(path, LoadOptions(num_heads=options.get("num_heads"), variant=options.get("variant"),
-                                                preprocessing=options.get("preprocessing"),
-                                                map_location=map_location))
+    load_options = LoadOptions(num_heads=options.get("num_heads"), variant=options.get("variant"),
+                               preprocessing=options.get("preprocessing"), map_location=map_location)
+    plugin = plugin_of(model_format.load)
+    model = model_format.load(path, load_options) if plugin is None else \
+        plugin_call(plugin, f"model format {kind!r}", model_format.load, path, load_options)
     if options.get("convert_to") is not None or options.get("rho_init") is not None:
         model = swap_attention(model, options.get("convert_to") or model.config.attention,
                                rho_init=options.get("rho_init"))

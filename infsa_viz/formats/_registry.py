@@ -26,6 +26,7 @@ import torch
 from ..io import read_json
 from ..model.files import CONFIG_FILE
 from ..model.vit import VisionTransformer
+from ..plugins import plugin_call, plugin_of
 from ..preprocess import Preprocessing
 
 __all__ = ["FORMATS", "Candidate", "LoadOptions", "ModelFormat", "detect", "get_format", "register_format"]
@@ -165,7 +166,9 @@ def detect(path: str | Path) -> str:
                          "safetensors.torch.save_file and pass the .safetensors file")
     candidate = Candidate(path)
     for model_format in FORMATS.values():
-        if model_format.detect(candidate):
+        plugin = plugin_of(model_format.detect)
+        if (model_format.detect(candidate) if plugin is None else
+                plugin_call(plugin, f"model format {model_format.name!r}, its detect", model_format.detect, candidate)):
             return model_format.name
     tried = "; ".join(f"{f.name}: {f.expects}" for f in FORMATS.values())
     raise ValueError(f"{candidate.found()}; formats tried: {tried}")

@@ -21,7 +21,7 @@ from ..io import read_json
 from ..model.config import ViTConfig
 from ..model.files import CONFIG_FILE
 from ..model.vit import VisionTransformer, state_shapes
-from ..weights import check_dtypes, check_finite, read_header
+from ..weights import check_dtypes, check_finite, check_fits_memory, read_header
 
 __all__ = ["PICKLE_SUFFIXES", "block_count", "check_fits", "flat_conv", "fuse_qkv", "load_state",
            "read_safetensors", "require", "safetensors_keys"]
@@ -68,6 +68,7 @@ def read_safetensors(path: str | Path, *, map_location: str | torch.device = "cp
             state.update(read_safetensors(shard, map_location=map_location))
         return state
     check_dtypes({name: dtype for name, (dtype, _) in read_header(path).items()}, source=str(path))
+    check_fits_memory(path)
     try:
         state = load_file(str(path), device=str(map_location))
     except (SafetensorError, OSError) as err:

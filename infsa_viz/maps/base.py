@@ -20,6 +20,7 @@ from torch import Tensor, nn
 from ..estimate import Estimate, Workload, check_estimate
 from ..forward import ForwardRecord, check_classes
 from ..model.capture import AttentionRecord
+from ..plugins import PluginError, plugin_call, plugin_of
 from ..targets import Target
 
 __all__ = [
@@ -262,16 +263,20 @@ class MapMethod(ABC):
                              f"pass truth=GroundTruth(...) with one entry per image ({B})")
         work = Workload.of(record.model, record.inputs)
         if work is not None:  # before anything is allocated (the record's forward is lazy)
-            check_estimate(self.estimate(work, resolved), work, subject=f"method {self.name!r}",
-                           fewer="fewer images per call")
+            estimate = self.estimate(work, resolved) if plugin_of(self) is None else \
+                plugin_call(plugin_of(self), f"map method {self.name!r}, its estimate", self.estimate, work, resolved)
+            check_estimate(estimate, work, subject=f"method {self.name!r}", fewer="fewer images per call")
         if self.reads_operator:
             from ..model.fingerprint import require_graph
 
             layer = resolved.get("layer") if self.per_layer else None
             require_graph(record.model, None if layer is None else [layer], what=f"method {self.name!r}")
         classes = record.explained if self.explains_class else None
-        maps, metadata, validity = self._compute(record, resolved, truth) if self.needs_truth \
-            else self._compute(record, resolved)
+        args = (record, resolved, truth) if self.needs_truth else (record, resolved)
+        plugin = plugin_of(self)
+        found = self._compute(*args) if plugin is None else \
+            plugin_call(plugin, f"map method {self.name!r}", self._compute, *args)
+        maps, metadata, validity = self._check_output(found, record, plugin)
         finite = torch.isfinite(maps.detach()).flatten(1).all(-1)  # (B,)
         if not bool(finite.all()):
             bad = (~finite).nonzero().flatten().tolist()
@@ -279,6 +284,40 @@ class MapMethod(ABC):
                              f"for images {bad[:8]} (options {resolved}); the model or its inputs are out of range")
         return MapResult(maps=maps.detach().float(), method=self.name, options=resolved, target=classes,
                          validity=validity, metadata=metadata)
+
+    def _check_output(self, found: Any, record: ForwardRecord,
+                      plugin: str | None) -> tuple[Tensor, dict[str, Any], Validity | None]:
+        """``_compute``'s result checked before any use: a ``(maps, metadata, validity)`` triple whose maps
+        are a real ``(B, h, w)`` tensor on the model's patch grid (``h, w`` = the inputs' sides over
+        ``patch_size``, where the model has one).
+
+        Raises:
+            ValueError (a :class:`~infsa_viz.plugins.PluginError` for a plugin's method): naming the method
+                and what it returned instead.
+        """
+        def refuse(why: str) -> ValueError:
+            text = f"map method {self.name!r} returned {why}"
+            return PluginError(f"plugin {plugin!r} ({text})") if plugin else ValueError(text)
+
+        if not (isinstance(found, tuple) and len(found) == 3):
+            raise refuse(f"{type(found).__name__}; expected a (maps, metadata, validity) tuple")
+        maps, metadata, validity = found
+        if not isinstance(maps, Tensor) or maps.is_complex() or maps.dtype == torch.bool:
+            kind = type(maps).__name__ if not isinstance(maps, Tensor) else f"a {maps.dtype} tensor"
+            raise refuse(f"maps of type {kind}; expected a real floating-point (B, h, w) tensor")
+        B = len(record)
+        patch = getattr(record.model, "patch_size", None)
+        H, W = record.inputs.shape[-2:]
+        grid = (H // patch, W // patch) if isinstance(patch, int) and patch > 0 else None
+        if maps.dim() != 3 or maps.shape[0] != B or (grid is not None and tuple(maps.shape[1:]) != grid):
+            expected = f"({B}, {grid[0]}, {grid[1]})" if grid else f"({B}, h, w)"
+            raise refuse(f"maps of shape {tuple(maps.shape)}; expected {expected}: one map per image on the "
+                         "model's patch grid")
+        if not isinstance(metadata, dict):
+            raise refuse(f"metadata of type {type(metadata).__name__}; expected a dict")
+        if validity is not None and not isinstance(validity, Validity):
+            raise refuse(f"validity of type {type(validity).__name__}; expected a Validity or None")
+        return maps.float() if not maps.is_floating_point() else maps, metadata, validity
 
     def _record(self, model: nn.Module | ForwardRecord, images: Tensor | None, target: Any,
                 labels: Any) -> ForwardRecord:

@@ -138,3 +138,13 @@ def test_downloads_hold_the_raw_maps_and_the_drawn_overlays(app):
     png = _decode(app.exports.overlays_png(views, scale, display=app.draw.Display(alpha=0.5)))
     assert png.shape[1] >= 2 * app.draw.DISPLAY_PX and png.shape[0] > app.draw.DISPLAY_PX  # two tiles, bars baked in
     assert app.exports.stem("cluttered-digits:3", "rollout") == "cluttered-digits-3-rollout"
+
+
+def test_a_flat_map_is_flagged_with_its_contrast_and_values(app):
+    from infsa_viz.overlay import FLAT_CONTRAST
+
+    near_uniform = np.array([[0.0153, 0.0159], [0.0155, 0.0156]])  # a random model's attention
+    note = app.draw.flat_note(near_uniform)
+    assert note is not None and f"contrast 0.038 < {FLAT_CONTRAST:g}" in note and "0.0153–0.0159" in note
+    assert app.draw.flat_note(np.zeros((2, 2))) is not None  # no values at all: flagged too
+    assert app.draw.flat_note(np.array([[0.0, 1.0], [0.2, 0.5]])) is None

@@ -30,7 +30,7 @@ def test_a_subset_folder_is_scored_against_the_model_that_names_its_classes(subs
     monkeypatch.setenv("INFSA_VIZ_MODELS", str(own_models.root))
     monkeypatch.setenv("INFSA_VIZ_DATA", f"folder:{subset_folder}")
     at = _app().run()
-    key = f"folder:{subset_folder.resolve()}"
+    key = "folder:photos"  # named by its folder's name: no server path in the link
     at.radio(key="image_set").set_value(key).run()
     at.selectbox(key="method").set_value("saliency").run()
     at.selectbox(key="target").set_value("label").run()
@@ -43,7 +43,7 @@ def test_a_subset_folder_is_scored_against_the_model_that_names_its_classes(subs
     verdicts = [m.value for m in at.markdown if m.value.startswith("predicts **") and
                 any(f"**{n}**" in m.value for n in PHOTO_CLASSES)]
     assert len(verdicts) == 1 and (":green[correct]" in verdicts[0] or "wrong: the image shows car" in verdicts[0])
-    at.number_input(key="image_index").set_value(2).run()  # dog/0.png
+    at.number_input(key="image_number").set_value(3).run()  # dog/0.png, the 3rd image
     _ok(at)
     assert _details(at)["softmax · photo-vit6"]["target"] == PHOTO_CLASSES.index("dog")
     at.switch_page("views/gallery.py").run()

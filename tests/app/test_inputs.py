@@ -4,6 +4,8 @@ model sees an image."""
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
 import cv2
 import numpy as np
@@ -27,7 +29,7 @@ def test_set_image_is_the_split_image_with_its_boxes(app):
     np.testing.assert_array_equal(choice.data.negative_boxes[0], split.negative_boxes[17])
     assert (choice.base, choice.index, choice.name) == ("cluttered-digits:17", 17, "17")
     assert choice.label == int(split.labels[17])
-    assert choice.source == "test image #17"
+    assert choice.source == "test image #18"  # numbered from 1: index 17
 
 
 @pytest.mark.parametrize("shape", [(37, 81), (37, 81, 3), (37, 81, 4)])
@@ -44,9 +46,17 @@ def test_upload_image_has_no_label_and_a_content_key(app, shape):
 
 
 def test_data_specs_from_the_command_line_and_the_environment(app, tmp_path):
-    specs = app.inputs.data_specs(["--data", f"folder:{tmp_path}", "cluttered-digits-hard"],
-                                  {"INFSA_VIZ_DATA": f"{tmp_path}{os.pathsep}"})
-    assert specs == [f"folder:{tmp_path.resolve()}", "cluttered-digits-hard"]
+    (tmp_path / "a" / "photos").mkdir(parents=True)
+    (tmp_path / "b" / "photos").mkdir(parents=True)
+    argv = ["--data", f"folder:{tmp_path / 'a' / 'photos'}", "cluttered-digits-hard", f"folder:lab=~{tmp_path}/b"]
+    environ = {"INFSA_VIZ_DATA": f"{tmp_path / 'b' / 'photos'}{os.pathsep}{tmp_path / 'a' / 'photos'}"}
+    specs = app.inputs.data_specs(argv, environ)
+    # a folder is named by its own name (or the NAME= given), never by its path; a repeat is named once
+    assert specs == ["cluttered-digits-hard", "folder:photos", "folder:lab", "folder:photos-2"]
+    folders = app.inputs.data_folders(argv, environ)
+    assert folders == {"photos": (tmp_path / "a" / "photos").resolve(), "lab": Path(f"~{tmp_path}/b").expanduser().resolve(),
+                       "photos-2": (tmp_path / "b" / "photos").resolve()}
+    assert not any(str(tmp_path) in s for s in specs)
 
 
 def test_labels_are_scored_only_for_the_models_that_belong_to_the_set(app, shipped_models, own_models):
@@ -62,7 +72,7 @@ def test_labels_are_scored_only_for_the_models_that_belong_to_the_set(app, shipp
     np.testing.assert_array_equal(seen.data.images[0], image.data.images[0])
 
 
-def test_a_folder_set_belongs_to_the_models_that_name_its_classes(app, tmp_path, own_models):
+def test_a_folder_set_belongs_to_the_models_that_name_its_classes(app, tmp_path, own_models, monkeypatch):
     """Folders named by a model's classes are scored against it, each mapped to its class by name
     (not by sorted position); a model that lacks them is not, and the reason names the classes."""
     from tests.app.conftest import PHOTO_CLASSES
@@ -70,7 +80,8 @@ def test_a_folder_set_belongs_to_the_models_that_name_its_classes(app, tmp_path,
     for i, name in enumerate(PHOTO_CLASSES):
         (tmp_path / "photos" / name).mkdir(parents=True)
         cv2.imwrite(str(tmp_path / "photos" / name / f"{i}.png"), np.full((20, 30, 3), 40 * i, np.uint8))
-    key = app.inputs.data_specs(["--data", f"folder:{tmp_path / 'photos'}"], {})[0]
+    monkeypatch.setattr(sys, "argv", ["app", "--data", f"folder:{tmp_path / 'photos'}", f"folder:nowhere={tmp_path}/x"])
+    key = app.inputs.data_specs()[0]
     assert app.inputs.set_classes(key) == tuple(sorted(PHOTO_CLASSES))
     assert app.inputs.set_title(key) == "folder photos" and len(app.inputs.set_data(key)) == len(PHOTO_CLASSES)
     photo, fruit = app.catalog.model_entry(own_models.vit), app.catalog.model_entry(own_models.deit)
@@ -79,8 +90,12 @@ def test_a_folder_set_belongs_to_the_models_that_name_its_classes(app, tmp_path,
     assert app.inputs.belongs(photo, key) and app.inputs.mismatch(photo, key) is None
     folders = [app.inputs.set_classes(key)[c] for c in app.inputs.set_data(key).labels]
     assert app.inputs.set_labels(photo, key).tolist() == [PHOTO_CLASSES.index(f) for f in folders]
-    with pytest.raises(ValueError, match="folder nowhere"):
-        app.inputs.set_data(app.inputs.data_specs(["--data", f"folder:{tmp_path / 'nowhere'}"], {})[0])
+    assert set(app.inputs.set_data(key).names) == {f"{n}/{i}.png" for i, n in enumerate(PHOTO_CLASSES)}  # relative
+    with pytest.raises(ValueError, match="folder nowhere") as raised:  # said by its name, not its path
+        app.inputs.set_data("folder:nowhere")
+    assert str(tmp_path) not in str(raised.value)
+    with pytest.raises(ValueError, match="no image folder named 'elsewhere' on this server"):
+        app.inputs.set_data("folder:elsewhere")
 
 
 def test_a_letterbox_is_explained_and_not_applied_to_a_centre_cropping_model(app, shipped_models, own_models):

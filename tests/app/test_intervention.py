@@ -23,8 +23,17 @@ from tests.app.test_apptest import _app, _ok, _shown
 DELTA = re.compile(r"p\((.+?)\) ([0-9.]+) → ([0-9.]+): \*\*Δp = ([+-][0-9.]+)\*\*")
 
 
-def _tables(at) -> list:
-    return [d.value for d in at.dataframe if "Δp alone" in d.value.columns]
+def _tables(at) -> list[dict[str, list]]:
+    """The evidence tables (markdown, three decimals: they wrap at any width) as columns."""
+    out = []
+    for m in at.markdown:
+        lines = _shown(m.value).splitlines()
+        if not lines or not lines[0].startswith("| object | intervention | Δp alone"):
+            continue
+        header = [c.strip() for c in lines[0].strip("|").split("|")]
+        rows = [[c.strip() for c in line.strip("|").split("|")] for line in lines[2:]]
+        out.append({h: [r[j] if j < 2 else float(r[j]) for r in rows] for j, h in enumerate(header)})
+    return out
 
 
 def _deltas(at) -> list[tuple[str, float, float, float]]:
@@ -41,26 +50,39 @@ def _probability(model, images, cls: int) -> np.ndarray:
     return torch.softmax(model(prepare(model.config, images).tensor).double(), -1)[:, cls].numpy()
 
 
-def test_the_pages_numbers_equal_object_importance_on_the_same_scene(shipped_models):
+def test_the_pages_numbers_equal_object_importance_on_the_same_scene(shipped_models, monkeypatch):
+    import io
+
+    import pandas as pd
+    from streamlit.delta_generator import DeltaGenerator
+
+    downloads = {}
+    monkeypatch.setattr(DeltaGenerator, "download_button",
+                        lambda self, label, data, file_name=None, *a, **k: downloads.update({file_name: data}) or False)
     at = _app().run()
     at.switch_page("views/intervention.py").run()
     _ok(at)
-    index = at.number_input(key="image_index").value
+    index = at.number_input(key="image_number").value - 1  # numbered from 1
     scene = test_split().scenes[index]
     tables = _tables(at)
     assert len(tables) == len(shipped_models)
+    (exported,) = [data() for name, data in downloads.items() if name.endswith(".table.csv")]
+    exported = pd.read_csv(io.StringIO(exported), comment="#")  # every digit, with the settings above
     for m, table in zip(shipped_models, tables):
+        full = exported[exported["model"] == m.name]
+        assert list(full["object"]) == list(table["object"])
+        np.testing.assert_allclose(table["Δp alone"], full["Δp alone"], rtol=0, atol=5e-4)  # shown: 3 decimals
         model = load_model(m.path).eval()
         with torch.no_grad():
             cls = int(model(prepare(model.config, [scene.render()]).tensor).argmax())  # the prediction: explained
         truth = object_importance(model, [scene], target=[cls])
         visible = truth.masks[0].reshape(truth.masks.shape[1], -1).sum(-1) > 0
         assert list(table["object"]) == [o for o, v in zip(truth.objects, visible) if v]  # absent objects hidden
-        np.testing.assert_allclose(table["Δp alone"], truth.prob_drop[0][visible], rtol=0, atol=1e-12)
-        np.testing.assert_allclose(table["Δlogit alone"], truth.logit_drop[0][visible], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(full["Δp alone"], truth.prob_drop[0][visible], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(full["Δlogit alone"], truth.logit_drop[0][visible], rtol=0, atol=1e-12)
         attention = attribute(model, prepare(model.config, [scene.render()]).tensor, "attention").maps
         share = object_mass(attention.numpy(), truth.masks)[0]
-        np.testing.assert_allclose(table["map share"], share[visible], rtol=0, atol=1e-9)
+        np.testing.assert_allclose(full["map share"], share[visible], rtol=0, atol=1e-9)
 
     at.multiselect(key="intervene_objects").set_value(["distractor_1", "background"]).run()
     _ok(at)
@@ -74,6 +96,14 @@ def test_the_pages_numbers_equal_object_importance_on_the_same_scene(shipped_mod
         assert after == pytest.approx(_probability(model, [changed], cls)[0], abs=6e-4)
         assert drop == pytest.approx(clean - after, abs=1.1e-3)
     assert at.query_params["change"] in ("distractor_1,background", ["distractor_1,background"])
+    # one colour scale for every model's clean and changed map: one colour bar; per map on request, labelled
+    assert sum("infsa-colour-bar" in h.proto.body for h in at.get("html")) == 1
+    assert any(_shown(c.value).startswith("One colour scale for all maps") for c in at.caption)
+    at.radio(key="scale").set_value("per-map").run()
+    _ok(at)
+    bars = [h.proto.body for h in at.get("html") if "infsa-colour-bar" in h.proto.body]
+    assert len(bars) == 2 * len(shipped_models) and all("own scale: " in b for b in bars)
+    assert any(_shown(c.value).startswith("Each map stretched to its own range") for c in at.caption)
 
 
 def test_the_cued_benchmark_removes_the_cue_and_swaps_the_target(shipped_models, monkeypatch):
@@ -84,7 +114,7 @@ def test_the_cued_benchmark_removes_the_cue_and_swaps_the_target(shipped_models,
     _ok(at)
     options = at.multiselect(key="intervene_objects").options
     assert "cue (remove)" in options and "target (swap digit)" in options and "background (swap photo)" in options
-    index = at.number_input(key="image_index").value
+    index = at.number_input(key="image_number").value - 1  # numbered from 1
     scene = test_split(benchmark="cued-digits-p10").scenes[index]
     assert len(options) == int(scene.present.sum())  # absent distractor slots are not offered
     at.multiselect(key="intervene_objects").set_value(["target"]).run()

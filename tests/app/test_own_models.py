@@ -59,7 +59,7 @@ def test_own_class_names_and_no_digit_label_scored_against_them(at, own_models, 
     assert any(any(f"**{n}**" in line for n in FRUIT_CLASSES) for line in lines)
     assert not any(":green[correct]" in line or ":red[wrong" in line for line in lines)  # digits are not their classes
     details = _details(at)
-    index = at.number_input(key="image_index").value
+    index = at.number_input(key="image_number").value - 1  # numbered from 1
     image = test_split().images[index:index + 1]
     for path, label in ((own_models.vit, "softmax · photo-vit6"), (own_models.deit, "softmax · fruit-deit64")):
         model = load_model(path).eval()

@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from infsa_viz.evaluation import records_csv
+from infsa_viz.plugins import _module_name
 from tests.test_extending import _toy_model
 
 
@@ -25,15 +26,15 @@ def test_a_failing_plugin_is_named_in_one_line_and_the_others_load(app, tmp_path
     good.write_text("LOADED = True\n")
     problems = app.plugins.load_plugins([str(bad), str(good)])
     assert len(problems) == 1 and str(bad) in problems[0] and kind in problems[0] and "\n" not in problems[0]
-    assert sys.modules[app.plugins._module_name(str(good))].LOADED
-    assert app.plugins._module_name(str(bad)) not in sys.modules  # a failed plugin is not half-registered
+    assert sys.modules[_module_name(str(good))].LOADED
+    assert _module_name(str(bad)) not in sys.modules  # a failed plugin is not half-registered
 
 
-def test_ctrl_c_while_loading_a_plugin_still_stops_the_app(app, tmp_path):
+def test_a_plugin_raising_keyboard_interrupt_at_import_does_not_stop_the_app(app, tmp_path):
     plugin = tmp_path / "interrupted.py"
     plugin.write_text("raise KeyboardInterrupt\n")
-    with pytest.raises(KeyboardInterrupt):
-        app.plugins.load_plugins([str(plugin)])
+    problems = app.plugins.load_plugins([str(plugin)])
+    assert len(problems) == 1 and "interrupted.py" in problems[0] and "KeyboardInterrupt" in problems[0]
 
 
 def test_a_plugin_metric_is_in_the_exports_of_an_explained_map(app, toy_plugin, tmp_path):

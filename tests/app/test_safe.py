@@ -4,6 +4,7 @@ rules of what a link may load, the settings inside every export, the PNG that is
 from __future__ import annotations
 
 import io
+import os
 import json
 import struct
 import types
@@ -26,10 +27,27 @@ def test_markdown_escape_leaves_no_markup_and_reads_the_same(app):
 
     assert re.sub(r"\\(.)", r"\1", text) == hostile.replace("\n", " ")  # the reader sees the text itself
     assert app.safe.html("<b>&</b>") == "&lt;b&gt;&amp;&lt;/b&gt;"
-    assert len(app.safe.line("x" * 300)) == 120 and app.safe.line("x" * 300).endswith("…")
-    cut = app.safe.line(app.safe.md("(" * 300, None))[:-1]
+    assert app.safe.line("a  fix\n" + "x" * 300) == "a fix " + "x" * 300  # one line, whole: the fix is kept
+    assert len(app.safe.line("x" * 300, 120)) == 120 and app.safe.line("x" * 300, 120).endswith("…")
+    cut = app.safe.line(app.safe.md("(" * 300, None), 120)[:-1]
     assert (len(cut) - len(cut.rstrip("\\"))) % 2 == 0  # never half an escape before the ellipsis
     assert app.safe.short_paths("'/srv/x/model.safetensors' holds NaN/Inf; /etc") == "'model.safetensors' holds NaN/Inf; etc"
+
+
+def test_a_link_names_a_model_by_its_roots_short_name_not_the_servers_path(app, tmp_path):
+    (tmp_path / "a" / "runs" / "m1").mkdir(parents=True)
+    (tmp_path / "b" / "runs" / "m2").mkdir(parents=True)
+    roots = os.pathsep.join(str(tmp_path / x / "runs") for x in "ab")
+    rules = app.access.access([], {"INFSA_VIZ_MODEL_ROOTS": roots}, address="127.0.0.1")
+    assert list(rules.root_names())[1:] == ["runs", "runs-2"]  # the shipped models/ first
+    m2 = str((tmp_path / "b" / "runs" / "m2").resolve())
+    assert rules.link_name(m2 + "?num_heads=4") == "runs-2/m2?num_heads=4"
+    assert rules.check("runs-2/m2?num_heads=4") == m2 + "?num_heads=4"  # a colleague's server maps it back
+    assert rules.check("runs/m1") == str((tmp_path / "a" / "runs" / "m1").resolve())
+    with pytest.raises(ValueError, match="not a model this server offers"):
+        rules.check("runs/../../b")  # a short name does not climb out of its root
+    with pytest.raises(ValueError, match="a model is named by a path under a folder"):
+        rules.check("elsewhere/m1")
 
 
 def test_a_link_may_load_only_models_under_the_declared_roots(app, tmp_path):
@@ -91,6 +109,13 @@ def test_the_exported_png_is_the_tile_shown_with_its_boxes_and_settings(app):
     npz = np.load(io.BytesIO(app.exports.maps_npz({"m": view.map}, settings)))  # no pickle needed
     assert json.loads(str(npz["settings"])) == settings and npz["m"].shape == (6, 6)
     assert app.exports.table_csv([{"model": "=cmd", "x": 1.5}]) == "model,x\n'=cmd,1.5\n"
+    import pandas as pd
+
+    settings["link"] = "/intervention?models=softmax-vit4&set=folder%3Aphotos"
+    text = app.exports.table_csv([{"model": "m", "x": 1.5}], settings)  # the settings and the link above the header
+    assert text.splitlines()[0] == f"# link: {settings['link']}"
+    assert json.loads(text.splitlines()[1].removeprefix("# settings: ")) == settings
+    assert pd.read_csv(io.StringIO(text), comment="#").to_dict("records") == [{"model": "m", "x": 1.5}]
 
 
 def test_the_network_guard_logs_what_leaves_the_machine(tmp_path):

@@ -54,13 +54,13 @@ def test_the_slice_table_holds_predictions_and_the_librarys_figures(shipped_mode
     at.selectbox(key="slice_class").set_value(3).run()
     at.selectbox(key="slice_correct").set_value("some model wrong").run()
     _ok(at)
-    shown = _table(at)["image"].to_list()
+    shown = _table(at)["image"].to_list()  # numbered from 1, as the sidebar numbers them
     right = np.logical_and.reduce([_correct(m.path, split) for m in shipped_models])
-    assert shown == np.flatnonzero((split.labels == 3) & ~right).tolist()
+    assert shown == (np.flatnonzero((split.labels == 3) & ~right) + 1).tolist()
     if shown:
-        at.selectbox(key="slice_open").set_value(shown[-1]).run()
+        at.selectbox(key="slice_open").set_value(shown[-1] - 1).run()
         at.button(key="slice_open_button").click().run()
-        assert at.number_input(key="image_index").value == shown[-1]
+        assert at.number_input(key="image_number").value == shown[-1]
 
 
 @torch.no_grad()
@@ -80,7 +80,7 @@ def test_the_cue_filter_of_the_cued_benchmark(shipped_models, monkeypatch):
     _ok(at)
     split = test_split(100, benchmark="cued-digits-p100")
     conditions = cue_conditions(split.scenes, split.labels)
-    assert _table(at)["image"].to_list() == np.flatnonzero(conditions == "conflicting").tolist()
+    assert _table(at)["image"].to_list() == (np.flatnonzero(conditions == "conflicting") + 1).tolist()  # from 1
     assert at.query_params["cue"] in ("conflicting", ["conflicting"])
 
 
@@ -92,7 +92,7 @@ def test_difference_map_and_randomisation_check(shipped_models):
     captions = [_shown(i.caption) for image in at.image for i in image.proto.imgs]
     assert sum(" − softmax-vit4" in c for c in captions) == len(shipped_models) - 1
     assert at.selectbox(key="checks_stage").value == "embedding"  # every stage randomised
-    index = at.number_input(key="image_index").value
+    index = at.number_input(key="image_number").value - 1  # numbered from 1
     x = prepare(load_model(shipped_models[1].path).config, test_split().images[index:index + 1]).tensor
     model = load_model(shipped_models[1].path).eval()
     trained = attribute(model, x, "attention").maps.numpy()

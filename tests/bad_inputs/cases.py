@@ -54,7 +54,8 @@ class Case:
         expect: ``"refused"`` (default) or ``"ok"``: the input is valid or must be handled (a rotated
             photo, a name that looks like a formula) and the entry point must succeed (CLI: exit 0;
             library: ``call`` returns ``None`` or the reason it is wrong).
-        check: for ``"ok"`` cases, ``check(paths) -> reason | None`` after the entry point ran.
+        check: ``check(paths) -> reason | None`` after the entry point ran: for ``"ok"`` cases, whether the
+            result is right; for refused CLI cases, e.g. that the input is untouched.
         ci: run by the test suite (``tests/bad_inputs/test_matrix.py``); ``False``: too slow for CI,
             run by ``python -m benchmarks reliability`` only (covered by a faster unit test).
     """
@@ -114,9 +115,9 @@ def program(name: str) -> Callable[[list[str]], int]:
     if name == "infsa-viz":
         return main
     if name == "benchmarks":
-        from benchmarks import BENCH_COMMANDS, PROG
+        from benchmarks import BENCH_COMMANDS, PROG, READS
 
-        return lambda argv: main(argv, commands=BENCH_COMMANDS, prog=PROG)
+        return lambda argv: main(argv, commands=BENCH_COMMANDS, prog=PROG, reads=READS)
     if name.startswith("script:"):
         return importlib.import_module(f"scripts.{name[len('script:'):]}").main
     from scripts.train_seeds import main as train_seeds
@@ -145,12 +146,15 @@ def _run_cli(case: Case, paths: Paths) -> Outcome:
             return Outcome(False, err.strip()[-500:], f"exit code {rc}, expected 0", peak)
         reason = case.check(paths) if case.check else None
         return Outcome(reason is None, "handled correctly" if reason is None else reason, reason or "", peak)
-    # warnings logged before the error are not the error line
+    # warnings logged, and the estimate announced, before the error are not the error line
     err = "\n".join(line for line in err.splitlines()
-                    if not line.startswith(("infsa-viz: ", "python -m benchmarks: ")) or "error:" in line)
+                    if not (line.startswith(("infsa-viz: ", "python -m benchmarks: ")) or ": estimate: " in line)
+                    or "error:" in line)
     if rc != 2:
         return Outcome(False, err, f"exit code {rc}, expected 2", peak)
-    return dataclasses.replace(_check_message(case, err, False), peak_mib=peak)
+    outcome = dataclasses.replace(_check_message(case, err, False), peak_mib=peak)
+    reason = case.check(paths) if outcome.passed and case.check else None  # e.g. the input is untouched
+    return dataclasses.replace(outcome, passed=False, why=reason) if reason else outcome
 
 
 def limited_main(name: str, peak_file: str) -> None:
@@ -471,7 +475,7 @@ def _cli_cases() -> list[Case]:
         C("train-epochs-zero", ["train", "--variant", "softmax", "--out", "{out}/t", "--epochs", "0"], r"epochs"),
         C("import-timm-garbage", ["import-timm", "--num-heads", "2", "--out", "{out}/t", "{timm_garbage}"],
           r"not a readable safetensors file|timm.safetensors"),
-        C("threads-zero", ["info", "{model}", "--threads", "0"], r"--threads=0"),
+        C("threads-zero", ["info", "{model}", "--threads", "0"], r"--threads=0 is out of range"),
         C("unknown-command-option", ["info", "{model}", "--frobnicate"], r"unrecognized arguments"),
     ]
 
@@ -538,12 +542,14 @@ def _app_cases() -> list[Case]:
 
 
 def all_cases() -> list[Case]:
-    """Every case: library API, CLI and app, the second and third sweeps' (``sweep2.py``, ``sweep3.py``) included."""
+    """Every case: library API, CLI and app, the second to fourth sweeps' (``sweep2.py`` … ``sweep4.py``) included."""
     from tests.bad_inputs.sweep2 import second_sweep_cases
 
     from tests.bad_inputs.sweep3 import third_sweep_cases
+    from tests.bad_inputs.sweep4 import fourth_sweep_cases
 
-    cases = _api_cases() + _cli_cases() + _app_cases() + second_sweep_cases() + third_sweep_cases()
+    cases = (_api_cases() + _cli_cases() + _app_cases() + second_sweep_cases() + third_sweep_cases()
+             + fourth_sweep_cases())
     ids = [(c.surface, c.id) for c in cases]
     if len(ids) != len(set(ids)):
         raise RuntimeError("duplicate case ids")

@@ -234,6 +234,9 @@ def build(root: Path) -> dict[str, Path]:
     from tests.bad_inputs.sweep3 import third_sweep_fixtures
 
     third_sweep_fixtures(root, p)
+    from tests.bad_inputs.sweep4 import fourth_sweep_fixtures
+
+    fourth_sweep_fixtures(root, p)
     return p
 
 

@@ -113,14 +113,15 @@ def test_compare_finds_the_largest_difference_in_points(tmp_path, capsys):
     ours, other = tmp_path / "ours", tmp_path / "other"
     for folder, pr in ((ours, 0.70), (other, 0.704)):
         folder.mkdir()
-        (folder / "verdict-cluttered-digits.json").write_text(json.dumps({"results": [{**row, "box_pr_auc": pr}]}))
+        (folder / "verdict-cluttered-digits.json").write_text(json.dumps({"dataset": {"name": "cluttered-digits"},
+                                                                          "results": [{**row, "box_pr_auc": pr}]}))
     difference, where, compared = verdict.largest_difference(
         json.loads((ours / "verdict-cluttered-digits.json").read_text()),
         json.loads((other / "verdict-cluttered-digits.json").read_text()))
     assert difference == pytest.approx(0.4) and where == "m-seed1 · attention · box_pr_auc" and compared == 3
     argv = ["--benchmarks", "cluttered-digits", "--metrics", str(ours), "--compare", str(other)]
     assert verdict.main(argv) == 0  # 0.4 points: within the 0.5-point tolerance
-    (other / "verdict-cluttered-digits.json").write_text(json.dumps({"results": [{**row, "morf_aoc": 80.6}]}))
+    (other / "verdict-cluttered-digits.json").write_text(json.dumps({"dataset": {"name": "cluttered-digits"}, "results": [{**row, "morf_aoc": 80.6}]}))
     assert verdict.main(argv) == 1 and "largest difference 0.6 points" in capsys.readouterr().err
     assert verdict.main([*argv[:-1], str(tmp_path / "nowhere")]) == 2
 

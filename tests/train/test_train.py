@@ -63,7 +63,8 @@ def test_cli_smoke_run_writes_a_model_card(tmp_path, capsys):
     assert report["results"][0]["test_accuracy"] == pytest.approx(card["test_accuracy"], abs=1e-6)
     # a second run into the same directory is refused, not overwritten
     assert main(["train", "--variant", "softmax", "--out", str(out), "--epochs", "1"]) == 2
-    assert "already holds a training run" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "already holds card.json, config.json, model.safetensors" in err and "--overwrite" in err
 
 
 @pytest.mark.parametrize("variant", ["pure_infsa", "linear_infsa"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks import BENCH_COMMANDS, PROG
+from benchmarks import BENCH_COMMANDS, PROG, READS
 from infsa_viz.cli import main
 
 
@@ -13,7 +13,7 @@ def bench_main(monkeypatch):
     monkeypatch.setenv("INFSA_VIZ_PROGRESS", "0")
 
     def call(*argv: str) -> int:
-        return main(list(argv), commands=BENCH_COMMANDS, prog=PROG)
+        return main(list(argv), commands=BENCH_COMMANDS, prog=PROG, reads=READS)
 
     return call
 
