@@ -30,7 +30,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 if __package__ in (None, ""):  # run as a file (python scripts/x.py): make "scripts" importable
     sys.path.insert(0, str(ROOT))
-from infsa_viz.cli import script_main, script_parser  # noqa: E402
+from infsa_viz.cli import check_outputs, script_main, script_parser  # noqa: E402
 from scripts.doc_sections import VARIANT_NAMES, write_section  # noqa: E402
 from scripts.verdict import METHODS as VERDICT_METHODS  # noqa: E402
 from scripts.verdict_benchmarks import seed_models  # noqa: E402
@@ -257,6 +257,8 @@ def main(argv: list[str] | None = None) -> int:
                if args.seeds is None or _model_info(f)[2] in args.seeds]
     if not folders:
         parser.error(f"no trained model under {args.seeds_dir / DATA} for --seeds {args.seeds}")
+    check_outputs({"--out": args.out, "--docs": args.docs, "--parts": args.parts}, folders)  # no output over a model
+    check_outputs({"--out": args.out, "--docs": args.docs}, [args.parts])  # nor over a part
     entries, models = [], []
     for folder in progress(folders, desc="models", unit="model"):
         setting, variant, seed = _model_info(folder)
