@@ -53,8 +53,8 @@ CSS = """<style>
 @media (max-width: 999px) {  /* narrow: figures two or one a row, never squeezed side by side */
   [data-testid="stMain"] [data-testid="stColumn"] {min-width: min(220px, 100%); flex-grow: 1;}
 }
-[data-baseweb="tag"] {max-width: 100% !important; height: auto !important;}  /* model names whole */
-[data-baseweb="tag"] span {max-width: none !important; white-space: normal !important; overflow-wrap: anywhere;
+[data-tag] {max-width: 100% !important; height: auto !important;}  /* chosen model names whole (a title too) */
+[data-tag] > span[title] {max-width: none !important; white-space: normal !important; overflow-wrap: anywhere;
   text-overflow: clip !important; overflow: visible !important;}
 .st-key-grid_header, .st-key-grid_tiles, .st-key-grid_compact_tiles {container-type: inline-size;}
 @container (max-width: 640px) {  /* narrow: each method's name and colour bar on a line above its tiles */
@@ -94,8 +94,8 @@ _COLLAPSE_JS = """<script>
 (() => {
   const store = window.sessionStorage, key = "infsa-viz-sidebar";
   const collapse = tries => {
-    const button = document.querySelector('[data-testid="stSidebar"][aria-expanded="true"] '
-                                          + 'button[aria-label="Collapse sidebar"]');
+    const bar = document.querySelector('[data-testid="stSidebar"][data-collapsed="false"]');
+    const button = bar && bar.querySelector('button[aria-label="Collapse sidebar"]');
     if (button) { button.click(); return; }
     if (tries > 0) setTimeout(() => collapse(tries - 1), 100);
   };

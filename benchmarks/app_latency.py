@@ -44,7 +44,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Sequence
 
-__all__ = ["GOALS", "measure_app", "measure_cold", "serve", "server_stages", "stop"]
+__all__ = ["GOALS", "GOAL_LOAD", "LOADED_GOALS", "BackgroundLoad", "measure_app", "measure_cold",
+           "measure_switches", "serve", "serve_dev", "server_stages", "stop"]
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
@@ -52,6 +53,10 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 #: The issue's goals (seconds) on an idle 2-core machine.
 GOALS = {"process_start_to_first_overlay_s": 5.0, "cached_method_switch_s": 0.3, "uncached_attention_switch_s": 0.6}
+#: The goals under a background load of :data:`GOAL_LOAD` busy processes (seconds).
+LOADED_GOALS = {"process_start_to_first_overlay_s": 8.0, "cached_method_switch_s": 0.3,
+                "uncached_attention_switch_s": 0.6}
+GOAL_LOAD = 4
 #: Figure → the 1, 5 and 15-minute load averages when it was measured (:func:`loaded`).
 LOAD: dict[str, list[float]] = {}
 
@@ -114,13 +119,65 @@ def serve(log: Path, args: Sequence[str] = (), *, env: dict[str, str] | None = N
     raise RuntimeError(f"streamlit was not healthy within 120 s: {log.read_text()[-2000:]}")
 
 
+def serve_dev(log: Path) -> tuple[subprocess.Popen, str]:
+    """``python3 dev.py app`` (the Quickstart's command: its environment check, then ``streamlit run
+    app`` on 127.0.0.1) on a free port, headless; ``(process, URL)`` once it answers its health check."""
+    port = _free_port()
+    with log.open("w") as out:
+        proc = subprocess.Popen([sys.executable, "dev.py", "app", "--server.headless", "true", "--server.port",
+                                 str(port)], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"dev.py app exited with code {proc.returncode}: {log.read_text()[-2000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2):
+                return proc, url
+        except OSError:
+            time.sleep(0.2)
+    stop(proc)
+    raise RuntimeError(f"dev.py app was not healthy within 300 s: {log.read_text()[-2000:]}")
+
+
+class BackgroundLoad:
+    """``workers`` busy processes (one pure-Python loop each) for the time of a ``with`` block: the
+    stated background load under which figures are measured (on top of whatever else runs)."""
+
+    def __init__(self, workers: int) -> None:
+        if workers < 0:
+            raise ValueError(f"workers={workers} must be >= 0")
+        self.workers = workers
+        self.procs: list[subprocess.Popen] = []
+
+    def __enter__(self) -> "BackgroundLoad":
+        self.procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(self.workers)]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for proc in self.procs:
+            proc.kill()
+            proc.wait()
+        self.procs = []
+
+
 def stop(proc: subprocess.Popen) -> None:
-    """End a server started by :func:`serve`."""
-    proc.terminate()
+    """End a server started by :func:`serve` or :func:`serve_dev` (``dev.py`` leads its own process
+    group, its ``streamlit`` child with it: the group is ended)."""
+    import signal
+
+    group = os.name == "posix" and os.getpgid(proc.pid) == proc.pid
+    if group:
+        os.killpg(proc.pid, signal.SIGTERM)
+    else:
+        proc.terminate()
     try:
         proc.wait(timeout=15)
     except subprocess.TimeoutExpired:
-        proc.kill()
+        if group:
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:
+            proc.kill()
         proc.wait()
 
 
@@ -175,16 +232,18 @@ def _cold(page, url: str, models: int, started: float, ready: float) -> dict[str
     return out
 
 
-def _fresh(log: Path) -> tuple[subprocess.Popen, str, float, float]:
-    """A fresh server: ``(process, URL, perf_counter at its start, perf_counter when it answered)``."""
+def _fresh(log: Path, via_dev: bool = False) -> tuple[subprocess.Popen, str, float, float]:
+    """A fresh server (``streamlit run app``, or ``python3 dev.py app`` when ``via_dev``):
+    ``(process, URL, perf_counter at its start, perf_counter when it answered)``."""
     started = time.perf_counter()
-    proc, url = serve(log)
+    proc, url = serve_dev(log) if via_dev else serve(log)
     return proc, url, started, time.perf_counter()
 
 
-def measure_cold(*, models: int, runs: int, log: Path) -> list[dict[str, float]]:
-    """:func:`_cold` of ``runs`` fresh servers, each opened by a browser started before the server
-    (so the process-start figure holds no browser start)."""
+def measure_cold(*, models: int, runs: int, log: Path, via_dev: bool = False) -> list[dict[str, float]]:
+    """:func:`_cold` of ``runs`` fresh servers (started by ``python3 dev.py app`` when ``via_dev``),
+    each opened by a browser started before the server (so the process-start figure holds no
+    browser start)."""
     from playwright.sync_api import sync_playwright
 
     out = []
@@ -192,12 +251,38 @@ def measure_cold(*, models: int, runs: int, log: Path) -> list[dict[str, float]]
         for _ in range(runs):
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": 1280, "height": 800})
-            proc, url, started, ready = _fresh(log)
+            proc, url, started, ready = _fresh(log, via_dev)
             try:
                 out.append(_cold(page, url, models, started, ready))
             finally:
                 browser.close()
                 stop(proc)
+    return out
+
+
+def measure_switches(*, models: int, repeats: int, log: Path) -> dict[str, Any]:
+    """A fresh server's first overlays and its method switches only (the figures with goals under
+    load): ``process_start_to_first_overlay_s``, ``uncached_attention_switch_s`` and
+    ``cached_method_switch_s`` (medians), with the load average after each."""
+    from playwright.sync_api import sync_playwright
+
+    out: dict[str, Any] = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        proc, url, started, ready = _fresh(log)
+        try:
+            cold = _cold(page, url, models, started, ready)
+            out["process_start_to_first_overlay_s"] = cold["process_start_to_first_overlay_s"]
+            out["loadavg_first_overlay"] = cold["loadavg"]
+            out["uncached_attention_switch_s"] = statistics.median(_choose(page, m, models) for m in ATTENTION_METHODS[:3])
+            out["loadavg_uncached"] = [round(v, 2) for v in os.getloadavg()]
+            out["cached_method_switch_s"] = statistics.median(
+                _choose(page, "attention" if i % 2 == 0 else "visits", models) for i in range(repeats))
+            out["loadavg_cached"] = [round(v, 2) for v in os.getloadavg()]
+        finally:
+            browser.close()
+            stop(proc)
     return out
 
 
@@ -223,16 +308,16 @@ def measure_app(*, models: int, repeats: int = 5, log: Path) -> dict[str, Any]:
             out["cached_method_switch_s"] = loaded("cached_method_switch_s", statistics.median(cached))
             out["cached_method_switch_all_s"] = cached
             out["cached_method_switch_typing_included_s"] = statistics.median(TYPED)
-            index = int(page.get_by_label("Image (of 2000)").input_value())
+            number = int(page.get_by_label("Image (1 … 2000)").input_value())  # images are numbered from 1
             out["next_image_s"] = loaded("next_image_s", _timed_click(
-                page, page.get_by_role("button", name="▶"), methods[-1], models, f"test image #{index + 1}."))
+                page, page.get_by_role("button", name="▶"), methods[-1], models, f"test image #{number + 1}."))
             out["integrated_gradients_s"] = loaded("integrated_gradients_s",
                                                    _choose(page, "integrated_gradients", models))
             _choose(page, "attention", models)
             toggle = page.get_by_text("Only misclassified", exact=True)
             for key in ("only_misclassified_s", "only_misclassified_cached_s"):
-                out[key] = loaded(key, _timed_click(page, toggle, "attention", models, "Misclassified image (of"))
-                _timed_click(page, toggle, "attention", models, "Image (of")  # back to the whole split
+                out[key] = loaded(key, _timed_click(page, toggle, "attention", models, "Misclassified image (1 … "))
+                _timed_click(page, toggle, "attention", models, "Image (1 … ")  # back to the whole split
         finally:
             browser.close()
             stop(proc)

@@ -30,6 +30,8 @@ PAGES = {"": "Side by side", "grid": "Methods × models", "intervention": "Inter
 #: Pages that draw overlays (wait for one before measuring).
 WITH_IMAGES = ("", "grid", "intervention", "checks", "attention", "spectral", "gallery")
 MIN_TEXT_PX = 12
+#: Below this viewport width the sidebar starts collapsed (the app's draw.NARROW_PX).
+NARROW_PX = 1000
 MIN_IMAGE_PX = 120
 NETGUARD = Path(__file__).resolve().parent / "netguard"
 
@@ -130,6 +132,12 @@ LAYOUT_JS = """() => {
     }),
     elided: [...main.querySelectorAll('[data-testid="stMetricValue"], [data-testid="stMetricLabel"]')]
       .filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.innerText),
+    // model names (the sidebar's chosen models, captions): whole, or whole on hover (a title)
+    names: [...document.querySelectorAll('[data-tag] > span, [data-testid="stImageCaption"]')]
+      .filter(e => shown(e) && e.scrollWidth > e.clientWidth + 1 && !e.closest('[title]')).map(e => e.innerText),
+    sidebar: (() => { const s = document.querySelector('[data-testid="stSidebar"]');
+      return s ? {collapsed: s.getAttribute('data-collapsed'), width: s.getBoundingClientRect().width} : null; })(),
+    mainWidth: main.clientWidth,
   };
 }"""
 
@@ -178,6 +186,7 @@ def _assert_fits(page, what: str) -> dict:
         assert min(bar["sizes"]) >= MIN_TEXT_PX, f"{what}: colour-bar text of {min(bar['sizes'])} px"
         assert bar["ticks"] >= 3 and not bar["overflow"] and not bar["touching"], f"{what}: colour bar {bar}"
     assert not layout["elided"], f"{what}: figures cut short {layout['elided']}"
+    assert not layout["names"], f"{what}: names cut short with no title to read them whole: {layout['names'][:3]}"
     return layout
 
 
@@ -188,8 +197,19 @@ def _local(url: str) -> bool:
     return parts.scheme in ("data", "blob", "about") or parts.hostname in ("127.0.0.1", "localhost", "::1")
 
 
+def _gallery_rows(layout: dict) -> list[list[dict]]:
+    rows: dict[int, list[dict]] = {}
+    for box in layout["images"]:
+        rows.setdefault(round(box["top"]), []).append(box)
+    return [rows[top] for top in sorted(rows)]
+
+
 @pytest.mark.parametrize("width", list(VIEWPORTS))
-def test_every_page_fits_every_width(server, browser, width, shipped_models):
+def test_every_page_fits_every_width(server, browser, width, shipped_models, tmp_path):
+    """Every page at three widths: screenshots (kept in ``INFSA_VIZ_SCREENSHOTS`` when set), no
+    horizontal scroll in the main pane, the sidebar collapsed below 1000 px, Gallery rows full."""
+    shots = Path(os.environ.get("INFSA_VIZ_SCREENSHOTS", tmp_path))
+    shots.mkdir(parents=True, exist_ok=True)
     page = browser.new_page(viewport={"width": width, "height": VIEWPORTS[width]})
     requests: list[str] = []
     page.on("request", lambda r: requests.append(r.url))
@@ -200,7 +220,20 @@ def test_every_page_fits_every_width(server, browser, width, shipped_models):
             assert page.locator('[data-testid="stException"]').count() == 0, f"{title} at {width} px"
             assert page.locator('[data-testid="stAppDeployButton"]').count() == 0  # .streamlit/config.toml
             assert page.locator('[data-testid="stMain"] h1').first.inner_text() == title
+            page.screenshot(path=str(shots / f"{path or 'side-by-side'}-{width}.png"))
             layout = _assert_fits(page, f"{title} at {width} px")
+            if width < NARROW_PX:  # the sidebar collapsed: the main pane has the width
+                assert layout["sidebar"]["collapsed"] == "true", f"{title} at {width} px: {layout['sidebar']}"
+                assert layout["mainWidth"] >= 0.9 * width, f"{title} at {width} px: main pane {layout['mainWidth']} px"
+            else:
+                assert layout["sidebar"]["collapsed"] == "false", f"{title} at {width} px: {layout['sidebar']}"
+            if path == "gallery":  # rows fill the width: every row but the last as full as the first
+                rows = _gallery_rows(layout)
+                assert len(rows) >= 2 and all(len(r) == len(rows[0]) for r in rows[:-1]), [len(r) for r in rows]
+                assert len(rows[-1]) <= len(rows[0])
+                right = max(b["right"] for b in rows[0])
+                tile = rows[0][0]["right"] - rows[0][0]["left"]
+                assert right >= layout["mainWidth"] - tile, f"gallery at {width} px: rows end at {right:.0f} px"
             if path in ("", "spectral"):
                 assert len(layout["bars"]) >= 1, f"{title} at {width} px: no colour bar"
             if path == "":
@@ -249,7 +282,7 @@ def test_a_copied_url_reproduces_the_view(server, browser):
         _settle(first, "grid")
         _choose(first, "Method", "rollout")
         _settle(first, "grid")
-        field = first.get_by_label("Image (of 2000)")
+        field = first.get_by_label("Image (1 … 2000)")
         field.fill("42")
         field.press("Enter")
         first.wait_for_function("() => new URL(location.href).searchParams.get('image') === '42'",
@@ -267,7 +300,7 @@ def test_a_copied_url_reproduces_the_view(server, browser):
         second.goto(url)
         _settle(second, "grid")
         assert second.locator('[data-testid="stMain"] h1').first.inner_text() == "Methods × models"
-        assert second.get_by_label("Image (of 2000)").input_value() == "42"
+        assert second.get_by_label("Image (1 … 2000)").input_value() == "42"
         again = sorted(second.locator('[data-testid="stMain"] [data-testid="stImage"] img').evaluate_all(
             "imgs => imgs.map(i => new URL(i.src).pathname)"))
         assert again == shown  # media URLs are content hashes: the same pixels
