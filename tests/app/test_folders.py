@@ -4,6 +4,8 @@ whose classes lack the folder's is not scored, and the page says so once."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import cv2
 import numpy as np
 import pytest
@@ -50,3 +52,40 @@ def test_a_subset_folder_is_scored_against_the_model_that_names_its_classes(subs
     at.selectbox(key="gallery_model").set_value(str(own_models.vit.resolve())).run()
     _ok(at)
     assert not at.radio(key="gallery_correct").disabled  # its predictions are scored against the folder's labels
+
+
+def test_a_link_reopened_on_a_second_server_with_the_same_short_names_shows_the_same_numbers(
+        subset_folder, own_models, monkeypatch, tmp_path_factory, shipped_models):
+    """Two servers hold copies of the same models and photos at different paths under the same short
+    names: the link one writes, opened on the other, shows the same view and the same figures."""
+    import shutil
+
+    def serve(models_root: Path, photos: Path):
+        monkeypatch.setenv("INFSA_VIZ_MODELS", str(models_root))
+        monkeypatch.setenv("INFSA_VIZ_DATA", f"folder:photos={photos}")
+        return _app()
+
+    at = serve(own_models.root, subset_folder).run()
+    at.radio(key="image_set").set_value("folder:photos").run()
+    at.selectbox(key="method").set_value("saliency").run()
+    at.number_input(key="image_number").set_value(3).run()
+    _ok(at)
+    query = {k: v[0] if isinstance(v, list) else v for k, v in at.query_params.items()}
+    assert not any(str(tmp_path_factory.getbasetemp()) in str(v) for v in query.values()), query  # no server path
+    here = _details(at)
+
+    other = tmp_path_factory.mktemp("second-server")
+    shutil.copytree(own_models.root, other / "models")
+    shutil.copytree(subset_folder, other / "elsewhere" / "photos")
+    copy = serve(other / "models", other / "elsewhere" / "photos")
+    copy.query_params = dict(query)
+    copy.run()
+    _ok(copy)
+    assert copy.number_input(key="image_number").value == 3 and copy.selectbox(key="method").value == "saliency"
+    there = _details(copy)
+    assert there.keys() == here.keys() and there  # the same models, named the same way
+    assert any(name.endswith(("photo-vit6", "fruit-deit64")) for name in here)  # the copied models among them
+    for name, shown in here.items():
+        assert there[name]["logits"] == pytest.approx(shown["logits"], abs=1e-6), name
+        assert {k: v for k, v in there[name].items() if k != "logits"} == \
+            {k: v for k, v in shown.items() if k != "logits"}, name  # target, options, colour scale
