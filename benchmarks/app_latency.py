@@ -105,18 +105,7 @@ def serve(log: Path, args: Sequence[str] = (), *, env: dict[str, str] | None = N
                                 cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
                                 env={**os.environ, **(env or {}),
                                      "PYTHONPATH": os.pathsep.join([*map(str, path), str(ROOT)])})
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"streamlit exited with code {proc.returncode}: {log.read_text()[-2000:]}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2):
-                return proc, url
-        except OSError:
-            time.sleep(0.2)
-    stop(proc)
-    raise RuntimeError(f"streamlit was not healthy within 120 s: {log.read_text()[-2000:]}")
+    return proc, _healthy(proc, port, log, "streamlit", 120)
 
 
 def serve_dev(log: Path) -> tuple[subprocess.Popen, str]:
@@ -126,18 +115,7 @@ def serve_dev(log: Path) -> tuple[subprocess.Popen, str]:
     with log.open("w") as out:
         proc = subprocess.Popen([sys.executable, "dev.py", "app", "--server.headless", "true", "--server.port",
                                  str(port)], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"dev.py app exited with code {proc.returncode}: {log.read_text()[-2000:]}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2):
-                return proc, url
-        except OSError:
-            time.sleep(0.2)
-    stop(proc)
-    raise RuntimeError(f"dev.py app was not healthy within 300 s: {log.read_text()[-2000:]}")
+    return proc, _healthy(proc, port, log, "dev.py app", 300)
 
 
 class BackgroundLoad:
@@ -179,6 +157,22 @@ def stop(proc: subprocess.Popen) -> None:
         else:
             proc.kill()
         proc.wait()
+
+
+def _healthy(proc: subprocess.Popen, port: int, log: Path, what: str, seconds: float) -> str:
+    """The server's URL once its health endpoint answers; the process is stopped if it never does."""
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with code {proc.returncode}: {log.read_text()[-2000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2):
+                return url
+        except OSError:
+            time.sleep(0.2)
+    stop(proc)
+    raise RuntimeError(f"{what} was not healthy within {seconds:g} s: {log.read_text()[-2000:]}")
 
 
 def _settle(page, method: str, models: int, text: str = "") -> None:
