@@ -59,8 +59,26 @@ __all__ = [
 
 Category = Literal["faithfulness", "localisation", "evidence", "complexity", "randomisation", "robustness"]
 CATEGORIES: tuple[str, ...] = get_args(Category)
+
+
+class _OnRecord:
+    """``model`` and ``images`` of a view that holds a :class:`~infsa_viz.forward.ForwardRecord`."""
+
+    record: ForwardRecord
+
+    @property
+    def model(self) -> nn.Module:
+        """The model (eval mode)."""
+        return self.record.model
+
+    @property
+    def images(self) -> Tensor:
+        """``(B, C, H, W)`` the prepared inputs."""
+        return self.record.inputs
+
+
 @dataclass(frozen=True, eq=False)
-class Scoring:
+class Scoring(_OnRecord):
     """What a metric sees of one chunk of images (all in model-input space).
 
     Attributes:
@@ -85,16 +103,6 @@ class Scoring:
     negative_labels: Sequence[np.ndarray] | None
     settings: Mapping[str, Any]
     redraw: Callable[[np.ndarray, np.ndarray], Tensor]
-
-    @property
-    def model(self) -> nn.Module:
-        """The model (eval mode)."""
-        return self.record.model
-
-    @property
-    def images(self) -> Tensor:
-        """``(B, C, H, W)`` the prepared inputs."""
-        return self.record.inputs
 
     @property
     def classes(self) -> np.ndarray:
@@ -125,7 +133,7 @@ class Scoring:
 
 
 @dataclass(frozen=True, eq=False)
-class RowScoring:
+class RowScoring(_OnRecord):
     """What a row metric sees of one (model, method): the first images of the run, as a chunk's metrics
     see theirs.
 
@@ -150,16 +158,6 @@ class RowScoring:
     settings: Mapping[str, Any]
     maps_of: Callable[[nn.Module, Tensor | None], Tensor]
     classes: Tensor | None = None
-
-    @property
-    def model(self) -> nn.Module:
-        """The trained model (eval mode)."""
-        return self.record.model
-
-    @property
-    def images(self) -> Tensor:
-        """``(B, C, H, W)`` the prepared inputs."""
-        return self.record.inputs
 
     def __len__(self) -> int:
         return len(self.record)
