@@ -20,6 +20,7 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import catalog
 
@@ -47,6 +48,15 @@ def _server_address() -> str | None:
     return st.get_option("server.address")
 
 
+
+def unique_name(base: str, taken: dict[str, Any] | set[str]) -> str:
+    """``base``, or ``base-2``, ``base-3`` … the first not in ``taken``: a short name for a folder."""
+    name, count = base, 1
+    while name in taken:
+        count += 1
+        name = f"{base}-{count}"
+    return name
+
 @dataclass(frozen=True)
 class Access:
     """The declared roots (resolved) and whether any path may be loaded."""
@@ -59,12 +69,7 @@ class Access:
         how links and the path box name a model under it (``NAME/sub/model``) without the server's layout."""
         out: dict[str, Path] = {}
         for root in self.roots:
-            base = root.name or "root"
-            name, count = base, 1
-            while name in out:
-                count += 1
-                name = f"{base}-{count}"
-            out[name] = root
+            out[unique_name(root.name or "root", out)] = root
         return out
 
     def link_name(self, spec: str) -> str:

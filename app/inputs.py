@@ -24,6 +24,7 @@ import numpy as np
 import streamlit as st
 
 import catalog
+from access import unique_name
 from catalog import ModelEntry
 from infsa_viz.data import BENCHMARKS, LabelledImages, test_split
 from infsa_viz.data.splits import DEFAULT_BENCHMARK
@@ -75,11 +76,7 @@ def data_folders(argv: list[str] | None = None, environ: dict[str, str] | None =
             base = _folder_name(path.name)
         if path in out.values():
             continue
-        name, count = base, 1
-        while name in out:
-            count += 1
-            name = f"{base}-{count}"
-        out[name] = path
+        out[unique_name(base, out)] = path
     return out
 
 
