@@ -554,3 +554,20 @@ def all_cases() -> list[Case]:
     if len(ids) != len(set(ids)):
         raise RuntimeError("duplicate case ids")
     return cases
+
+
+def app_with_plugins(plugins: Path):
+    """The app run once (AppTest) with ``INFSA_VIZ_PLUGINS`` naming ``plugins``; the variable restored."""
+    import os
+
+    from streamlit.testing.v1 import AppTest
+
+    old = os.environ.get("INFSA_VIZ_PLUGINS")
+    os.environ["INFSA_VIZ_PLUGINS"] = str(plugins)
+    try:
+        return AppTest.from_file(str(APP), default_timeout=120).run()
+    finally:
+        if old is None:
+            os.environ.pop("INFSA_VIZ_PLUGINS", None)
+        else:
+            os.environ["INFSA_VIZ_PLUGINS"] = old

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tests.bad_inputs.cases import APP, Case, Paths, _load
+from tests.bad_inputs.cases import APP, Case, Paths, app_with_plugins, _load
 from tests.bad_inputs.fixtures import TINY, _hf, _model, _png
 
 EVALUATE = ("evaluate", "--models", "{model}", "--methods", "attention", "--n-images", "2")
@@ -168,19 +168,7 @@ def _npz_names(paths: Paths) -> str | None:
 
 
 def _plugin_exit(paths: Paths):
-    import os
-
-    from streamlit.testing.v1 import AppTest
-
-    old = os.environ.get("INFSA_VIZ_PLUGINS")
-    os.environ["INFSA_VIZ_PLUGINS"] = str(paths["plugin_exit"])
-    try:
-        return AppTest.from_file(str(APP), default_timeout=120).run()
-    finally:
-        if old is None:
-            os.environ.pop("INFSA_VIZ_PLUGINS", None)
-        else:
-            os.environ["INFSA_VIZ_PLUGINS"] = old
+    return app_with_plugins(paths["plugin_exit"])
 
 
 def _hold_train_seeds_lock(paths: Paths):

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from tests.bad_inputs.cases import APP, ROOT, Case, Paths
+from tests.bad_inputs.cases import ROOT, Case, Paths, app_with_plugins
 from tests.bad_inputs.fixtures import TINY, _model
 
 HUGE = str(10**12)
@@ -271,19 +271,7 @@ def _overwrite_target(paths: Paths):
 
 
 def _plugin_interrupt_app(paths: Paths):
-    import os
-
-    from streamlit.testing.v1 import AppTest
-
-    old = os.environ.get("INFSA_VIZ_PLUGINS")
-    os.environ["INFSA_VIZ_PLUGINS"] = str(paths["plugin_interrupt"])
-    try:
-        return AppTest.from_file(str(APP), default_timeout=120).run()
-    finally:
-        if old is None:
-            os.environ.pop("INFSA_VIZ_PLUGINS", None)
-        else:
-            os.environ["INFSA_VIZ_PLUGINS"] = old
+    return app_with_plugins(paths["plugin_interrupt"])
 
 
 # ----------------------------------------------------------------------------------------------
