@@ -57,7 +57,6 @@ class PatchPerturbation(Metric):
                 choices=tuple(b for b in BASELINES if b != "zero")),
     )
     cost = "2 x (distinct partial steps) + 1 forwards per image, at most (copies shared between maps run once)"
-    version = 2  # 2: the step grid (auto: cosine with 10 steps above 100 patches); figures up to 100 patches unchanged
 
     def estimate(self, work, settings):
         grid, steps, _ = resolve_step_grid(settings["step_grid"], settings["steps"], work.patches)
