@@ -19,7 +19,7 @@ data, seed folder, images, groups of models) with trained seeds in
 whose report holds every row with its 95 % bootstrap intervals, the paired tests (same images,
 models of one seed: statements about those trained models), ``benchmark_quality`` (per model and
 ``across_seeds``), ``seeds`` (mean ± sd over seeds) and ``verdict`` (each variant against softmax
-with the trained model as the unit, :mod:`infsa_viz.evaluation.verdict`: per seed, the mean
+with the trained model as the unit, :mod:`infsa_viz.stats.verdict`: per seed, the mean
 difference on the images both models classify correctly; the seed differences' t-test,
 Holm-adjusted over figures × maps × variants, makes the call; t-, simultaneous and
 hierarchical-bootstrap intervals, the detectable difference and the call under each image set).
@@ -94,8 +94,8 @@ def greedy_argv(benchmark: str, models: list[str], args: argparse.Namespace) -> 
 def morf_ceiling(report: dict[str, Any]) -> dict[str, Any]:
     """Per variant, mean ± sd over seeds of MoRF-AOC's headroom on the greedy run's images: the greedy
     oracle, the best attention-type map and the random map (points), and oracle − best attention."""
-    from infsa_viz.evaluation import benchmark_quality, quality_across_seeds
-    from infsa_viz.evaluation.verdict import split_seed
+    from infsa_viz.stats import benchmark_quality, quality_across_seeds
+    from infsa_viz.stats.verdict import split_seed
 
     across = quality_across_seeds(benchmark_quality(report["results"]))
     variant_of = {split_seed(r["model"])[0]: r["variant"] for r in report["results"]}
@@ -107,7 +107,7 @@ def morf_ceiling(report: dict[str, Any]) -> dict[str, Any]:
 def by_variant(across: dict[str, Any], variant_of: dict[str, str], entry: Any = lambda q: q) -> dict[str, Any]:
     """``quality_across_seeds`` entries keyed by variant; where the models sit in several folders (groups,
     e.g. training settings) by ``"<variant> · <folder name>"``; each names its ``variant`` and ``group``."""
-    from infsa_viz.evaluation.verdict import model_group
+    from infsa_viz.stats.verdict import model_group
 
     several = len({model_group(base) for base in across}) > 1
     out = {}
@@ -168,15 +168,15 @@ def completed(report: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None]
     report written before them lacks.
 
     ``family``, ``ci_simultaneous`` and ``detectable_difference`` are recomputed from the seed
-    differences (:func:`infsa_viz.evaluation.verdict.detection`). Image sets a report did not store
+    differences (:func:`infsa_viz.stats.verdict.detection`). Image sets a report did not store
     come, where they can, from its rows (each model's own row mean: ``own_correct`` for a figure
     averaged over the correctly classified images, ``all`` for one averaged over every image where
-    it is defined), then :func:`infsa_viz.evaluation.image_sets.image_set_calls` tests them.
+    it is defined), then :func:`infsa_viz.stats.image_sets.image_set_calls` tests them.
     """
     import copy
 
-    from infsa_viz.evaluation.image_sets import image_set_calls
-    from infsa_viz.evaluation.verdict import detection
+    from infsa_viz.stats.image_sets import image_set_calls
+    from infsa_viz.stats.verdict import detection
     from infsa_viz.metrics.registry import FIGURES as REGISTRY
 
     protocol = report.get("verdict", {}).get("protocol", {})
@@ -210,9 +210,9 @@ def summarise(report: dict[str, Any], path: str, greedy: dict[str, Any] | None =
     ``verdict`` holds the report's seed-level comparisons (:func:`infsa_viz.evaluation.variant_verdict`);
     a report written before them (issue #28) gives none and says so in ``verdict_note``.
     """
-    from infsa_viz.evaluation import benchmark_quality, quality_across_seeds
-    from infsa_viz.evaluation.comparisons import seed_summary
-    from infsa_viz.evaluation.verdict import model_group, split_seed
+    from infsa_viz.stats import benchmark_quality, quality_across_seeds
+    from infsa_viz.stats.comparisons import seed_summary
+    from infsa_viz.stats.verdict import model_group, split_seed
 
     # recomputed from the rows, so a report whose seeds section predates a figure of FIGURES has it too
     seeds = seed_summary(report["results"], figures=("accuracy", *FIGURES))
@@ -242,7 +242,7 @@ def summarise(report: dict[str, Any], path: str, greedy: dict[str, Any] | None =
 
 
 def summary(reports: dict[str, Path], command: str) -> dict[str, Any]:
-    from infsa_viz.evaluation.verdict import PAPER_FIGURES
+    from infsa_viz.stats.verdict import PAPER_FIGURES
     from infsa_viz.evaluation.writer import read_report
 
     benchmark_of = {p: b for b, p in reports.items()}

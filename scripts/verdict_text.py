@@ -125,7 +125,7 @@ def verdict_tables(record: dict[str, Any]) -> str:
     return "\n".join(out).rstrip("\n")
 
 
-#: How the tables name the image sets (:data:`infsa_viz.evaluation.image_sets.IMAGE_SETS`).
+#: How the tables name the image sets (:data:`infsa_viz.stats.image_sets.IMAGE_SETS`).
 SET_NAMES = {"matched": "matched (both correct)", "own_correct": "each model's own correct", "all": "all images"}
 
 

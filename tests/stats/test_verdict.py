@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from infsa_viz.evaluation import quality_across_seeds, variant_verdict
-from infsa_viz.evaluation.image_sets import seed_set_means
-from infsa_viz.evaluation.seed_stats import call_rule, seed_t_test
-from infsa_viz.evaluation.verdict import model_group, split_seed, verdict_methods
+from infsa_viz.stats import quality_across_seeds, variant_verdict
+from infsa_viz.stats.image_sets import seed_set_means
+from infsa_viz.stats.seed_stats import call_rule, seed_t_test
+from infsa_viz.stats.verdict import model_group, split_seed, verdict_methods
 from tests.evaluation.helpers import image_record
 
 VARIANTS = ("softmax", "pure_infsa", "linear_infsa")
@@ -99,7 +99,7 @@ def test_holm_runs_over_figures_maps_and_variants():
     # random is the chance floor, not a candidate map; 2 maps x 2 figures x 2 variants
     assert {c["method"] for c in comparisons} == {"attention", "rollout"} and len(comparisons) == 8
     raw = np.array([c["p"] for c in comparisons if c["p"] is not None])
-    from infsa_viz.evaluation.stats import holm
+    from infsa_viz.stats.paired import holm
 
     adjusted = [c["p_holm"] for c in comparisons if c["p"] is not None]
     np.testing.assert_allclose(adjusted, holm(raw), rtol=1e-5)
@@ -172,7 +172,7 @@ def test_simultaneous_interval_and_detectable_difference_follow_the_family():
     the noncentral-t power inversion at alpha/m with the seed differences' SD."""
     from scipy import stats as sps
 
-    from infsa_viz.evaluation.seed_stats import t_test_power
+    from infsa_viz.stats.seed_stats import t_test_power
 
     records = _records({"pure_infsa": 1.5, "linear_infsa": 0.4}, methods=("attention", "rollout"), seed_sd=0.4,
                        rng_seed=4)

@@ -11,9 +11,9 @@ For every group, figure, explanation map and variant, :func:`variant_verdict`:
    count is reported per seed, beside each model's accuracy, and a comparison whose accuracies
    differ by more than :data:`ACCURACY_GAP` points is flagged;
 2. takes one difference per seed: the mean over those images of ``variant − baseline``;
-3. tests the seed differences (:func:`~infsa_viz.evaluation.seed_stats.seed_t_test`,
+3. tests the seed differences (:func:`~infsa_viz.stats.seed_stats.seed_t_test`,
    ``S − 1`` degrees of freedom) and gives their hierarchical-bootstrap interval (seeds, then
-   images within each seed; :func:`~infsa_viz.evaluation.seed_stats.hierarchical_bootstrap`) and
+   images within each seed; :func:`~infsa_viz.stats.seed_stats.hierarchical_bootstrap`) and
    t-interval;
 4. adjusts the seed-level p-values by Holm across the whole family of ``m`` comparisons (groups ×
    figures × maps × variants) and calls ``"higher"`` / ``"lower"`` (:func:`~.seed_stats.call_rule`) only where
@@ -23,7 +23,7 @@ For every group, figure, explanation map and variant, :func:`variant_verdict`:
    (Bonferroni; it excludes 0 only where Holm's first step rejects, so an interval that excludes
    0 always comes with a call) and the detectable difference, the smallest true difference the
    test calls with 80 % power at ``alpha / m`` given the measured SD of the seed differences
-   (:func:`~infsa_viz.evaluation.seed_stats.detectable_difference`; a lower bound on Holm's power,
+   (:func:`~infsa_viz.stats.seed_stats.detectable_difference`; a lower bound on Holm's power,
    so an upper bound on the difference Holm needs);
 6. repeats the test under each image set (:mod:`.image_sets`: matched, each model's own correct
    images, all images), so the report says whether a call depends on which images are averaged.
@@ -33,7 +33,7 @@ the matched images, Holm within the seed): statements about **those two trained 
 the basis of a call. The calibration of this rule by simulation is
 ``scripts/verdict_calibration.py`` (:mod:`.calibration`).
 
-:func:`quality_across_seeds` gives :func:`~infsa_viz.evaluation.comparisons.benchmark_quality`'s
+:func:`quality_across_seeds` gives :func:`~infsa_viz.stats.comparisons.benchmark_quality`'s
 headroom figures as mean ± sd across the seeds of each model.
 """
 
@@ -46,12 +46,12 @@ from typing import Any
 
 import numpy as np
 
+from ..evaluation.records import ImageRecord, per_image_figures
 from ..metrics.registry import FIGURES
 from ..model.attention import DEFAULT_VARIANT, VARIANTS
 from .image_sets import IMAGE_SETS, image_set_calls, seed_set_means
-from .records import ImageRecord, per_image_figures
+from .paired import compare_paired, holm, significant
 from .seed_stats import ALPHA, MIN_SEEDS, call_rule, detectable_difference, hierarchical_bootstrap, seed_t_test
-from .stats import compare_paired, holm, significant
 
 __all__ = ["ACCURACY_GAP", "DETECTION_POWER", "PAIRED_FIGURES", "PAPER_FIGURES", "detection", "model_group",
            "quality_across_seeds", "split_seed", "spread", "variant_verdict", "verdict_methods"]

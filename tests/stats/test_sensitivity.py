@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from infsa_viz.evaluation.sensitivity import (
+from infsa_viz.stats.sensitivity import (
     OURS,
     ProtocolChoice,
     RawCurves,
