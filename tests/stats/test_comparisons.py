@@ -43,6 +43,7 @@ def test_rows_carry_intervals_that_match_their_figures(make_config):
         assert row["pointing_game_ci"] is not None and row["protocol"]["intervals"]["n_resamples"] == 2000
     oracle = [r for r in result.rows if r["method"] == "box_oracle"]
     assert all(r["box_roc_auc"] == 1.0 for r in oracle)  # the box lies on the patch grid
+    assert list(result.comparisons) == ["paired_tests", "benchmark_quality", "seeds", "verdict"]
     quality = result.comparisons["benchmark_quality"]["per_model"]["m-seed1"]["box_pr_auc"]
     assert quality["oracle_minus_random"] > 0 and quality["best_attention"] == "attention"
     seeds = result.comparisons["seeds"]
