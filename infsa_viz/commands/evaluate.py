@@ -40,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"comma-separated map methods (default: {', '.join(default_methods())})")
     parser.add_argument("--references", action="store_true",
                         help="also score the reference maps that benchmark_quality in the report needs (the floor "
-                             f"and the ceilings: {', '.join(reference_methods())})")
+                             f"and the ceilings, and the model-ignorant controls: {', '.join(reference_methods())})")
     parser.add_argument("--metrics", type=comma_names, default=None, metavar="METRIC[,…]",
                         help=f"comma-separated metrics (default: {', '.join(default_metrics())}; all: "
                              f"{', '.join(METRICS)})")

@@ -59,7 +59,6 @@ class EdgeMap(MapMethod):
     name = "edge"
     family = "baseline"
     role = "model_ignorant"
-    with_references = False
     in_default_report = False
     description = ("model-ignorant control (reads only the image): Sobel gradient magnitude of the channel-mean "
                    "input, zero padding, patch means")
@@ -86,7 +85,6 @@ class IntensityMap(MapMethod):
     name = "intensity"
     family = "baseline"
     role = "model_ignorant"
-    with_references = False
     in_default_report = False
     description = ("model-ignorant control (reads only the image): channel-mean input minus its minimum over the "
                    "image, patch means (bright patches first)")

@@ -240,3 +240,44 @@ def test_the_call_can_read_every_image_instead_of_the_matched_ones():
     assert every["protocol"]["image_set"] == "all" and "misclassified ones included" in every["protocol"]["images"]
     with pytest.raises(ValueError, match="images"):
         _verdict(records, images="some")
+
+
+def test_identical_maps_of_a_variant_are_compared_once_and_counted_once_in_holm():
+    from infsa_viz.stats.verdict import identical_maps
+
+    records = _records({"linear_infsa": 0.5}, methods=("attention", "rollout"), seed_sd=0.3)
+    # Linear-InfSA's visits and perron repeat its attention map exactly (a rank-one operator); softmax's differ
+    copies = [image_record(r.model, m, r.index, morf=r.figures["morf_aoc"] + (0.0 if r.variant == "linear_infsa"
+                                                                                 else 3.0 * k), pr=0.5,
+                           variant=r.variant)
+              for k, m in enumerate(("visits", "perron"), start=1) for r in records if r.method == "attention"]
+    verdict = _verdict(records + copies, image_level=False)
+    same = verdict["protocol"]["identical_maps"]
+    assert sorted((s["variant"], s["method"], s["same_as"]) for s in same) == [
+        ("linear_infsa", "perron", "attention"), ("linear_infsa", "visits", "attention")]
+    kept = verdict["comparisons"]
+    assert {(c["variant"], c["method"]) for c in kept if c["variant"] == "linear_infsa"} == {
+        ("linear_infsa", "attention"), ("linear_infsa", "rollout")}
+    assert len(kept) == 2 * 4 - 2 and all(c["family"] == len(kept) for c in kept)  # pure InfSA keeps its 4 maps
+    # a map that differs by more than the tolerance on one seed is its own map
+    comparisons = [{"group": "g", "variant": "v", "method": m, "figure": "morf_aoc",
+                    "per_seed": [{"seed": s, "variant_mean": 50.0 + s + (d if s == 2 else 0.0)} for s in (1, 2, 3)]}
+                   for m, d in (("attention", 0.0), ("visits", 1e-6), ("perron", 1e-2))]
+    assert [(s["method"], s["same_as"]) for s in identical_maps(comparisons)] == [("visits", "attention")]
+
+
+def test_maps_are_set_against_the_model_ignorant_controls_of_the_same_models():
+    from infsa_viz.stats.verdict import model_ignorant_controls
+
+    rows = []
+    for seed, (edge, attention, rollout) in enumerate([(0.30, 0.50, 0.31), (0.35, 0.52, 0.33), (0.32, 0.55, 0.34)]):
+        model = f"runs/softmax-seed{seed}"
+        rows += [{"model": model, "variant": "softmax", "method": m, "box_pr_auc": v}
+                 for m, v in (("edge", edge), ("attention", attention), ("rollout", rollout))]
+    out = {r["method"]: r for r in model_ignorant_controls(rows, {"box_pr_auc": 100.0})}
+    assert set(out) == {"attention", "rollout"} and out["attention"]["control"] == "edge"
+    attention = 100 * np.array([0.20, 0.17, 0.23])
+    assert out["attention"]["difference"] == pytest.approx(attention.mean(), abs=1e-3)
+    assert out["attention"]["beats"] and not out["rollout"]["beats"]  # rollout: +1, -2, +2 points
+    test = seed_t_test(100 * np.array([0.01, -0.02, 0.02]))
+    assert out["rollout"]["ci_t"] == pytest.approx([test.low, test.high], abs=1e-3)
