@@ -157,30 +157,6 @@ def sensitivity_study(args: argparse.Namespace) -> dict[str, Any]:
         "choices": [c.to_dict() for c in choices], "models": models}
 
 
-def sensitivity_summary(record: dict[str, Any]) -> list[dict[str, Any]]:
-    """Per protocol: each (variant, map)'s mean and sd over seeds, and the paper's two criteria."""
-    from infsa_viz.stats.verdict import spread
-    from infsa_viz.model import VARIANTS
-
-    paper = record["protocol"]["paper"]
-    out = []
-    for i, choice in enumerate(record["choices"]):
-        values = {}
-        for variant in VARIANTS:
-            for method in record["protocol"]["maps"]:
-                mine = [m["scores"][method][i][0] for m in record["models"] if m["variant"] == variant]
-                values[variant, method] = spread(mine, 3)
-        attention = [values[v, "attention"]["mean"] for v in ("softmax", "pure_infsa", "linear_infsa")]
-        random = values["softmax", "random"]["mean"]
-        ordering = None if None in attention else attention[2] > attention[1] > attention[0]
-        below = None if random is None else random < paper["softmax"]
-        out.append({"choice": choice, "values": {f"{v}/{m}": s for (v, m), s in values.items()},
-                    "random_softmax_below_paper": below, "paper_ordering": ordering,
-                    "both": bool(below and ordering),
-                    "linear_minus_softmax_attention": None if None in attention else round(attention[2] - attention[0], 3)})
-    return out
-
-
 # --------------------------------------------------------------------------- eigenvector cosine
 
 
@@ -269,7 +245,7 @@ def _flag(value: bool | None) -> str:
 def sensitivity_tables(record: dict[str, Any]) -> dict[str, str]:
     """``{"protocol-sensitivity": one-at-a-time table, "protocol-sensitivity-matches": what meets the paper,
     "forking-paths", "forking-paths-grid": every (seed pair, protocol) choice (:mod:`scripts.forking_paths`)}``."""
-    from infsa_viz.stats.sensitivity import OURS, ProtocolChoice, one_at_a_time
+    from infsa_viz.stats.sensitivity import OURS, ProtocolChoice, one_at_a_time, sensitivity_summary
 
     summary = sensitivity_summary(record)
     by_choice = {ProtocolChoice(**s["choice"]): s for s in summary}

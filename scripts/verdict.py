@@ -163,46 +163,6 @@ def seed_level(comparison: dict[str, Any], scale: float) -> dict[str, Any]:
         "image_sets": image_sets, "per_seed": per_seed}
 
 
-def completed(report: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None, list[dict[str, str]]]:
-    """The report's seed-level comparisons with every field of the current verdict, a note on what a
-    report written before them lacks, and the identical maps left out of its family.
-
-    The family is formed again by :func:`infsa_viz.stats.verdict.call_family` (each distinct map
-    once; Holm, calls, ``family``, ``ci_simultaneous`` and ``detectable_difference`` recomputed from
-    the stored seed differences and p-values). Image sets a report did not store come, where they can,
-    from its rows (each model's own row mean: ``own_correct`` for a figure averaged over the correctly
-    classified images, ``all`` for one averaged over every image where it is defined).
-    """
-    import copy
-
-    from infsa_viz.stats.verdict import call_family
-    from infsa_viz.metrics.registry import FIGURES as REGISTRY
-
-    protocol = report.get("verdict", {}).get("protocol", {})
-    comparisons = copy.deepcopy([c for c in report.get("verdict", {}).get("comparisons", []) if "p_holm" in c])
-    if not comparisons:
-        return comparisons, None, []
-    note = None
-    if not all("image_sets" in s for c in comparisons for s in c["per_seed"]):
-        rows = {(r["model"], r["method"]): r for r in report["results"]}
-        correct = report["protocol"].get("settings", {}).get("select") == "correct"
-        for c in comparisons:
-            name = "all" if REGISTRY[c["figure"]].images == "all" else "own_correct" if correct else None
-            for s in c["per_seed"]:
-                v, b = (rows.get((m, c["method"]), {}).get(c["figure"]) for m in (s["variant_model"], s["baseline_model"]))
-                s["image_sets"] = {"matched": {"difference": s.get("difference")}}
-                if name and v is not None and b is not None:
-                    s["image_sets"][name] = {"difference": v - b}
-        note = ("the report predates the image-set means (issue #35): 'all' for the figures averaged over "
-                "every image and 'own_correct' for those averaged over the correct images come from each "
-                "model's row mean (its own images where the figure is defined); the other sets are not "
-                "stored (the per-image scores of misclassified images are not in the report): rerun "
-                "python scripts/verdict.py")
-    kept, same = call_family(comparisons, alpha=protocol.get("alpha", 0.05), min_seeds=protocol.get("min_seeds", 3),
-                             images=protocol.get("image_set", "matched"))
-    return kept, note, same
-
-
 def summarise(report: dict[str, Any], path: str, greedy: dict[str, Any] | None = None) -> dict[str, Any]:
     """What the README and ``docs/verdict.md`` read from one benchmark's report, figures in points (% for both).
 
@@ -211,7 +171,7 @@ def summarise(report: dict[str, Any], path: str, greedy: dict[str, Any] | None =
     """
     from infsa_viz.stats import benchmark_quality, quality_across_seeds
     from infsa_viz.stats.comparisons import seed_summary
-    from infsa_viz.stats.verdict import model_group, model_ignorant_controls, split_seed
+    from infsa_viz.stats.verdict import completed_verdict, model_group, model_ignorant_controls, split_seed
 
     # recomputed from the rows, so a report whose seeds section predates a figure of FIGURES has it too
     seeds = seed_summary(report["results"], figures=("accuracy", *FIGURES))
@@ -219,7 +179,7 @@ def summarise(report: dict[str, Any], path: str, greedy: dict[str, Any] | None =
                 "accuracy": _points(s["figures"].get("accuracy"), 100.0),
                 **{f: _points(s["figures"].get(f), scale) for f, scale in FIGURES.items()}} for s in seeds]
     verdict = report.get("verdict", {})
-    complete, sets_note, same = completed(report)
+    complete, sets_note, same = completed_verdict(report)
     comparisons = [seed_level(c, FIGURES[c["figure"]]) for c in complete if c["figure"] in FIGURES]
     note = None if comparisons or not verdict.get("comparisons") else (
         "the report predates the seed-level verdict (issue #28); rerun python scripts/verdict.py")

@@ -281,3 +281,36 @@ def test_maps_are_set_against_the_model_ignorant_controls_of_the_same_models():
     assert out["attention"]["beats"] and not out["rollout"]["beats"]  # rollout: +1, -2, +2 points
     test = seed_t_test(100 * np.array([0.01, -0.02, 0.02]))
     assert out["rollout"]["ci_t"] == pytest.approx([test.low, test.high], abs=1e-3)
+
+
+def test_a_stored_verdict_is_completed_as_the_current_one():
+    """completed_verdict reads a report's verdict back: the same calls; a report without image sets gets them
+    from its rows (each model's own row mean) and says so; the report itself is not changed."""
+    import copy
+
+    from infsa_viz.stats.verdict import completed_verdict
+
+    records = _records({"pure_infsa": 4.0}, seed_sd=0.5, rng_seed=1)
+    verdict = _verdict(records)
+    report = {"verdict": verdict, "results": [], "protocol": {"settings": {"select": "correct"}}}
+    kept, note, same = completed_verdict(report)
+    assert note is None and same == []
+    assert [(c["variant"], c["call"], c["p_holm"]) for c in kept] == [
+        (c["variant"], c["call"], c["p_holm"]) for c in verdict["comparisons"]]
+    old = copy.deepcopy(verdict)
+    for c in old["comparisons"]:
+        for s in c["per_seed"]:
+            del s["image_sets"]
+    means: dict[tuple[str, str], list[float]] = {}
+    for r in records:
+        means.setdefault((r.model, r.method), []).append(r.figures["morf_aoc"])
+    rows = [{"model": m, "method": k, "morf_aoc": float(np.mean(v))} for (m, k), v in means.items()]
+    stored = {"verdict": old, "results": rows, "protocol": {"settings": {"select": "correct"}}}
+    before = copy.deepcopy(stored)
+    kept, note, _ = completed_verdict(stored)
+    assert "predates the image-set means" in note and stored == before
+    for c in kept:
+        for s in c["per_seed"]:
+            own = means[s["variant_model"], c["method"]], means[s["baseline_model"], c["method"]]
+            assert s["image_sets"]["own_correct"]["difference"] == pytest.approx(np.mean(own[0]) - np.mean(own[1]))
+    assert [c["call"] for c in kept] == [c["call"] for c in verdict["comparisons"]]
