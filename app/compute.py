@@ -58,12 +58,22 @@ def model_input(entry: ModelEntry, image: ImageChoice) -> Prepared:
     return _prepared(entry.path, entry.version, image.key, image)
 
 
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _forward(path: str, version: int, image_key: str, _image: ImageChoice) -> ForwardRecord:
+    """The one forward of the model on the image as it sees it, attention captured as it goes: every
+    page reads its logits and attention (a resource, not data: it holds the shared model)."""
+    model, lock = catalog.model_at(path, version)
+    prepared = _prepared(path, version, image_key, _image)
+    forward = ForwardRecord(model, prepared.tensor, labels=[-1 if _image.label is None else _image.label],
+                            prepared=prepared, capture=True, name="class")
+    with lock:
+        forward.attention  # runs it: the logits and every layer's attention
+    return forward
+
+
 @st.cache_data(show_spinner=False, max_entries=512)
 def _logits(path: str, version: int, image_key: str, _image: ImageChoice) -> np.ndarray:
-    model, lock = catalog.model_at(path, version)
-    x = _prepared(path, version, image_key, _image).tensor
-    with lock, torch.no_grad():
-        return model(x)[0].numpy()
+    return _forward(path, version, image_key, _image).logits[0].float().numpy()
 
 
 def logits(entry: ModelEntry, image: ImageChoice) -> np.ndarray:
@@ -86,14 +96,11 @@ def label_for(entry: ModelEntry, image: ImageChoice) -> int | None:
 
 
 def _record(path: str, version: int, image: ImageChoice, target: Any = None, classes: Any = None) -> ForwardRecord:
-    """The forward record of an image already given to a model: its cached input and logits (no
-    forward), its label (``-1``: none for this model) and the target or explicit classes."""
-    model = catalog.model_at(path, version)[0]
-    prepared = _prepared(path, version, image.key, image)
-    logits = torch.from_numpy(_logits(path, version, image.key, image))[None]
-    return ForwardRecord(model, prepared.tensor, labels=[-1 if image.label is None else image.label], target=target,
-                         prepared=prepared, logits=logits, classes=None if classes is None else torch.tensor([classes]),
-                         name="class")
+    """The forward record of an image already given to a model, explaining ``target`` or the explicit
+    ``classes``: the image's one cached forward (:func:`_forward`; its label, ``-1`` when it has none
+    for this model), read, never run again."""
+    return _forward(path, version, image.key, image).explaining(None if classes is None else [classes],
+                                                                target=target)
 
 
 def record(entry: ModelEntry, image: ImageChoice, target: targets.Target = targets.DEFAULT) -> ForwardRecord:
@@ -277,11 +284,7 @@ def set_views(entry: ModelEntry, set_key: str, indices: list[int], method: str,
 # --------------------------------------------------------------------------------- spectra
 @st.cache_data(show_spinner=False, max_entries=512)
 def _spectra(path: str, version: int, image_key: str, matrix: str, _image: ImageChoice) -> list[LayerSpectrum]:
-    _, lock = catalog.model_at(path, version)
-    forward = _record(path, version, _image)
-    with lock:
-        records = forward.attention
-    return layer_spectra(records, matrix=matrix)
+    return layer_spectra(_record(path, version, _image).attention, matrix=matrix)
 
 
 def spectra(entry: ModelEntry, image: ImageChoice, matrix: str) -> list[LayerSpectrum]:

@@ -1,5 +1,6 @@
 """Token-level attention of one model on one image: every layer × head row of a query token, and
-the absorbing-chain reading (expected visits from that token, the Perron vector, validity).
+the absorbing-chain reading (expected visits from that token, the Perron vector, validity); the
+tokens the spatial maps leave out (class token, registers) apart.
 
 A thin composition of library calls (the attention of the image's forward record,
 :attr:`~infsa_viz.forward.ForwardRecord.attention`; :meth:`~infsa_viz.model.capture.AttentionRecord.attention_matrix`,
@@ -25,27 +26,71 @@ from infsa_viz.spectral import absorption_check, expected_visits, perron_vector
 from infsa_viz.spectral.graph import resolve_discount
 
 
+#: How the token viewer names each kind of token before the patches (:attr:`ViTConfig.prefix_kinds
+#: <infsa_viz.model.ViTConfig.prefix_kinds>`), and the title of each group of tokens.
+PREFIX_NAMES = {"class": "CLS", "distillation": "distillation token", "register": "register"}
+GROUPS = {"class": "class token", "distillation": "distillation token", "register": "registers"}
+
+
 @dataclass(frozen=True, eq=False)
 class Attention:
     """Dense attention of every layer: ``matrices (L, H, N, N)`` (what each layer applies to v,
     without ρ), ``gamma (L, H)`` (learned ρ, or the fixed γ of layers without one), the number of
-    prefix (CLS) tokens and the patch ``grid (h, w)``."""
+    prefix tokens (class, distillation, registers: ``kinds``, one per prefix token, as the model's
+    config declares them) and the patch ``grid (h, w)``."""
 
     matrices: np.ndarray
     gamma: np.ndarray
     learned: tuple[bool, ...]
     prefix: int
     grid: tuple[int, int]
+    kinds: tuple[str, ...] = ()
+
+    def _kind(self, token: int) -> str:
+        return self.kinds[token] if len(self.kinds) == self.prefix else "prefix"
 
     def token_name(self, token: int) -> str:
         if token < self.prefix:
-            return "CLS" if self.prefix == 1 else f"prefix token {token}"
+            kind = self._kind(token)
+            if kind == "register":
+                first, count = self.kinds.index("register"), self.kinds.count("register")
+                return f"register {token - first + 1} of {count}"
+            return PREFIX_NAMES.get(kind, f"prefix token {token}")
         r, c = divmod(token - self.prefix, self.grid[1])
         return f"patch (row {r}, col {c})"
+
+    def groups(self) -> list[tuple[str, range]]:
+        """The tokens by kind, in order: ``(title, token indices)`` — the class token, the distillation
+        token, the registers (each where the model has them), then the patches."""
+        out: list[tuple[str, range]] = []
+        for token in range(self.prefix):
+            title = GROUPS.get(self._kind(token), "prefix tokens")
+            if out and out[-1][0] == title:
+                out[-1] = (title, range(out[-1][1].start, token + 1))
+            else:
+                out.append((title, range(token, token + 1)))
+        return [*out, (f"patches ({self.grid[0]} × {self.grid[1]})", range(self.prefix, self.matrices.shape[-1]))]
 
     def to_grid(self, values: np.ndarray) -> np.ndarray:
         """``(..., N)`` per-token values → ``(..., h, w)`` (prefix tokens dropped)."""
         return values[..., self.prefix:].reshape(*values.shape[:-1], *self.grid)
+
+    def apart(self, token: int, head: int | str) -> tuple[list[str], np.ndarray]:
+        """What the spatial maps leave out: the attention of query ``token`` in every layer (one head,
+        or the head mean) to each token before the patches, and to all patches together. Returns the
+        column names and the values ``(L, prefix + 1)``."""
+        rows = self.matrices[:, :, token, :]  # (L, H, N)
+        row = rows.mean(1) if head == "mean" else rows[:, int(head)]  # (L, N)
+        values = np.concatenate([row[:, :self.prefix], row[:, self.prefix:].sum(-1, keepdims=True)], axis=1)
+        return [*(self.token_name(t) for t in range(self.prefix)), "patches (total)"], values
+
+
+def layout(att: Attention) -> str:
+    """The model's tokens by kind, with their indices (``0 CLS · 1–4 registers · 5–8 patches (2 × 2)``)."""
+    def span(r: range) -> str:
+        return str(r.start) if len(r) == 1 else f"{r.start}–{r.stop - 1}"
+
+    return " · ".join(f"{span(r)} {title}" for title, r in att.groups())
 
 
 def layer_gamma(record: AttentionRecord, heads: int) -> np.ndarray:
@@ -65,10 +110,8 @@ def head_gamma(gammas: np.ndarray, learned: bool, head: int | str) -> tuple[floa
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _attention(path: str, version: int, image_key: str, _image: ImageChoice) -> Attention:
-    _, lock = catalog.model_at(path, version)
-    forward = compute.record_at(path, version, _image)  # the image's cached input and logits
-    with lock:
-        records = forward.attention
+    model = catalog.model_at(path, version)[0]
+    records = compute.record_at(path, version, _image).attention  # the image's one forward record
     matrices = np.stack([r.attention_matrix()[0].double().numpy() for r in records])  # (L, H, N, N)
     gamma = np.stack([layer_gamma(r, matrices.shape[1]) for r in records])
     grid = records[0].grid
@@ -77,7 +120,7 @@ def _attention(path: str, version: int, image_key: str, _image: ImageChoice) -> 
         side = round(n ** 0.5)
         grid = (side, side)
     return Attention(matrices, gamma, tuple(r.rho is not None for r in records), records[0].num_prefix_tokens,
-                     tuple(grid))
+                     tuple(grid), tuple(getattr(model.config, "prefix_kinds", ())))
 
 
 def attention(entry: ModelEntry, image: ImageChoice) -> Attention:

@@ -166,10 +166,15 @@ class ForwardRecord:
             out._attention = [layer.take(index) for layer in self._attention]
         return out
 
-    def explaining(self, classes: Tensor | np.ndarray | Sequence[int]) -> ForwardRecord:
-        """The same forward, explaining and scoring ``classes`` ``(B,)`` instead of the target."""
-        out = ForwardRecord(self.model, self.inputs, labels=self.labels, target=self.target, prepared=self.prepared,
-                            logits=self._logits, classes=torch.as_tensor(np.asarray(classes)), name=self.name)
+    def explaining(self, classes: Tensor | np.ndarray | Sequence[int] | None = None, *,
+                   target: Any = None) -> ForwardRecord:
+        """The same forward (its logits and attention: no forward of its own once this record's has run),
+        explaining and scoring ``classes`` ``(B,)``, or without them ``target`` resolved anew (default:
+        this record's target)."""
+        out = ForwardRecord(self.model, self.inputs, labels=self.labels,
+                            target=self.target if target is None else target, prepared=self.prepared,
+                            logits=self._logits, classes=None if classes is None else torch.as_tensor(np.asarray(classes)),
+                            name=self.name)
         out._attention, out._capture = self._attention, self._capture
         return out
 

@@ -4,7 +4,7 @@ Adding a benchmark is one :class:`VerdictBenchmark` in :data:`VERDICT_BENCHMARKS
 report ``metrics/verdict-<name>.json``), the ``--data`` it is evaluated on, the folder of its
 seed models under ``models/seeds/`` and, where models were trained under several settings, the
 subfolders that group them. The models of one folder are paired only with each other
-(:func:`infsa_viz.evaluation.verdict.model_group`); every group of a benchmark is evaluated on the
+(:func:`infsa_viz.stats.verdict.model_group`); every group of a benchmark is evaluated on the
 same test images, and Holm runs over the comparisons of all its groups. A setting evaluated on
 other test data is a benchmark of its own (another entry). For example::
 
@@ -60,7 +60,9 @@ VERDICT_BENCHMARKS: dict[str, VerdictBenchmark] = {b.name: b for b in (
     # The controlled-reliance benchmark: models trained with a useless cue (p10) and a shortcut cue (p100),
     # one shared test split; the maps explain each model's own prediction and the call reads every image
     # (a conflicting image decided by the cue is the informative one, and "wrong" by the label).
-    VerdictBenchmark("cued-digits", data="cued-digits", seeds="cued-digits", n_images=1000, greedy_images=100,
+    # 500 images per model since the 12-seed run (72 models x 10 maps: 1,000 images cost about 3 h of
+    # 2 cores); the unit of the call is the seed, whose count doubled.
+    VerdictBenchmark("cued-digits", data="cued-digits", seeds="cued-digits", n_images=500, greedy_images=100,
                      groups=("p10", "p100"),
                      options=("--target", "predicted", "--select", "all")),
 )}
@@ -81,7 +83,7 @@ def seed_models(benchmark: str, root: Path) -> list[str]:
     """Every ``<variant>-seed<k>`` model folder (with a ``config.json``) of ``benchmark`` under ``root``:
     group by group, variants in registry order, then seeds; ``[]`` for an unknown benchmark."""
     from infsa_viz.model import VARIANTS
-    from infsa_viz.evaluation.verdict import split_seed
+    from infsa_viz.stats.verdict import split_seed
 
     entry = VERDICT_BENCHMARKS.get(benchmark)
     found = []

@@ -107,8 +107,8 @@ def verdict_tables(record: dict[str, Any]) -> str:
 
         m = _family(bench)
         per_group = ". ".join((f"{name.strip(' ·')}: " if name else "") + accuracies(g) for g, name in names.items())
-        out += [f"**{benchmark}** ({bench['n_images']} test images; family of {m} comparisons). Test accuracy on them, "
-                "mean ± sd over seeds: " + per_group + ".", "",
+        out += [f"**{benchmark}** ({bench['n_images']} test images; family of {m} comparisons{_same_maps(bench)}). "
+                "Test accuracy on them, mean ± sd over seeds: " + per_group + ".", "",
                 f"| map | figure | variant − softmax | difference | 95 % t-interval | simultaneous "
                 + (f"{100 - 5 / m:.2f} % " if m else "")
                 + "| bootstrap 95 % | p (Holm) | call | detectable at 80 % power | matched images per seed (min) |",
@@ -121,11 +121,46 @@ def verdict_tables(record: dict[str, Any]) -> str:
                        f"{VARIANT_NAMES.get(c['variant'], c['variant'])} | {_signed(c['difference'])} | "
                        f"{_interval(c['ci_t'])} | {_interval(c.get('ci_simultaneous'))} | {_interval(c['ci'])} | "
                        f"{p} | {_call(c)}{flag} | {detect} | {c['matched_images']['min']} |")
-        out.append("")
+        out += ["", *_controls_table(bench, names), ""]
     return "\n".join(out).rstrip("\n")
 
 
-#: How the tables name the image sets (:data:`infsa_viz.evaluation.image_sets.IMAGE_SETS`).
+def _same_maps(bench: dict[str, Any]) -> str:
+    """``; Linear-InfSA's visits and perron are its attention map: compared once`` (nothing when no
+    map of the benchmark is another)."""
+    same: dict[tuple[str, str], list[str]] = {}
+    for s in bench.get("identical_maps") or []:
+        same.setdefault((s["variant"], s["same_as"]), []).append(s["method"])
+    if not same:
+        return ""
+    return "; " + "; ".join(f"{VARIANT_NAMES.get(v, v)}'s {' and '.join(dict.fromkeys(ms))} "
+                            f"{'is' if len(set(ms)) == 1 else 'are'} its {first} map on every seed: compared once"
+                            for (v, first), ms in same.items())
+
+
+def _controls_table(bench: dict[str, Any], names: dict[str | None, str]) -> list[str]:
+    """Each map against the model-ignorant controls (edge map, intensity) of the same models: the mean
+    over seeds of ``map − control`` in points with its 95 % t-interval; "**not above**" where the
+    interval does not lie above 0 (the map does not beat a detector that never looks at the model)."""
+    rows = bench.get("controls") or []
+    if not rows:
+        return ["*Model-ignorant controls*: this report holds no edge or intensity rows (it predates "
+                "`--references` adding them); rerun `python scripts/verdict.py` to add them."]
+    columns = list(dict.fromkeys((r["control"], r["figure"]) for r in rows))
+    cells = {(r["group"], r["variant"], r["method"], r["control"], r["figure"]): r for r in rows}
+    out = ["Each map against the **model-ignorant controls** of the same models (map − control, points, mean over "
+           "seeds [95 % t-interval]; **not above**: the interval does not lie above 0):", "",
+           "| map | variant | " + " | ".join(f"− {c} ({f})" for c, f in columns) + " |",
+           "|---|---|" + "---|" * len(columns)]
+    for group, variant, method in dict.fromkeys((r["group"], r["variant"], r["method"]) for r in rows):
+        found = [cells.get((group, variant, method, c, f)) for c, f in columns]
+        out.append(f"| {method}{names.get(group, '')} | {VARIANT_NAMES.get(variant, variant)} | " + " | ".join(
+            "–" if r is None else f"{'' if r['beats'] else '**not above** '}{_signed(r['difference'])} "
+            f"{_interval(r['ci_t'])}" for r in found) + " |")
+    return out
+
+
+#: How the tables name the image sets (:data:`infsa_viz.stats.image_sets.IMAGE_SETS`).
 SET_NAMES = {"matched": "matched (both correct)", "own_correct": "each model's own correct", "all": "all images"}
 
 

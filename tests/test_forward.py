@@ -86,6 +86,9 @@ def test_take_and_explaining_keep_the_forward(model):
         assert torch.equal(part.logits, record.logits[[1, 3]]) and part.labels.tolist() == [1, 0]
         other = record.explaining(torch.tensor([2, 2, 2, 2]))
         assert other.explained.tolist() == [2, 2, 2, 2] and torch.equal(other.logits, record.logits)
+        predicted = record.explaining(target="predicted")  # another target, resolved on the same logits
+        assert predicted.explained.tolist() == record.predicted.tolist() and record.explained.tolist() == [0, 1, 2, 0]
+        assert record.explaining().explained.tolist() == [0, 1, 2, 0]  # nothing given: the record's own target
     assert forwards.total == 0
     with pytest.raises(ValueError, match=r"target has shape \(3,\)"):
         record.explaining(torch.tensor([0, 1, 2]))

@@ -46,9 +46,8 @@ def _tokenizer():
     return transformers.CLIPTokenizer(vocab=vocab, merges=merges)
 
 
-@pytest.fixture(scope="module")
-def clip_dir(tmp_path_factory):
-    path = tmp_path_factory.mktemp("clip")
+def build_clip(path):
+    """A tiny random CLIP (28² images, patch 14) saved to ``path`` with its tokenizer; returns both (eager)."""
     tokenizer = _tokenizer()
     small = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=48)
     config = transformers.CLIPConfig(
@@ -65,7 +64,13 @@ def clip_dir(tmp_path_factory):
                 p.copy_(torch.randn_like(p) * 0.3)
     hf.save_pretrained(path)
     tokenizer.save_pretrained(path)
-    return path, hf, tokenizer
+    return hf, tokenizer
+
+
+@pytest.fixture(scope="module")
+def clip_dir(tmp_path_factory):
+    path = tmp_path_factory.mktemp("clip")
+    return (path, *build_clip(path))
 
 
 def _reference(hf, tokenizer, x, prompts=PROMPTS):

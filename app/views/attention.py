@@ -48,8 +48,9 @@ def _picked() -> None:
 
 left, right = st.columns([1, 2])
 with left:
+    layout = tokens.layout(att)
     token = int(st.number_input(f"Query token (0 … {N - 1}; click a patch)", 0, N - 1, key="query_token",
-                                help="0 is the CLS token when the model has one; patches follow row by row"))
+                                help=f"{layout}; patches row by row"))
     h, w = att.grid
     side = display.shape[0]
     ys, xs = np.divmod(np.arange(h * w), w)
@@ -65,8 +66,10 @@ with left:
     st.plotly_chart(picker, key="token_picker", on_select=_picked, selection_mode="points")
 with right:
     st.caption(f"query: **{att.token_name(token)}** (token {token}); layer "
-               f"{'last' if sel.layer == -1 else sel.layer}, head {sel.head} (sidebar). Each model reads the same "
-               "token index; the three maps of a model have their own colour bars (raw values).")
+               f"{'last' if sel.layer == -1 else sel.layer}, head {sel.head} (sidebar). Tokens of "
+               f"{safe.md(first.name)}: {layout}. Each model reads the same token index; the three maps of a "
+               "model show the patches only (their own colour bars, raw values); the class token and registers "
+               "are shown apart, below each model's maps.")
 
 NAMES = ("attention from the token", "expected visits from it", "Perron vector of the layer")
 UNITS = ("attention weight", "expected visits", "eigenvector entry")
@@ -96,6 +99,16 @@ for entry in entries:
     text = (f"absorbing-chain reading on this token's row: γ·Σ_j A_tj = {reading.row_mass:.3f} "
             f"{'≤' if reading.row_mass <= 1 else '>'} 1; holds on {reading.share:.0%} of all rows; {gamma}")
     st.markdown(f":green[{text}]" if reading.row_mass <= 1 and reading.share == 1 else f":orange[{text}]")
+    if model_att.prefix:  # what the spatial maps leave out: the class token, distillation token, registers
+        names, values = model_att.apart(token, sel.head)
+        title = " · ".join(group for group, _ in model_att.groups())
+        with st.expander(f"{title}: attention from the query token, every layer", expanded=entry is first):
+            st.caption(f"{safe.md(entry.name)}: {tokens.layout(model_att)}. Each row: layer, the query's attention "
+                       f"(head {sel.head}) to each token before the patches and to all patches together; the "
+                       "spatial maps above show the patches only.")
+            st.dataframe({"layer": [f"L{li}" for li in range(len(values))],
+                          **{name: values[:, i] for i, name in enumerate(names)}},
+                         hide_index=True)
 
     with st.expander(f"Every layer × head of {safe.md(entry.name)}", expanded=entry is first):
         st.caption(f"Row of token {token} in every layer (rows) and head (columns; 'mean' = head mean), on one raw "

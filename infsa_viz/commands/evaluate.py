@@ -40,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"comma-separated map methods (default: {', '.join(default_methods())})")
     parser.add_argument("--references", action="store_true",
                         help="also score the reference maps that benchmark_quality in the report needs (the floor "
-                             f"and the ceilings: {', '.join(reference_methods())})")
+                             f"and the ceilings, and the model-ignorant controls: {', '.join(reference_methods())})")
     parser.add_argument("--metrics", type=comma_names, default=None, metavar="METRIC[,…]",
                         help=f"comma-separated metrics (default: {', '.join(default_metrics())}; all: "
                              f"{', '.join(METRICS)})")
@@ -94,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
     from ..evaluation.journal import Journal, OutputLock, run_fingerprint
     from ..maps import METHODS, check_method
     from ..metrics.registry import METRICS, SETTINGS, check_metric
+    from ..stats import with_comparisons
     from ..targets import target_for_models
 
     if not args.methods:
@@ -167,8 +168,8 @@ def run(args: argparse.Namespace) -> int:
                                                 journal.resumed, journal.directory)
         if result is None:  # not rank 0
             return 0
-        if args.out:
-            write_evaluation(result, args.out, command="infsa-viz " + shlex.join(args.argv),
+        if args.out:  # the report adds the statistics that judge the rows
+            write_evaluation(with_comparisons(result), args.out, command="infsa-viz " + shlex.join(args.argv),
                              per_image=args.per_image)
             if not args.journal:
                 journal.remove()

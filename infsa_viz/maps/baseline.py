@@ -5,7 +5,7 @@ A method that does not beat a map computed from the pixels alone shows nothing a
 explains (XAI-TRIS, Clark, Oliveira, Wilming & Haufe 2024; Adebayo et al., NeurIPS 2018 and ICLR
 2022). The controls are registered with the role ``"model_ignorant"`` and stay out of
 ``--references`` (name them in ``--methods``): the shortcut evaluation
-(:mod:`infsa_viz.evaluation.shortcut`) shows them in every table.
+(:mod:`infsa_viz.stats.shortcut`) shows them in every table.
 """
 
 from __future__ import annotations
@@ -59,7 +59,6 @@ class EdgeMap(MapMethod):
     name = "edge"
     family = "baseline"
     role = "model_ignorant"
-    with_references = False
     in_default_report = False
     description = ("model-ignorant control (reads only the image): Sobel gradient magnitude of the channel-mean "
                    "input, zero padding, patch means")
@@ -86,7 +85,6 @@ class IntensityMap(MapMethod):
     name = "intensity"
     family = "baseline"
     role = "model_ignorant"
-    with_references = False
     in_default_report = False
     description = ("model-ignorant control (reads only the image): channel-mean input minus its minimum over the "
                    "image, patch means (bright patches first)")

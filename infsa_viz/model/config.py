@@ -216,6 +216,13 @@ class ViTConfig:
         return int(bool(self.class_token)) + int(self.distillation_token) + self.register_tokens
 
     @property
+    def prefix_kinds(self) -> tuple[str, ...]:
+        """What each token before the patches is, in the model's order: ``"class"``, ``"distillation"``,
+        then ``"register"`` once per register token (:attr:`num_prefix_tokens` entries)."""
+        return (("class",) * int(bool(self.class_token)) + ("distillation",) * int(self.distillation_token)
+                + ("register",) * self.register_tokens)
+
+    @property
     def num_pos_prefix(self) -> int:
         """Prefix tokens with a stored position embedding (class and distillation tokens, unless
         :attr:`class_pos_embed` is false; registers never have one)."""

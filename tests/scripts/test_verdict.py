@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from infsa_viz.evaluation import compare
+from infsa_viz.stats import compare
 from infsa_viz.io import write_json
 from infsa_viz.model import VARIANTS, VisionTransformer, ViTConfig, save_model
 from scripts import verdict, verdict_benchmarks, verdict_text
@@ -77,7 +77,7 @@ def test_evaluates_and_summarises_every_variant_against_softmax(tmp_path, capsys
     assert verdict.main([*argv, "--journal", str(tmp_path / "journal")]) == 0
     assert (tmp_path / "journal" / "cluttered-digits" / "journal.json").is_file()  # kept for the next seeds
     report = json.loads((metrics / "verdict-cluttered-digits.json").read_text())
-    assert len(report["results"]) == 9 * (len(verdict.METHODS) + 3)  # + random, box_oracle, evidence_oracle
+    assert len(report["results"]) == 9 * (len(verdict.METHODS) + 5)  # + random, edge, intensity, box and evidence oracles
     greedy = json.loads((metrics / "verdict-cluttered-digits-greedy.json").read_text())
     assert {r["method"] for r in greedy["results"]} == {*verdict.METHODS, "random", "greedy_deletion"}
     record = json.loads((metrics / "verdict.json").read_text())

@@ -11,9 +11,9 @@ For every group, figure, explanation map and variant, :func:`variant_verdict`:
    count is reported per seed, beside each model's accuracy, and a comparison whose accuracies
    differ by more than :data:`ACCURACY_GAP` points is flagged;
 2. takes one difference per seed: the mean over those images of ``variant − baseline``;
-3. tests the seed differences (:func:`~infsa_viz.evaluation.seed_stats.seed_t_test`,
+3. tests the seed differences (:func:`~infsa_viz.stats.seed_stats.seed_t_test`,
    ``S − 1`` degrees of freedom) and gives their hierarchical-bootstrap interval (seeds, then
-   images within each seed; :func:`~infsa_viz.evaluation.seed_stats.hierarchical_bootstrap`) and
+   images within each seed; :func:`~infsa_viz.stats.seed_stats.hierarchical_bootstrap`) and
    t-interval;
 4. adjusts the seed-level p-values by Holm across the whole family of ``m`` comparisons (groups ×
    figures × maps × variants) and calls ``"higher"`` / ``"lower"`` (:func:`~.seed_stats.call_rule`) only where
@@ -23,7 +23,7 @@ For every group, figure, explanation map and variant, :func:`variant_verdict`:
    (Bonferroni; it excludes 0 only where Holm's first step rejects, so an interval that excludes
    0 always comes with a call) and the detectable difference, the smallest true difference the
    test calls with 80 % power at ``alpha / m`` given the measured SD of the seed differences
-   (:func:`~infsa_viz.evaluation.seed_stats.detectable_difference`; a lower bound on Holm's power,
+   (:func:`~infsa_viz.stats.seed_stats.detectable_difference`; a lower bound on Holm's power,
    so an upper bound on the difference Holm needs);
 6. repeats the test under each image set (:mod:`.image_sets`: matched, each model's own correct
    images, all images), so the report says whether a call depends on which images are averaged.
@@ -33,12 +33,13 @@ the matched images, Holm within the seed): statements about **those two trained 
 the basis of a call. The calibration of this rule by simulation is
 ``scripts/verdict_calibration.py`` (:mod:`.calibration`).
 
-:func:`quality_across_seeds` gives :func:`~infsa_viz.evaluation.comparisons.benchmark_quality`'s
+:func:`quality_across_seeds` gives :func:`~infsa_viz.stats.comparisons.benchmark_quality`'s
 headroom figures as mean ± sd across the seeds of each model.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 import re
 from collections.abc import Sequence
@@ -46,14 +47,15 @@ from typing import Any
 
 import numpy as np
 
+from ..evaluation.records import ImageRecord, per_image_figures
 from ..metrics.registry import FIGURES
 from ..model.attention import DEFAULT_VARIANT, VARIANTS
 from .image_sets import IMAGE_SETS, image_set_calls, seed_set_means
-from .records import ImageRecord, per_image_figures
+from .paired import compare_paired, holm, significant
 from .seed_stats import ALPHA, MIN_SEEDS, call_rule, detectable_difference, hierarchical_bootstrap, seed_t_test
-from .stats import compare_paired, holm, significant
 
-__all__ = ["ACCURACY_GAP", "DETECTION_POWER", "PAIRED_FIGURES", "PAPER_FIGURES", "detection", "model_group",
+__all__ = ["ACCURACY_GAP", "DETECTION_POWER", "PAIRED_FIGURES", "PAPER_FIGURES", "SAME_MAP_TOLERANCE", "call_family",
+           "completed_verdict", "detection", "identical_maps", "model_group", "model_ignorant_controls",
            "quality_across_seeds", "split_seed", "spread", "variant_verdict", "verdict_methods"]
 
 #: The paper's figures (Roffo & Palmer, arXiv 2603.00175; ImageNet-scale models, protocol not
@@ -72,6 +74,12 @@ PAIRED_FIGURES = ("evidence_mass_accuracy", "morf_aoc", "box_pr_auc")
 ACCURACY_GAP = 5.0
 #: The power of a comparison's detectable difference.
 DETECTION_POWER = 0.8
+#: Relative tolerance under which two maps of one variant are one map (:func:`identical_maps`).
+SAME_MAP_TOLERANCE = 1e-5
+SAME_MAP_RULE = (f"each distinct map once: two maps of one variant are one map when the variant models' mean of "
+                 f"every figure agrees within {SAME_MAP_TOLERANCE:g} x max(1, |mean|) on every seed (Linear-InfSA's "
+                 "attention, visits and Perron maps: a rank-one operator); such a map is compared once, as the first "
+                 "of its kind, and counts once in the Holm family")
 _QUALITY_KEYS = ("oracle", "random", "best_attention_value", "oracle_minus_random", "oracle_minus_best_attention",
                  "method_spread")
 _SEED = re.compile(r"^(?P<base>.+)-seed(?P<seed>\d+)$")
@@ -310,16 +318,7 @@ def variant_verdict(records: Sequence[ImageRecord], *, figures: Sequence[str] = 
                "accuracy_gap": accuracy_gap, "images": images}
     comparisons = [_comparison(figure, method, pair, seeds, tables, options)
                    for pair, seeds in _pairs(tables, baseline).items() for method in chosen for figure in figures]
-    raw = np.array([math.nan if c["p"] is None else c["p"] for c in comparisons], dtype=np.float64)
-    adjusted = holm(raw) if comparisons else raw
-    calls = call_rule([c["difference"] or 0.0 for c in comparisons], adjusted,
-                      [c["n_seeds"] for c in comparisons], alpha=alpha, min_seeds=min_seeds)
-    for c, p_holm, call in zip(comparisons, adjusted, calls, strict=True):
-        c.update(p_holm=significant(float(p_holm)), call=str(call))
-        c["reason"] = _reason(c, alpha, min_seeds, images)
-    detection(comparisons, alpha=alpha)
-    image_set_calls(comparisons, alpha=alpha, min_seeds=min_seeds)
-    _holm_image_level(comparisons)
+    comparisons, same = call_family(comparisons, alpha=alpha, min_seeds=min_seeds, images=images)
     return {"protocol": {
         "unit": "the trained model: one difference per training seed, variant - baseline on the same images",
         "baseline": baseline, "alpha": alpha, "min_seeds": min_seeds, "figures": list(figures), "methods": chosen,
@@ -341,12 +340,148 @@ def variant_verdict(records: Sequence[ImageRecord], *, figures: Sequence[str] = 
                                  "the seed differences: Holm's first (Bonferroni) step, a lower bound on Holm's power, "
                                  "so an upper bound on the difference Holm needs",
         "test": "one-sample t-test of the seed differences (df = seeds - 1), two-sided",
-        "correction": "Holm (1979) across every comparison of this verdict (groups x figures x maps x variants)",
+        "correction": "Holm (1979) across every comparison of this verdict (groups x figures x distinct maps x "
+                      "variants)",
+        "identical_maps": same,
+        "like_with_like": SAME_MAP_RULE,
         "rule": f"'higher'/'lower' only when at least {min_seeds} seeds and the Holm-adjusted seed-level p < "
                 f"{alpha}; otherwise 'not shown'",
         "image_level": "per seed: paired bootstrap and Wilcoxon signed-rank on the matched images, Holm within the "
                        "seed; statements about those two trained models, not about the variants",
     }, "comparisons": comparisons}
+
+
+def identical_maps(comparisons: Sequence[dict[str, Any]], *,
+                   tolerance: float = SAME_MAP_TOLERANCE) -> list[dict[str, str]]:
+    """The maps of a variant that are one map: ``[{"group", "variant", "method", "same_as"}]``.
+
+    Two maps of one variant (in one group) are the same map when the variant models' mean of every
+    figure agrees within ``tolerance × max(1, |mean|)`` on every seed (:data:`SAME_MAP_RULE`); each
+    map is compared with the earlier distinct maps of the comparisons' order, so ``same_as`` is the
+    first of its kind (Linear-InfSA's ``visits`` and ``perron`` are its ``attention``)."""
+    means: dict[tuple[str, str, str], dict[tuple[str, int], float | None]] = {}
+    for c in comparisons:
+        entry = means.setdefault((c["group"], c["variant"], c["method"]), {})
+        for s in c["per_seed"]:
+            entry[c["figure"], s["seed"]] = s.get("variant_mean")
+
+    def same(a: dict[tuple[str, int], float | None], b: dict[tuple[str, int], float | None]) -> bool:
+        return bool(a) and a.keys() == b.keys() and all(
+            x is not None and b[k] is not None and abs(x - b[k]) <= tolerance * max(1.0, abs(x), abs(b[k]))
+            for k, x in a.items())
+
+    out: list[dict[str, str]] = []
+    distinct: dict[tuple[str, str], list[str]] = {}
+    for (group, variant, method), values in means.items():
+        kept = distinct.setdefault((group, variant), [])
+        first = next((m for m in kept if same(values, means[group, variant, m])), None)
+        if first is None:
+            kept.append(method)
+        else:
+            out.append({"group": group, "variant": variant, "method": method, "same_as": first})
+    return out
+
+
+def call_family(comparisons: Sequence[dict[str, Any]], *, alpha: float = ALPHA, min_seeds: int = MIN_SEEDS,
+                images: str = "matched") -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+    """The verdict's family and calls: each distinct map once (:func:`identical_maps`: a map that is
+    another map of its variant is not compared again, so a rank-one operator's three identical maps
+    neither count three times nor set one map against softmax's other maps), then Holm over the
+    family, the call rule and its reason, :func:`detection`, the image-set calls and the seed-level
+    image tests. Returns the kept comparisons (updated in place) and the identical maps left out."""
+    same = identical_maps(comparisons)
+    dropped = {(s["group"], s["variant"], s["method"]) for s in same}
+    kept = [c for c in comparisons if (c["group"], c["variant"], c["method"]) not in dropped]
+    raw = np.array([math.nan if c["p"] is None else c["p"] for c in kept], dtype=np.float64)
+    adjusted = holm(raw) if kept else raw
+    calls = call_rule([c["difference"] or 0.0 for c in kept], adjusted,
+                      [c["n_seeds"] for c in kept], alpha=alpha, min_seeds=min_seeds)
+    for c, p_holm, call in zip(kept, adjusted, calls, strict=True):
+        c.update(p_holm=significant(float(p_holm)), call=str(call))
+        c["reason"] = _reason(c, alpha, min_seeds, images)
+    detection(kept, alpha=alpha)
+    image_set_calls(kept, alpha=alpha, min_seeds=min_seeds)
+    _holm_image_level(kept)
+    return kept, same
+
+
+def completed_verdict(report: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None, list[dict[str, str]]]:
+    """A stored report's seed-level comparisons with every field of the current verdict, a note on what a
+    report written before them lacks, and the identical maps left out of its family.
+
+    The family is formed again by :func:`call_family` (each distinct map once; Holm, calls, ``family``,
+    ``ci_simultaneous`` and ``detectable_difference`` recomputed from the stored seed differences and
+    p-values). Image sets a report did not store come, where they can, from its rows (each model's own
+    row mean: ``own_correct`` for a figure averaged over the correctly classified images, ``all`` for one
+    averaged over every image where it is defined). ``scripts/verdict.py`` reads every benchmark's
+    report through it.
+
+    Args:
+        report: an evaluation report (:func:`~infsa_viz.evaluation.writer.read_report`) with its
+            ``verdict`` section, ``results`` rows and ``protocol``; it is not changed.
+
+    Returns:
+        ``(comparisons, note, identical_maps)``: the distinct comparisons holding a Holm-adjusted
+        p-value, ``None`` or a sentence on what could not be recomputed, and :func:`call_family`'s
+        identical maps.
+    """
+    protocol = report.get("verdict", {}).get("protocol", {})
+    comparisons = copy.deepcopy([c for c in report.get("verdict", {}).get("comparisons", []) if "p_holm" in c])
+    if not comparisons:
+        return comparisons, None, []
+    note = None
+    if not all("image_sets" in s for c in comparisons for s in c["per_seed"]):
+        rows = {(r["model"], r["method"]): r for r in report["results"]}
+        correct = report["protocol"].get("settings", {}).get("select") == "correct"
+        for c in comparisons:
+            name = "all" if FIGURES[c["figure"]].images == "all" else "own_correct" if correct else None
+            for s in c["per_seed"]:
+                v, b = (rows.get((m, c["method"]), {}).get(c["figure"]) for m in (s["variant_model"], s["baseline_model"]))
+                s["image_sets"] = {"matched": {"difference": s.get("difference")}}
+                if name and v is not None and b is not None:
+                    s["image_sets"][name] = {"difference": v - b}
+        note = ("the report predates the image-set means (issue #35): 'all' for the figures averaged over "
+                "every image and 'own_correct' for those averaged over the correct images come from each "
+                "model's row mean (its own images where the figure is defined); the other sets are not "
+                "stored (the per-image scores of misclassified images are not in the report): rerun "
+                "python scripts/verdict.py")
+    kept, same = call_family(comparisons, alpha=protocol.get("alpha", 0.05), min_seeds=protocol.get("min_seeds", 3),
+                             images=protocol.get("image_set", "matched"))
+    return kept, note, same
+
+
+def model_ignorant_controls(results: Sequence[dict[str, Any]], scales: dict[str, float]) -> list[dict[str, Any]]:
+    """Does each explanation map beat the model-ignorant controls (the edge map, the intensity: maps that
+    read only the image, role ``"model_ignorant"``) on each figure?
+
+    For every group (:func:`model_group`), variant, explanation map, control and figure of ``scales``
+    (figure -> points per unit): the report rows of each seed model give ``map − control`` on the same
+    model; the mean over seeds (points) and its 95 % t-interval; ``beats`` only when the interval lies
+    above 0 (no correction across rows: a map is labelled "does not beat" whenever the seeds do not show
+    it ahead). Rows of a report without controls give nothing."""
+    from ..maps import METHODS
+
+    rows = {(r["model"], r["method"]): r for r in results}
+    methods = list(dict.fromkeys(r["method"] for r in results))
+    controls = [m for m in methods if m in METHODS and METHODS[m].role == "model_ignorant"]
+    models: dict[tuple[str, str], list[str]] = {}
+    for r in results:
+        if split_seed(r["model"])[1] is not None and r["model"] not in models.get((model_group(r["model"]), r["variant"]), []):
+            models.setdefault((model_group(r["model"]), r["variant"]), []).append(r["model"])
+    out: list[dict[str, Any]] = []
+    for (group, variant), members in models.items():
+        for method, control, (figure, scale) in ((m, c, f) for m in verdict_methods(methods) for c in controls
+                                                 for f in scales.items()):
+            pairs = [(rows.get((m, method), {}).get(figure), rows.get((m, control), {}).get(figure)) for m in members]
+            differences = [scale * (a - b) for a, b in pairs if a is not None and b is not None]
+            if not differences:
+                continue
+            test = seed_t_test(differences)
+            interval = None if test.n < 2 else [_r(test.low, 3), _r(test.high, 3)]
+            out.append({"group": group, "variant": variant, "method": method, "control": control, "figure": figure,
+                        "n_seeds": test.n, "difference": _r(test.mean, 3), "ci_t": interval,
+                        "beats": interval is not None and interval[0] is not None and interval[0] > 0})
+    return out
 
 
 def quality_across_seeds(quality: dict[str, Any]) -> dict[str, Any]:
