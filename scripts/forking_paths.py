@@ -1,7 +1,7 @@
 """The paper's MoRF-AOC gap as a garden of forking paths: which (seed, protocol) choices reproduce it.
 
 A study that trains one model per variant picks, knowingly or not, one training seed and one of
-the 135 MoRF protocols of :func:`infsa_viz.evaluation.sensitivity.protocol_choices`. From the
+the 135 MoRF protocols of :func:`infsa_viz.stats.sensitivity.protocol_choices`. From the
 sensitivity study's per-model scores (``metrics/protocol-sensitivity.json``,
 ``scripts/paper_gap.py``) this lists, for every seed pair (the Linear-InfSA and softmax models of
 one training seed, the verdict's pairing) and protocol, the gap Linear-InfSA − softmax of the
@@ -38,7 +38,7 @@ def forking_paths(record: dict[str, Any]) -> dict[str, Any]:
         "any_pair": shares, "seeds"}``; shares count choices, ``linear_above`` (Linear > softmax),
         ``large`` (also a gap >= :data:`LARGE_GAP`), ``ordering`` and ``max_gap``.
     """
-    from infsa_viz.evaluation.sensitivity import ProtocolChoice
+    from infsa_viz.stats.sensitivity import ProtocolChoice
 
     paper = record["protocol"]["paper"]["softmax"]
     seeds = sorted({m["seed"] for m in record["models"]})

@@ -5,8 +5,8 @@ r"""Which metrics can be trusted where? The meta-evaluation of every metric, wit
     python scripts/meta_evaluation.py --summary-only     # rebuild metrics/meta-evaluation.json from the parts
 
 For each benchmark and each seed model ``models/seeds/<benchmark>/<variant>-seed<k>`` (seeds
-``--seeds``), :func:`infsa_viz.evaluation.meta.meta_evaluate_model` scores every registered figure and
-the controls (:mod:`infsa_viz.evaluation.meta.controls`: five negative controls that ignore the model,
+``--seeds``), :func:`infsa_viz.stats.meta.meta_evaluate_model` scores every registered figure and
+the controls (:mod:`infsa_viz.stats.meta.controls`: five negative controls that ignore the model,
 and the oracle correlation, faithful by construction) on the model's evidence oracle degraded step by
 step (monotone: Spearman of the mean against the blend weight ≤ −0.9), on a pair of maps under noise
 on a grid calibrated on the pair's difference (stable: ≥ 0.9 of image-level strict orders kept at a
@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     args, benchmarks = parse_seed_run(parser, argv)
     from infsa_viz.data import test_split
     from infsa_viz.evaluation import EvalSettings
-    from infsa_viz.evaluation.meta import meta_evaluate_model
+    from infsa_viz.stats.meta import meta_evaluate_model
     from infsa_viz.formats import load_model
 
     data: dict[str, Any] = {}
@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
                 "weight alpha <= -0.9), stable (of the images whose pair of maps it orders strictly, >= 0.9 keep the "
                 "order under noise a tenth of the maps' difference) and reactive (the model's own evidence oracle "
                 "beats a parameter-randomised copy's in >= 0.75 of the comparisons under both models); see "
-                "infsa_viz.evaluation.meta",
+                "infsa_viz.stats.meta",
     }
     protocol["oracles"] = {"names": list(ORACLES), "rule": "a figure is trusted for a model only when it is trusted "
                            "under every oracle; a figure whose ground truth is the evidence an oracle paints (its "

@@ -184,7 +184,7 @@ def document() -> str:
         cost_table(),
         "## Which metrics can be trusted where: the meta-evaluation",
         "After MetaQuantus (Hedström et al., TMLR 2023: noise resilience and adversarial reactivity), with controls "
-        "(`infsa_viz/evaluation/meta/`). Per model: the evidence oracle is blended with a random map at α = 0 … 1; a "
+        "(`infsa_viz/stats/meta/`). Per model: the evidence oracle is blended with a random map at α = 0 … 1; a "
         "figure is *monotone* when its mean quality falls with α (Spearman ≤ −0.9). Two maps (the blends at α = 0.25 "
         "and 0.75) get noise on a grid c = 0.01, 0.03, 0.1, 0.3, 1 times their root-mean-square difference; a figure "
         "is *stable* when, of the images it orders strictly, ≥ 90 % keep their order at c = 0.1 (a figure that "

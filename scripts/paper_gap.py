@@ -8,7 +8,7 @@ r"""Why our MoRF-AOC and eigenvector cosines differ from the paper's (maintainer
 **Protocol sensitivity** (``metrics/protocol-sensitivity.json``): the MoRF-AOC of the random,
 raw-attention and box-oracle maps of the ``cluttered-digits`` seed models (``models/seeds``,
 ``--seeds``, default 0–2 of each variant) on the first ``--n-images`` test images, under every
-distinct protocol of :func:`infsa_viz.evaluation.sensitivity.protocol_choices` (deletion value,
+distinct protocol of :func:`infsa_viz.stats.sensitivity.protocol_choices` (deletion value,
 step schedule, ``p_k/p_0`` or ``p_k``, area rule, tracked class, images), and which protocols put
 the random map below the paper's softmax figure (42.6) and give the paper's ordering of the
 attention maps (Linear-InfSA > pure InfSA > softmax) on the seed means; and, per seed pair, the
@@ -78,10 +78,10 @@ def _deletion_options(model: Any, deletion: str) -> dict[str, Any]:
 
 
 def model_curves(model: Any, data: Any, method: str, *, seed: int = 0) -> Any:
-    """The :class:`~infsa_viz.evaluation.sensitivity.RawCurves` of one (model, map) on ``data``."""
+    """The :class:`~infsa_viz.stats.sensitivity.RawCurves` of one (model, map) on ``data``."""
     import torch
 
-    from infsa_viz.evaluation.sensitivity import DELETIONS, FRACTION_STEPS, RawCurves
+    from infsa_viz.stats.sensitivity import DELETIONS, FRACTION_STEPS, RawCurves
     from infsa_viz.maps import GroundTruth, attribute_images, check_method
     from infsa_viz.metrics import perturbation_curves, upsample_map
     from infsa_viz.preprocess import prepare
@@ -117,8 +117,8 @@ def model_curves(model: Any, data: Any, method: str, *, seed: int = 0) -> Any:
 def sensitivity_study(args: argparse.Namespace) -> dict[str, Any]:
     """Every protocol's MoRF-AOC for every (seed model, map); summaries per variant and the paper's criteria."""
     from infsa_viz.data import test_split
-    from infsa_viz.evaluation.sensitivity import protocol_choices, protocol_mean
-    from infsa_viz.evaluation.verdict import PAPER_FIGURES
+    from infsa_viz.stats.sensitivity import protocol_choices, protocol_mean
+    from infsa_viz.stats.verdict import PAPER_FIGURES
     from infsa_viz.formats import load_model
     from infsa_viz.progress import progress
 
@@ -155,30 +155,6 @@ def sensitivity_study(args: argparse.Namespace) -> dict[str, Any]:
         "paper": {v: PAPER_FIGURES[v]["morf_aoc"] for v in PAPER_FIGURES},
         "command": args.command},
         "choices": [c.to_dict() for c in choices], "models": models}
-
-
-def sensitivity_summary(record: dict[str, Any]) -> list[dict[str, Any]]:
-    """Per protocol: each (variant, map)'s mean and sd over seeds, and the paper's two criteria."""
-    from infsa_viz.evaluation.verdict import spread
-    from infsa_viz.model import VARIANTS
-
-    paper = record["protocol"]["paper"]
-    out = []
-    for i, choice in enumerate(record["choices"]):
-        values = {}
-        for variant in VARIANTS:
-            for method in record["protocol"]["maps"]:
-                mine = [m["scores"][method][i][0] for m in record["models"] if m["variant"] == variant]
-                values[variant, method] = spread(mine, 3)
-        attention = [values[v, "attention"]["mean"] for v in ("softmax", "pure_infsa", "linear_infsa")]
-        random = values["softmax", "random"]["mean"]
-        ordering = None if None in attention else attention[2] > attention[1] > attention[0]
-        below = None if random is None else random < paper["softmax"]
-        out.append({"choice": choice, "values": {f"{v}/{m}": s for (v, m), s in values.items()},
-                    "random_softmax_below_paper": below, "paper_ordering": ordering,
-                    "both": bool(below and ordering),
-                    "linear_minus_softmax_attention": None if None in attention else round(attention[2] - attention[0], 3)})
-    return out
 
 
 # --------------------------------------------------------------------------- eigenvector cosine
@@ -269,7 +245,7 @@ def _flag(value: bool | None) -> str:
 def sensitivity_tables(record: dict[str, Any]) -> dict[str, str]:
     """``{"protocol-sensitivity": one-at-a-time table, "protocol-sensitivity-matches": what meets the paper,
     "forking-paths", "forking-paths-grid": every (seed pair, protocol) choice (:mod:`scripts.forking_paths`)}``."""
-    from infsa_viz.evaluation.sensitivity import OURS, ProtocolChoice, one_at_a_time
+    from infsa_viz.stats.sensitivity import OURS, ProtocolChoice, one_at_a_time, sensitivity_summary
 
     summary = sensitivity_summary(record)
     by_choice = {ProtocolChoice(**s["choice"]): s for s in summary}

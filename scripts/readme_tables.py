@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from infsa_viz.cli import script_main, script_parser
-from infsa_viz.evaluation.verdict import PAPER_FIGURES
+from infsa_viz.stats.verdict import PAPER_FIGURES
 
 if __package__ in (None, ""):  # run as a file (python scripts/x.py): make "scripts" importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

@@ -12,7 +12,7 @@ ceiling, on the images as generated and, for the models of ``--salience-seeds`` 
 every other salience of the cue (faint, large, absent), and the cue's measured evidence. Each model's measurement is a part ``metrics/shortcut-cued-digits/<digest>.json`` named by
 the sha256 of the model's weights file and holding the protocol's key, so a rerun computes only new
 models (or every model after a protocol change).
-:func:`~infsa_viz.evaluation.shortcut.shortcut_tables` turns the parts into the report
+:func:`~infsa_viz.stats.shortcut.shortcut_tables` turns the parts into the report
 ``metrics/shortcut-cued-digits.json`` (written atomically) and the section ``shortcut`` of
 ``docs/cued.md``.
 """
@@ -104,7 +104,7 @@ def measure(folder: str, key: str, n_images: int, names: list[str], salience: li
 
 
 def _model_info(folder: str) -> tuple[str, str, int]:
-    from infsa_viz.evaluation.verdict import split_seed
+    from infsa_viz.stats.verdict import split_seed
 
     path = Path(folder)
     variant, seed = split_seed(path.name)
@@ -242,10 +242,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--threads={args.threads} must be >= 1 and --n-images={args.n_images} in 1..2000")
     import torch
 
-    from infsa_viz.evaluation.shortcut import SALIENCE, ModelCueShares, ModelEntry, shortcut_tables
+    from infsa_viz.evaluation.shortcut import SALIENCE, ModelCueShares
     from infsa_viz.io import write_json
     from infsa_viz.maps import METHODS
     from infsa_viz.progress import progress
+    from infsa_viz.stats.shortcut import ModelEntry, shortcut_tables
 
     torch.set_num_threads(args.threads)
     names = methods()

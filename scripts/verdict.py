@@ -19,7 +19,7 @@ data, seed folder, images, groups of models) with trained seeds in
 whose report holds every row with its 95 % bootstrap intervals, the paired tests (same images,
 models of one seed: statements about those trained models), ``benchmark_quality`` (per model and
 ``across_seeds``), ``seeds`` (mean ± sd over seeds) and ``verdict`` (each variant against softmax
-with the trained model as the unit, :mod:`infsa_viz.evaluation.verdict`: per seed, the mean
+with the trained model as the unit, :mod:`infsa_viz.stats.verdict`: per seed, the mean
 difference on the images both models classify correctly; the seed differences' t-test,
 Holm-adjusted over figures × maps × variants, makes the call; t-, simultaneous and
 hierarchical-bootstrap intervals, the detectable difference and the call under each image set).
@@ -94,8 +94,8 @@ def greedy_argv(benchmark: str, models: list[str], args: argparse.Namespace) -> 
 def morf_ceiling(report: dict[str, Any]) -> dict[str, Any]:
     """Per variant, mean ± sd over seeds of MoRF-AOC's headroom on the greedy run's images: the greedy
     oracle, the best attention-type map and the random map (points), and oracle − best attention."""
-    from infsa_viz.evaluation import benchmark_quality, quality_across_seeds
-    from infsa_viz.evaluation.verdict import split_seed
+    from infsa_viz.stats import benchmark_quality, quality_across_seeds
+    from infsa_viz.stats.verdict import split_seed
 
     across = quality_across_seeds(benchmark_quality(report["results"]))
     variant_of = {split_seed(r["model"])[0]: r["variant"] for r in report["results"]}
@@ -107,7 +107,7 @@ def morf_ceiling(report: dict[str, Any]) -> dict[str, Any]:
 def by_variant(across: dict[str, Any], variant_of: dict[str, str], entry: Any = lambda q: q) -> dict[str, Any]:
     """``quality_across_seeds`` entries keyed by variant; where the models sit in several folders (groups,
     e.g. training settings) by ``"<variant> · <folder name>"``; each names its ``variant`` and ``group``."""
-    from infsa_viz.evaluation.verdict import model_group
+    from infsa_viz.stats.verdict import model_group
 
     several = len({model_group(base) for base in across}) > 1
     out = {}
@@ -163,55 +163,15 @@ def seed_level(comparison: dict[str, Any], scale: float) -> dict[str, Any]:
         "image_sets": image_sets, "per_seed": per_seed}
 
 
-def completed(report: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None, list[dict[str, str]]]:
-    """The report's seed-level comparisons with every field of the current verdict, a note on what a
-    report written before them lacks, and the identical maps left out of its family.
-
-    The family is formed again by :func:`infsa_viz.evaluation.verdict.call_family` (each distinct map
-    once; Holm, calls, ``family``, ``ci_simultaneous`` and ``detectable_difference`` recomputed from
-    the stored seed differences and p-values). Image sets a report did not store come, where they can,
-    from its rows (each model's own row mean: ``own_correct`` for a figure averaged over the correctly
-    classified images, ``all`` for one averaged over every image where it is defined).
-    """
-    import copy
-
-    from infsa_viz.evaluation.verdict import call_family
-    from infsa_viz.metrics.registry import FIGURES as REGISTRY
-
-    protocol = report.get("verdict", {}).get("protocol", {})
-    comparisons = copy.deepcopy([c for c in report.get("verdict", {}).get("comparisons", []) if "p_holm" in c])
-    if not comparisons:
-        return comparisons, None, []
-    note = None
-    if not all("image_sets" in s for c in comparisons for s in c["per_seed"]):
-        rows = {(r["model"], r["method"]): r for r in report["results"]}
-        correct = report["protocol"].get("settings", {}).get("select") == "correct"
-        for c in comparisons:
-            name = "all" if REGISTRY[c["figure"]].images == "all" else "own_correct" if correct else None
-            for s in c["per_seed"]:
-                v, b = (rows.get((m, c["method"]), {}).get(c["figure"]) for m in (s["variant_model"], s["baseline_model"]))
-                s["image_sets"] = {"matched": {"difference": s.get("difference")}}
-                if name and v is not None and b is not None:
-                    s["image_sets"][name] = {"difference": v - b}
-        note = ("the report predates the image-set means (issue #35): 'all' for the figures averaged over "
-                "every image and 'own_correct' for those averaged over the correct images come from each "
-                "model's row mean (its own images where the figure is defined); the other sets are not "
-                "stored (the per-image scores of misclassified images are not in the report): rerun "
-                "python scripts/verdict.py")
-    kept, same = call_family(comparisons, alpha=protocol.get("alpha", 0.05), min_seeds=protocol.get("min_seeds", 3),
-                             images=protocol.get("image_set", "matched"))
-    return kept, note, same
-
-
 def summarise(report: dict[str, Any], path: str, greedy: dict[str, Any] | None = None) -> dict[str, Any]:
     """What the README and ``docs/verdict.md`` read from one benchmark's report, figures in points (% for both).
 
-    ``verdict`` holds the report's seed-level comparisons (:func:`infsa_viz.evaluation.variant_verdict`);
+    ``verdict`` holds the report's seed-level comparisons (:func:`infsa_viz.stats.variant_verdict`);
     a report written before them (issue #28) gives none and says so in ``verdict_note``.
     """
-    from infsa_viz.evaluation import benchmark_quality, quality_across_seeds
-    from infsa_viz.evaluation.comparisons import seed_summary
-    from infsa_viz.evaluation.verdict import model_group, model_ignorant_controls, split_seed
+    from infsa_viz.stats import benchmark_quality, quality_across_seeds
+    from infsa_viz.stats.comparisons import seed_summary
+    from infsa_viz.stats.verdict import completed_verdict, model_group, model_ignorant_controls, split_seed
 
     # recomputed from the rows, so a report whose seeds section predates a figure of FIGURES has it too
     seeds = seed_summary(report["results"], figures=("accuracy", *FIGURES))
@@ -219,7 +179,7 @@ def summarise(report: dict[str, Any], path: str, greedy: dict[str, Any] | None =
                 "accuracy": _points(s["figures"].get("accuracy"), 100.0),
                 **{f: _points(s["figures"].get(f), scale) for f, scale in FIGURES.items()}} for s in seeds]
     verdict = report.get("verdict", {})
-    complete, sets_note, same = completed(report)
+    complete, sets_note, same = completed_verdict(report)
     comparisons = [seed_level(c, FIGURES[c["figure"]]) for c in complete if c["figure"] in FIGURES]
     note = None if comparisons or not verdict.get("comparisons") else (
         "the report predates the seed-level verdict (issue #28); rerun python scripts/verdict.py")
@@ -242,7 +202,7 @@ def summarise(report: dict[str, Any], path: str, greedy: dict[str, Any] | None =
 
 
 def summary(reports: dict[str, Path], command: str) -> dict[str, Any]:
-    from infsa_viz.evaluation.verdict import PAPER_FIGURES
+    from infsa_viz.stats.verdict import PAPER_FIGURES
     from infsa_viz.evaluation.writer import read_report
 
     benchmark_of = {p: b for b, p in reports.items()}

@@ -4,7 +4,7 @@ Adding a benchmark is one :class:`VerdictBenchmark` in :data:`VERDICT_BENCHMARKS
 report ``metrics/verdict-<name>.json``), the ``--data`` it is evaluated on, the folder of its
 seed models under ``models/seeds/`` and, where models were trained under several settings, the
 subfolders that group them. The models of one folder are paired only with each other
-(:func:`infsa_viz.evaluation.verdict.model_group`); every group of a benchmark is evaluated on the
+(:func:`infsa_viz.stats.verdict.model_group`); every group of a benchmark is evaluated on the
 same test images, and Holm runs over the comparisons of all its groups. A setting evaluated on
 other test data is a benchmark of its own (another entry). For example::
 
@@ -83,7 +83,7 @@ def seed_models(benchmark: str, root: Path) -> list[str]:
     """Every ``<variant>-seed<k>`` model folder (with a ``config.json``) of ``benchmark`` under ``root``:
     group by group, variants in registry order, then seeds; ``[]`` for an unknown benchmark."""
     from infsa_viz.model import VARIANTS
-    from infsa_viz.evaluation.verdict import split_seed
+    from infsa_viz.stats.verdict import split_seed
 
     entry = VERDICT_BENCHMARKS.get(benchmark)
     found = []

@@ -3,7 +3,7 @@ r"""The verdict rule's error rates by simulation: false calls, power, interval c
     nice -n 10 python scripts/verdict_calibration.py            # metrics/verdict-calibration.json + docs/verdict.md
     python scripts/verdict_calibration.py --tables-only         # the docs table from the committed JSON
 
-Simulated per-image scores (:mod:`infsa_viz.evaluation.calibration`: 300 images, 3 variants,
+Simulated per-image scores (:mod:`infsa_viz.stats.calibration`: 300 images, 3 variants,
 12 or 6 seeds, seed-to-seed SD 0, 1, 3 or 6 points) go through the verdict's own steps (matched
 images, seed differences, t-test, Holm, the call rule). For each setting:
 
@@ -15,7 +15,7 @@ images, seed differences, t-test, Holm, the call rule). For each setting:
   all 30 simultaneous intervals cover;
 * the power to call a true difference of 2 and of 5 points in one comparison of the family of
   30 (the others null), and at the detectable difference the verdict reports for that SD of the
-  seed differences (:func:`infsa_viz.evaluation.seed_stats.detectable_difference`: a bound from
+  seed differences (:func:`infsa_viz.stats.seed_stats.detectable_difference`: a bound from
   Holm's first step, so Holm's simulated power there should be at least 80 %);
 * the coverage of the 95 % intervals of a 5-point difference (hierarchical bootstrap; t-interval).
 
@@ -84,8 +84,8 @@ def measured_correlations(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from infsa_viz.evaluation.calibration import Scenario, interval_coverage, simulate
-    from infsa_viz.evaluation.seed_stats import detectable_difference
+    from infsa_viz.stats.calibration import Scenario, interval_coverage, simulate
+    from infsa_viz.stats.seed_stats import detectable_difference
     from infsa_viz.io import read_json
     from infsa_viz.progress import progress
 
@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         print(f"# {n_seeds} seeds, sd {seed_sd:g}: family-wise false calls (2 / {family.family}) "
               f"{row['null']['2']['familywise_false_call_rate']:.4f} / "
               f"{row['null'][str(family.family)]['familywise_false_call_rate']:.4f}", file=sys.stderr)
-    return {"protocol": {"model": "infsa_viz.evaluation.calibration (module docstring)",
+    return {"protocol": {"model": "infsa_viz.stats.calibration (module docstring)",
                          "n_images": args.n_images, "variants": 3, "alpha": 0.05, "min_seeds": 3,
                          "replications": {"null": args.replications, "power": args.power_replications,
                                           "coverage": args.coverage_replications},

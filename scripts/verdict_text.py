@@ -160,7 +160,7 @@ def _controls_table(bench: dict[str, Any], names: dict[str | None, str]) -> list
     return out
 
 
-#: How the tables name the image sets (:data:`infsa_viz.evaluation.image_sets.IMAGE_SETS`).
+#: How the tables name the image sets (:data:`infsa_viz.stats.image_sets.IMAGE_SETS`).
 SET_NAMES = {"matched": "matched (both correct)", "own_correct": "each model's own correct", "all": "all images"}
 
 

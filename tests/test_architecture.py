@@ -132,6 +132,33 @@ def test_the_rooms_of_the_package_stand_on_floors():
     assert floor["infsa_viz.model"] < floor["infsa_viz.spectral"] < floor["infsa_viz.maps"] < floor["infsa_viz.evaluation"]
 
 
+def test_the_evaluation_engine_does_not_import_the_statistics():
+    """``infsa_viz.stats`` reads the engine's records and rows; the engine (deferred imports included) never
+    imports the statistics, so scoring maps needs none of the tests that judge them."""
+    graph = import_graph(PACKAGE)
+    assert "infsa_viz.stats.verdict" in graph and "infsa_viz.evaluation.engine" in graph
+
+    def inside(name: str, package: str) -> bool:
+        return name == package or name.startswith(package + ".")
+
+    offenders = sorted(f"{name} → {target}" for name, targets in graph.items() if inside(name, "infsa_viz.evaluation")
+                       for target in targets if inside(target, "infsa_viz.stats"))
+    assert offenders == []
+    floor = floors(rooms(graph))
+    assert floor["infsa_viz.evaluation"] < floor["infsa_viz.stats"]
+
+
+def test_the_import_direction_check_sees_a_deferred_import(tmp_path):
+    package = tmp_path / "pkg"
+    for sub in ("evaluation", "stats"):
+        (package / sub).mkdir(parents=True)
+        (package / sub / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "evaluation" / "engine.py").write_text("def f():\n    from ..stats import verdict\n")
+    (package / "stats" / "verdict.py").write_text("x = 1\n")
+    assert "pkg.stats.verdict" in import_graph(package)["pkg.evaluation.engine"]
+
+
 @pytest.mark.parametrize("deferred", ["def f():\n    from ..a import x\n", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .. import a\n"])
 def test_a_deferred_import_cycle_is_found(tmp_path, deferred):
     package = tmp_path / "pkg"

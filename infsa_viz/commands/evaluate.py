@@ -94,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
     from ..evaluation.journal import Journal, OutputLock, run_fingerprint
     from ..maps import METHODS, check_method
     from ..metrics.registry import METRICS, SETTINGS, check_metric
+    from ..stats import with_comparisons
     from ..targets import target_for_models
 
     if not args.methods:
@@ -167,8 +168,8 @@ def run(args: argparse.Namespace) -> int:
                                                 journal.resumed, journal.directory)
         if result is None:  # not rank 0
             return 0
-        if args.out:
-            write_evaluation(result, args.out, command="infsa-viz " + shlex.join(args.argv),
+        if args.out:  # the report adds the statistics that judge the rows
+            write_evaluation(with_comparisons(result), args.out, command="infsa-viz " + shlex.join(args.argv),
                              per_image=args.per_image)
             if not args.journal:
                 journal.remove()

@@ -223,8 +223,9 @@ class Evaluation:
         rows: one summary row per (model, method), each with its full ``protocol``.
         protocol: the run's settings.
         dataset: the data set's description.
-        comparisons: ``paired_tests``, ``benchmark_quality`` and ``seeds``
-            (:func:`~infsa_viz.evaluation.comparisons.compare`).
+        comparisons: the report's sections beyond its rows (``paired_tests``, ``benchmark_quality``,
+            ``seeds``, ``verdict``); empty from :func:`evaluate`, filled by
+            :func:`infsa_viz.stats.with_comparisons`.
         rankings: each method's rank on each criterion and its mean rank, per model
             (:func:`~infsa_viz.metrics.rank_methods`).
     """
@@ -285,6 +286,10 @@ def evaluate(
     journal: Journal | None = None,
 ) -> Evaluation | None:
     """Score every ``(model, method)`` on ``data``; the :class:`Evaluation` on rank 0, ``None`` elsewhere.
+
+    The evaluation holds the per-image records, the rows (each figure with its interval over images)
+    and the rankings; the statistics that judge them (paired tests, benchmark headroom, seeds, the
+    verdict) are added by :func:`infsa_viz.stats.with_comparisons`.
 
     Args:
         models: ``(name, model)`` pairs; each model reads the images through its own preprocessing.
@@ -361,12 +366,9 @@ def evaluate(
                     _add_row_metrics(rows[-1], model, data, method, protocol, sanity, first, capture=capture)
     if not dist.is_main:
         return None
-    from .comparisons import compare
-
     rankings = finish_rows(rows)
     return Evaluation(records=records, rows=rows, dataset=data.description,
-                      protocol={"settings": protocol.to_dict(), "world_size": dist.world_size}, rankings=rankings,
-                      comparisons=compare(records, rows, select=protocol.select, seed=protocol.seed))
+                      protocol={"settings": protocol.to_dict(), "world_size": dist.world_size}, rankings=rankings)
 
 
 class _Clock:

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..metrics.registry import FIGURES, METRICS, Figure, Metric
+from .intervals import bootstrap_ci
 
 __all__ = ["INTERVALS", "ImageRecord", "interval_figures", "per_image_figures", "scored_mask", "summarise"]
 
@@ -116,7 +117,7 @@ def _none_if_nan(value: Any) -> Any:
     return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
-#: How every ``<figure>_ci`` of a row is computed (:func:`~infsa_viz.evaluation.stats.bootstrap_ci`).
+#: How every ``<figure>_ci`` of a row is computed (:func:`~infsa_viz.evaluation.intervals.bootstrap_ci`).
 INTERVALS = {"method": "percentile", "confidence": 0.95, "n_resamples": 2000, "seed": 0}
 
 
@@ -171,8 +172,6 @@ def _round(value: float, digits: int) -> float | None:
 def _intervals(records: Sequence[ImageRecord], select: str) -> dict[str, Any]:
     """``<figure>_ci``: ``[low, high]`` bootstrap interval over images of every row figure (``None``
     without values)."""
-    from .stats import bootstrap_ci
-
     digits = {f.name: f.digits for f in FIGURES.values()}
     out: dict[str, Any] = {}
     for name, values in per_image_figures(records, select=select).items():

@@ -5,7 +5,7 @@ A method that does not beat a map computed from the pixels alone shows nothing a
 explains (XAI-TRIS, Clark, Oliveira, Wilming & Haufe 2024; Adebayo et al., NeurIPS 2018 and ICLR
 2022). The controls are registered with the role ``"model_ignorant"`` and stay out of
 ``--references`` (name them in ``--methods``): the shortcut evaluation
-(:mod:`infsa_viz.evaluation.shortcut`) shows them in every table.
+(:mod:`infsa_viz.stats.shortcut`) shows them in every table.
 """
 
 from __future__ import annotations

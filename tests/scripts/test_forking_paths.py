@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from infsa_viz.evaluation.sensitivity import protocol_choices
+from infsa_viz.stats.sensitivity import protocol_choices
 from scripts.forking_paths import LARGE_GAP, forking_paths, forking_tables
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from infsa_viz.evaluation import compare
+from infsa_viz.stats import compare
 from infsa_viz.io import write_json
 from infsa_viz.model import VARIANTS, VisionTransformer, ViTConfig, save_model
 from scripts import verdict, verdict_benchmarks, verdict_text

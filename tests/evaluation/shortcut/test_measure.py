@@ -8,9 +8,9 @@ import torch
 
 from infsa_viz import VisionTransformer
 from infsa_viz.data import test_split
-from infsa_viz.evaluation.shortcut import (SALIENCE, cue_regions, cue_share, detection_auroc, identical_maps,
-                                           measure_model, salient_scene)
+from infsa_viz.evaluation.shortcut import SALIENCE, cue_regions, cue_share, identical_maps, measure_model, salient_scene
 from infsa_viz.maps import attribute_images
+from infsa_viz.stats.shortcut import detection_auroc
 from tests.conftest import tiny_config
 from tests.evaluation.shortcut.planted import CueBlind, CueReader
 

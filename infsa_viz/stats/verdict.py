@@ -11,9 +11,9 @@ For every group, figure, explanation map and variant, :func:`variant_verdict`:
    count is reported per seed, beside each model's accuracy, and a comparison whose accuracies
    differ by more than :data:`ACCURACY_GAP` points is flagged;
 2. takes one difference per seed: the mean over those images of ``variant − baseline``;
-3. tests the seed differences (:func:`~infsa_viz.evaluation.seed_stats.seed_t_test`,
+3. tests the seed differences (:func:`~infsa_viz.stats.seed_stats.seed_t_test`,
    ``S − 1`` degrees of freedom) and gives their hierarchical-bootstrap interval (seeds, then
-   images within each seed; :func:`~infsa_viz.evaluation.seed_stats.hierarchical_bootstrap`) and
+   images within each seed; :func:`~infsa_viz.stats.seed_stats.hierarchical_bootstrap`) and
    t-interval;
 4. adjusts the seed-level p-values by Holm across the whole family of ``m`` comparisons (groups ×
    figures × maps × variants) and calls ``"higher"`` / ``"lower"`` (:func:`~.seed_stats.call_rule`) only where
@@ -23,7 +23,7 @@ For every group, figure, explanation map and variant, :func:`variant_verdict`:
    (Bonferroni; it excludes 0 only where Holm's first step rejects, so an interval that excludes
    0 always comes with a call) and the detectable difference, the smallest true difference the
    test calls with 80 % power at ``alpha / m`` given the measured SD of the seed differences
-   (:func:`~infsa_viz.evaluation.seed_stats.detectable_difference`; a lower bound on Holm's power,
+   (:func:`~infsa_viz.stats.seed_stats.detectable_difference`; a lower bound on Holm's power,
    so an upper bound on the difference Holm needs);
 6. repeats the test under each image set (:mod:`.image_sets`: matched, each model's own correct
    images, all images), so the report says whether a call depends on which images are averaged.
@@ -33,12 +33,13 @@ the matched images, Holm within the seed): statements about **those two trained 
 the basis of a call. The calibration of this rule by simulation is
 ``scripts/verdict_calibration.py`` (:mod:`.calibration`).
 
-:func:`quality_across_seeds` gives :func:`~infsa_viz.evaluation.comparisons.benchmark_quality`'s
+:func:`quality_across_seeds` gives :func:`~infsa_viz.stats.comparisons.benchmark_quality`'s
 headroom figures as mean ± sd across the seeds of each model.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 import re
 from collections.abc import Sequence
@@ -46,15 +47,16 @@ from typing import Any
 
 import numpy as np
 
+from ..evaluation.records import ImageRecord, per_image_figures
 from ..metrics.registry import FIGURES
 from ..model.attention import DEFAULT_VARIANT, VARIANTS
 from .image_sets import IMAGE_SETS, image_set_calls, seed_set_means
-from .records import ImageRecord, per_image_figures
+from .paired import compare_paired, holm, significant
 from .seed_stats import ALPHA, MIN_SEEDS, call_rule, detectable_difference, hierarchical_bootstrap, seed_t_test
-from .stats import compare_paired, holm, significant
 
 __all__ = ["ACCURACY_GAP", "DETECTION_POWER", "PAIRED_FIGURES", "PAPER_FIGURES", "SAME_MAP_TOLERANCE", "call_family",
-           "detection", "identical_maps", "model_group", "model_ignorant_controls", "quality_across_seeds", "split_seed", "spread", "variant_verdict", "verdict_methods"]
+           "completed_verdict", "detection", "identical_maps", "model_group", "model_ignorant_controls",
+           "quality_across_seeds", "split_seed", "spread", "variant_verdict", "verdict_methods"]
 
 #: The paper's figures (Roffo & Palmer, arXiv 2603.00175; ImageNet-scale models, protocol not
 #: published, so never like for like with ours), in %, per variant.
@@ -401,6 +403,51 @@ def call_family(comparisons: Sequence[dict[str, Any]], *, alpha: float = ALPHA, 
     image_set_calls(kept, alpha=alpha, min_seeds=min_seeds)
     _holm_image_level(kept)
     return kept, same
+
+
+def completed_verdict(report: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None, list[dict[str, str]]]:
+    """A stored report's seed-level comparisons with every field of the current verdict, a note on what a
+    report written before them lacks, and the identical maps left out of its family.
+
+    The family is formed again by :func:`call_family` (each distinct map once; Holm, calls, ``family``,
+    ``ci_simultaneous`` and ``detectable_difference`` recomputed from the stored seed differences and
+    p-values). Image sets a report did not store come, where they can, from its rows (each model's own
+    row mean: ``own_correct`` for a figure averaged over the correctly classified images, ``all`` for one
+    averaged over every image where it is defined). ``scripts/verdict.py`` reads every benchmark's
+    report through it.
+
+    Args:
+        report: an evaluation report (:func:`~infsa_viz.evaluation.writer.read_report`) with its
+            ``verdict`` section, ``results`` rows and ``protocol``; it is not changed.
+
+    Returns:
+        ``(comparisons, note, identical_maps)``: the distinct comparisons holding a Holm-adjusted
+        p-value, ``None`` or a sentence on what could not be recomputed, and :func:`call_family`'s
+        identical maps.
+    """
+    protocol = report.get("verdict", {}).get("protocol", {})
+    comparisons = copy.deepcopy([c for c in report.get("verdict", {}).get("comparisons", []) if "p_holm" in c])
+    if not comparisons:
+        return comparisons, None, []
+    note = None
+    if not all("image_sets" in s for c in comparisons for s in c["per_seed"]):
+        rows = {(r["model"], r["method"]): r for r in report["results"]}
+        correct = report["protocol"].get("settings", {}).get("select") == "correct"
+        for c in comparisons:
+            name = "all" if FIGURES[c["figure"]].images == "all" else "own_correct" if correct else None
+            for s in c["per_seed"]:
+                v, b = (rows.get((m, c["method"]), {}).get(c["figure"]) for m in (s["variant_model"], s["baseline_model"]))
+                s["image_sets"] = {"matched": {"difference": s.get("difference")}}
+                if name and v is not None and b is not None:
+                    s["image_sets"][name] = {"difference": v - b}
+        note = ("the report predates the image-set means (issue #35): 'all' for the figures averaged over "
+                "every image and 'own_correct' for those averaged over the correct images come from each "
+                "model's row mean (its own images where the figure is defined); the other sets are not "
+                "stored (the per-image scores of misclassified images are not in the report): rerun "
+                "python scripts/verdict.py")
+    kept, same = call_family(comparisons, alpha=protocol.get("alpha", 0.05), min_seeds=protocol.get("min_seeds", 3),
+                             images=protocol.get("image_set", "matched"))
+    return kept, note, same
 
 
 def model_ignorant_controls(results: Sequence[dict[str, Any]], scales: dict[str, float]) -> list[dict[str, Any]]:

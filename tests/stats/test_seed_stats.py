@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from infsa_viz.evaluation.seed_stats import hierarchical_bootstrap, seed_t_test, t_test_p
+from infsa_viz.stats.seed_stats import hierarchical_bootstrap, seed_t_test, t_test_p
 
 
 def test_t_test_matches_scipy():
@@ -79,7 +79,7 @@ def test_seeded_and_validated():
 def test_t_test_power_matches_gpower_and_a_simulation():
     """G*Power 3.1 (one-sample t, two-sided, α 0.05, d = 1, n = 10): power 0.8030963; and the share of
     simulated t-tests that reject, inside a Bonferroni family of 30 with 6 seeds."""
-    from infsa_viz.evaluation.seed_stats import t_test_power
+    from infsa_viz.stats.seed_stats import t_test_power
 
     assert t_test_power(1.0, 1.0, 10) == pytest.approx(0.8030963, abs=1e-6)
     assert t_test_power(-2.0, 2.0, 10) == t_test_power(2.0, 2.0, 10)  # either sign, in units of sd
@@ -91,7 +91,7 @@ def test_t_test_power_matches_gpower_and_a_simulation():
 
 
 def test_detectable_difference_inverts_the_power():
-    from infsa_viz.evaluation.seed_stats import detectable_difference, t_test_power
+    from infsa_viz.stats.seed_stats import detectable_difference, t_test_power
 
     for n, alpha, sd in ((6, 0.05 / 30, 2.0), (12, 0.05 / 30, 0.5), (3, 0.05, 1.0), (10, 0.05, 1.0)):
         delta = detectable_difference(sd, n, alpha=alpha)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from infsa_viz.evaluation.sensitivity import (
+from infsa_viz.stats.sensitivity import (
     OURS,
     ProtocolChoice,
     RawCurves,
@@ -16,6 +16,7 @@ from infsa_viz.evaluation.sensitivity import (
     one_at_a_time,
     protocol_choices,
     protocol_mean,
+    sensitivity_summary,
 )
 from infsa_viz.metrics import morf_aoc, perturbation_curves
 from infsa_viz.model import VisionTransformer, ViTConfig
@@ -80,3 +81,23 @@ def test_patch_fraction_is_the_library_twenty_step_curve_and_ours_is_morf_aoc():
         assert ours["mean"] == pytest.approx(reference.mean) and ours["n"] == reference.n_included
     every_image = protocol_mean(raw, dataclasses.replace(OURS, images="all"))
     assert every_image["n"] == 5
+
+
+def test_the_summary_spreads_each_protocol_over_seeds_and_checks_the_paper():
+    """Two seeds per variant with known scores: means and sds by hand, the paper's two criteria."""
+    scores = {"softmax": ([30.0, 34.0], [40.0, 41.0]), "pure_infsa": ([50.0, 50.0], [45.0, 47.0]),
+              "linear_infsa": ([60.0, 62.0], [50.0, 50.0])}  # (attention per seed, random per seed)
+    models = [{"variant": v, "scores": {"attention": [[a[k], 10]], "random": [[r[k], 10]]}}
+              for v, (a, r) in scores.items() for k in range(2)]
+    record = {"protocol": {"maps": ["attention", "random"], "paper": {"softmax": 42.6}},
+              "choices": [OURS.to_dict()], "models": models}
+    (entry,) = sensitivity_summary(record)
+    assert entry["choice"] == OURS.to_dict()
+    assert entry["values"]["softmax/attention"]["mean"] == 32.0
+    assert entry["values"]["softmax/attention"]["sd"] == pytest.approx(np.std([30.0, 34.0], ddof=1), abs=1e-3)
+    assert entry["random_softmax_below_paper"] is True  # 40.5 < 42.6
+    assert entry["paper_ordering"] is True and entry["both"] is True  # 61 > 50 > 32
+    assert entry["linear_minus_softmax_attention"] == 29.0
+    models[0]["scores"]["attention"] = [[None, 0]]  # an undefined score drops out of the spread
+    (entry,) = sensitivity_summary(record)
+    assert entry["values"]["softmax/attention"]["mean"] == 34.0

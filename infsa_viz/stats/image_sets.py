@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from .paired import holm, significant
 from .seed_stats import call_rule, seed_t_test
-from .stats import holm, significant
 
 __all__ = ["IMAGE_SETS", "image_set_calls", "seed_set_means"]
 

@@ -2,7 +2,7 @@
 as a shortcut? (unit: a trained model; replicate: a training seed)
 
 Each model's score on a map is its mean cue share over the test images as generated
-(:mod:`.measure`). From the models of every variant in both training settings (``p10``: the cue
+(:mod:`infsa_viz.evaluation.shortcut.measure`). From the models of every variant in both training settings (``p10``: the cue
 useless; ``p100``: the cue a shortcut) paired by seed, :func:`shortcut_tables` gives, per map:
 
 * **rise**: p100 − p10 score of the same variant and seed, mean with its t-interval and p-value;
@@ -10,12 +10,12 @@ useless; ``p100``: the cue a shortcut) paired by seed, :func:`shortcut_tables` g
   family of distinct explanation maps (each group of identical maps counted once), with the
   detectable difference (80 % power at the Holm-adjusted level α/m);
 * **detection**: the AUROC of p100 vs p10 scores with its interval
-  (:func:`~.stats.detection_auroc`), and the leave-one-seed-out false-positive rate of "reliance
-  detected" on useless-cue models (:func:`~.stats.held_out_detection`);
+  (:func:`~.detection.detection_auroc`), and the leave-one-seed-out false-positive rate of "reliance
+  detected" on useless-cue models (:func:`~.detection.held_out_detection`);
 * **image level**: within each shortcut model, Spearman's ρ over images between the map's cue share
   and the cue's measured evidence; mean over models with a t-interval;
 * **salience**: R² of the model × salience cell means by training regime and by salience
-  (:func:`~.stats.factor_r2`) and the mean cue share of each cell, over the models measured at every
+  (:func:`~.detection.factor_r2`) and the mean cue share of each cell, over the models measured at every
   salience (the control may run on a subset of seeds).
 
 Every table carries the model-ignorant rows (role ``"model_ignorant"``: the edge map, the
@@ -32,10 +32,10 @@ from typing import Any
 
 import numpy as np
 
+from ...evaluation.shortcut.measure import ModelCueShares
+from ..paired import holm
 from ..seed_stats import ALPHA, detectable_difference, seed_t_test
-from ..stats import holm
-from .measure import ModelCueShares
-from .stats import detection_auroc, factor_r2, held_out_detection
+from .detection import detection_auroc, factor_r2, held_out_detection
 
 __all__ = ["EDGE", "SETTINGS", "ModelEntry", "distinct_maps", "shortcut_tables"]
 

@@ -1,4 +1,4 @@
-"""Model-level statistics of the shortcut test (infsa_viz/evaluation/shortcut/stats.py)."""
+"""Model-level statistics of the shortcut test (infsa_viz/stats/shortcut/detection.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.stats import mannwhitneyu, norm
 
-from infsa_viz.evaluation.shortcut import clopper_pearson, detection_auroc, factor_r2, held_out_detection
+from infsa_viz.stats.shortcut import clopper_pearson, detection_auroc, factor_r2, held_out_detection
 
 
 def test_auroc_matches_mann_whitney_and_counts_ties_half():

@@ -1,4 +1,4 @@
-"""Meta-evaluation of metrics (infsa_viz/evaluation/meta/): a faithful toy metric passes, the controls and
+"""Meta-evaluation of metrics (infsa_viz/stats/meta/): a faithful toy metric passes, the controls and
 model-blind figures fail, on hand-made maps and on a planted classifier."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from infsa_viz.data import test_split
 from infsa_viz.evaluation import EvalSettings
-from infsa_viz.evaluation.meta import (
+from infsa_viz.stats.meta import (
     ALPHAS,
     CONTROLS,
     NOISE_GRID,

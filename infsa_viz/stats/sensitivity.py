@@ -19,7 +19,8 @@ choices; :class:`ProtocolChoice` names one value of each:
 For ``curve="ratio"`` ``aoc`` and ``one_minus_auc`` coincide (``c_0 = 1``), and on correctly
 classified images the label is the prediction, so :func:`protocol_choices` lists only distinct
 combinations. Curves come from :func:`~infsa_viz.metrics.perturbation_curves` (the caller runs
-the model); :func:`curve_scores` and :func:`protocol_mean` turn them into every variant's score.
+the model); :func:`curve_scores` and :func:`protocol_mean` turn them into every variant's score, and
+:func:`sensitivity_summary` spreads those over seeds and checks each protocol against the paper.
 """
 
 from __future__ import annotations
@@ -33,10 +34,12 @@ from typing import Any
 import numpy as np
 
 from .._checks import check_choice
+from ..model import VARIANTS
 from ..targets import TARGET_WORDS
+from .verdict import spread
 
 __all__ = ["AREAS", "CURVES", "DELETIONS", "IMAGES", "OURS", "STEPS", "TARGETS", "ProtocolChoice", "RawCurves",
-           "curve_scores", "one_at_a_time", "protocol_choices", "protocol_mean"]
+           "curve_scores", "one_at_a_time", "protocol_choices", "protocol_mean", "sensitivity_summary"]
 
 DELETIONS = ("zero", "mean", "blur")
 STEPS = ("patch_fraction", "patches", "pixels")
@@ -195,3 +198,37 @@ def protocol_mean(raw: RawCurves, choice: ProtocolChoice) -> dict[str, Any]:
     n = int(np.sum(keep))
     return {"mean": float(scores[keep].mean()) if n else None, "n": n}
 
+
+def sensitivity_summary(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per protocol: each (variant, map)'s mean and sd over seeds, and the paper's two criteria.
+
+    Args:
+        record: the protocol-sensitivity record of ``scripts/paper_gap.py`` (``protocol.maps``;
+            ``protocol.paper``: the paper's MoRF-AOC per variant; ``choices``: every protocol of
+            :func:`protocol_choices`; ``models``: per seed model its ``variant`` and, per map, one
+            ``[mean, n]`` per choice).
+
+    Returns:
+        One entry per choice: ``values`` (``"<variant>/<map>"`` → :func:`~.verdict.spread` over seeds),
+        ``random_softmax_below_paper`` (the softmax models' random map below the paper's softmax
+        figure), ``paper_ordering`` (attention maps Linear > pure > softmax), ``both`` and
+        ``linear_minus_softmax_attention``.
+    """
+
+    paper = record["protocol"]["paper"]
+    out = []
+    for i, choice in enumerate(record["choices"]):
+        values = {}
+        for variant in VARIANTS:
+            for method in record["protocol"]["maps"]:
+                mine = [m["scores"][method][i][0] for m in record["models"] if m["variant"] == variant]
+                values[variant, method] = spread(mine, 3)
+        attention = [values[v, "attention"]["mean"] for v in ("softmax", "pure_infsa", "linear_infsa")]
+        random = values["softmax", "random"]["mean"]
+        ordering = None if None in attention else attention[2] > attention[1] > attention[0]
+        below = None if random is None else random < paper["softmax"]
+        out.append({"choice": choice, "values": {f"{v}/{m}": s for (v, m), s in values.items()},
+                    "random_softmax_below_paper": below, "paper_ordering": ordering,
+                    "both": bool(below and ordering),
+                    "linear_minus_softmax_attention": None if None in attention else round(attention[2] - attention[0], 3)})
+    return out

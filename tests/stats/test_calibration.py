@@ -2,7 +2,7 @@
 simulated evaluations (within the Monte-Carlo error), whatever the seed-to-seed spread, in a family
 of 2 and in the verdict's own family of 30 (3 figures x 5 maps x 2 variants) correlated as the data.
 
-Seeded and fast: per-image scores are simulated (:mod:`infsa_viz.evaluation.calibration`), no model
+Seeded and fast: per-image scores are simulated (:mod:`infsa_viz.stats.calibration`), no model
 is evaluated. ``scripts/verdict_calibration.py`` runs more replications and the power study.
 Tolerance: a rate passes when it is within two Monte-Carlo standard errors of its bound (about 1
 point for a 5 % rate at 2,000 replications).
@@ -15,9 +15,9 @@ import dataclasses
 import numpy as np
 import pytest
 
-from infsa_viz.evaluation import variant_verdict
-from infsa_viz.evaluation.calibration import Scenario, seed_differences, simulated_calls, simulate, simulate_scores
-from infsa_viz.evaluation.seed_stats import ALPHA, detectable_difference
+from infsa_viz.stats import variant_verdict
+from infsa_viz.stats.calibration import Scenario, seed_differences, simulated_calls, simulate, simulate_scores
+from infsa_viz.stats.seed_stats import ALPHA, detectable_difference
 from tests.evaluation.helpers import image_record
 
 #: Replications per scenario: the Monte-Carlo error of a 5 % rate is about 0.5 points.

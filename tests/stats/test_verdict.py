@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from infsa_viz.evaluation import quality_across_seeds, variant_verdict
-from infsa_viz.evaluation.image_sets import seed_set_means
-from infsa_viz.evaluation.seed_stats import call_rule, seed_t_test
-from infsa_viz.evaluation.verdict import model_group, split_seed, verdict_methods
+from infsa_viz.stats import quality_across_seeds, variant_verdict
+from infsa_viz.stats.image_sets import seed_set_means
+from infsa_viz.stats.seed_stats import call_rule, seed_t_test
+from infsa_viz.stats.verdict import model_group, split_seed, verdict_methods
 from tests.evaluation.helpers import image_record
 
 VARIANTS = ("softmax", "pure_infsa", "linear_infsa")
@@ -99,7 +99,7 @@ def test_holm_runs_over_figures_maps_and_variants():
     # random is the chance floor, not a candidate map; 2 maps x 2 figures x 2 variants
     assert {c["method"] for c in comparisons} == {"attention", "rollout"} and len(comparisons) == 8
     raw = np.array([c["p"] for c in comparisons if c["p"] is not None])
-    from infsa_viz.evaluation.stats import holm
+    from infsa_viz.stats.paired import holm
 
     adjusted = [c["p_holm"] for c in comparisons if c["p"] is not None]
     np.testing.assert_allclose(adjusted, holm(raw), rtol=1e-5)
@@ -172,7 +172,7 @@ def test_simultaneous_interval_and_detectable_difference_follow_the_family():
     the noncentral-t power inversion at alpha/m with the seed differences' SD."""
     from scipy import stats as sps
 
-    from infsa_viz.evaluation.seed_stats import t_test_power
+    from infsa_viz.stats.seed_stats import t_test_power
 
     records = _records({"pure_infsa": 1.5, "linear_infsa": 0.4}, methods=("attention", "rollout"), seed_sd=0.4,
                        rng_seed=4)
@@ -243,7 +243,7 @@ def test_the_call_can_read_every_image_instead_of_the_matched_ones():
 
 
 def test_identical_maps_of_a_variant_are_compared_once_and_counted_once_in_holm():
-    from infsa_viz.evaluation.verdict import identical_maps
+    from infsa_viz.stats.verdict import identical_maps
 
     records = _records({"linear_infsa": 0.5}, methods=("attention", "rollout"), seed_sd=0.3)
     # Linear-InfSA's visits and perron repeat its attention map exactly (a rank-one operator); softmax's differ
@@ -267,7 +267,7 @@ def test_identical_maps_of_a_variant_are_compared_once_and_counted_once_in_holm(
 
 
 def test_maps_are_set_against_the_model_ignorant_controls_of_the_same_models():
-    from infsa_viz.evaluation.verdict import model_ignorant_controls
+    from infsa_viz.stats.verdict import model_ignorant_controls
 
     rows = []
     for seed, (edge, attention, rollout) in enumerate([(0.30, 0.50, 0.31), (0.35, 0.52, 0.33), (0.32, 0.55, 0.34)]):
@@ -281,3 +281,36 @@ def test_maps_are_set_against_the_model_ignorant_controls_of_the_same_models():
     assert out["attention"]["beats"] and not out["rollout"]["beats"]  # rollout: +1, -2, +2 points
     test = seed_t_test(100 * np.array([0.01, -0.02, 0.02]))
     assert out["rollout"]["ci_t"] == pytest.approx([test.low, test.high], abs=1e-3)
+
+
+def test_a_stored_verdict_is_completed_as_the_current_one():
+    """completed_verdict reads a report's verdict back: the same calls; a report without image sets gets them
+    from its rows (each model's own row mean) and says so; the report itself is not changed."""
+    import copy
+
+    from infsa_viz.stats.verdict import completed_verdict
+
+    records = _records({"pure_infsa": 4.0}, seed_sd=0.5, rng_seed=1)
+    verdict = _verdict(records)
+    report = {"verdict": verdict, "results": [], "protocol": {"settings": {"select": "correct"}}}
+    kept, note, same = completed_verdict(report)
+    assert note is None and same == []
+    assert [(c["variant"], c["call"], c["p_holm"]) for c in kept] == [
+        (c["variant"], c["call"], c["p_holm"]) for c in verdict["comparisons"]]
+    old = copy.deepcopy(verdict)
+    for c in old["comparisons"]:
+        for s in c["per_seed"]:
+            del s["image_sets"]
+    means: dict[tuple[str, str], list[float]] = {}
+    for r in records:
+        means.setdefault((r.model, r.method), []).append(r.figures["morf_aoc"])
+    rows = [{"model": m, "method": k, "morf_aoc": float(np.mean(v))} for (m, k), v in means.items()]
+    stored = {"verdict": old, "results": rows, "protocol": {"settings": {"select": "correct"}}}
+    before = copy.deepcopy(stored)
+    kept, note, _ = completed_verdict(stored)
+    assert "predates the image-set means" in note and stored == before
+    for c in kept:
+        for s in c["per_seed"]:
+            own = means[s["variant_model"], c["method"]], means[s["baseline_model"], c["method"]]
+            assert s["image_sets"]["own_correct"]["difference"] == pytest.approx(np.mean(own[0]) - np.mean(own[1]))
+    assert [c["call"] for c in kept] == [c["call"] for c in verdict["comparisons"]]

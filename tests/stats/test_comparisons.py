@@ -8,15 +8,9 @@ import numpy as np
 import pytest
 
 from infsa_viz.data import LabelledImages
-from infsa_viz.evaluation import (
-    EvalSettings,
-    benchmark_quality,
-    evaluate,
-    paired_tests,
-    per_image_figures,
-    seed_summary,
-)
-from infsa_viz.evaluation.comparisons import adjacent_methods, split_seed
+from infsa_viz.evaluation import EvalSettings, evaluate, per_image_figures
+from infsa_viz.stats import benchmark_quality, paired_tests, seed_summary, with_comparisons
+from infsa_viz.stats.comparisons import adjacent_methods, split_seed
 from infsa_viz.model import VisionTransformer
 from tests.evaluation.helpers import image_record as _record
 
@@ -36,8 +30,8 @@ def test_rows_carry_intervals_that_match_their_figures(make_config):
     n = 12
     data = LabelledImages(images=rng.integers(0, 256, (n, 16, 16), dtype=np.uint8), labels=rng.integers(0, 3, n),
                           boxes=[np.array([[0, 0, 8, 8]])] * n, negative_boxes=[np.array([[8, 8, 16, 16]])] * n)
-    result = evaluate([("m-seed1", model), ("m-seed2", model)], ["attention", "random", "box_oracle"], data,
-                      protocol=EvalSettings(steps=4, select="all", chunk=5))
+    result = with_comparisons(evaluate([("m-seed1", model), ("m-seed2", model)], ["attention", "random", "box_oracle"],
+                                       data, protocol=EvalSettings(steps=4, select="all", chunk=5)))
     for row in result.rows:
         records = [r for r in result.records if (r.model, r.method) == (row["model"], row["method"])]
         values = per_image_figures(records, select="all")
@@ -49,6 +43,7 @@ def test_rows_carry_intervals_that_match_their_figures(make_config):
         assert row["pointing_game_ci"] is not None and row["protocol"]["intervals"]["n_resamples"] == 2000
     oracle = [r for r in result.rows if r["method"] == "box_oracle"]
     assert all(r["box_roc_auc"] == 1.0 for r in oracle)  # the box lies on the patch grid
+    assert list(result.comparisons) == ["paired_tests", "benchmark_quality", "seeds", "verdict"]
     quality = result.comparisons["benchmark_quality"]["per_model"]["m-seed1"]["box_pr_auc"]
     assert quality["oracle_minus_random"] > 0 and quality["best_attention"] == "attention"
     seeds = result.comparisons["seeds"]
@@ -56,8 +51,8 @@ def test_rows_carry_intervals_that_match_their_figures(make_config):
     tests = result.comparisons["paired_tests"]
     assert len(tests["method_vs_method"]) == 2 * 2 * 3  # figures x models x pairs of 3 methods
     assert tests["model_vs_model"] == []  # two seeds of one model: not paired (the seed spread is in `seeds`)
-    alone = evaluate([("m", model), ("m-copy", model)], ["attention"], data,
-                     protocol=EvalSettings(steps=4, select="all", chunk=5)).comparisons["paired_tests"]
+    alone = with_comparisons(evaluate([("m", model), ("m-copy", model)], ["attention"], data,
+                                      protocol=EvalSettings(steps=4, select="all", chunk=5))).comparisons["paired_tests"]
     same = [t for t in alone["model_vs_model"] if t["method"] == "attention"]  # the same model twice
     assert len(same) == 2 and all(t["mean_difference"] == 0.0 and t["p_wilcoxon"] == 1.0 for t in same)
 

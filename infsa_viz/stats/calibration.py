@@ -3,7 +3,7 @@
 Each replication simulates the per-image scores of ``V`` variants × ``S`` seeds on ``n`` images,
 for ``M = F · K`` cells (``F`` figures × ``K`` maps), and applies the verdict's own steps: images
 matched per seed (both models correct), one mean difference per seed,
-:func:`~.seed_stats.t_test_p`, :func:`~.stats.holm` across the family of ``M · (V − 1)``
+:func:`~.seed_stats.t_test_p`, :func:`~.paired.holm` across the family of ``M · (V − 1)``
 comparisons and :func:`~.seed_stats.call_rule`. The score of image ``i`` for the model of variant
 ``v`` and seed ``s`` in cell ``m = (f, k)`` is (points)::
 
@@ -40,8 +40,8 @@ from typing import Any
 import numpy as np
 
 from .._checks import check_float, check_int
+from .paired import holm
 from .seed_stats import ALPHA, MIN_SEEDS, call_rule, t_test_p
-from .stats import holm
 
 __all__ = ["Scenario", "interval_coverage", "seed_differences", "simulate", "simulate_scores", "simulated_calls"]
 

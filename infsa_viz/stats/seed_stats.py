@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from .._checks import check_float, check_int
-from .stats import ConfidenceInterval
+from ..evaluation.intervals import ConfidenceInterval
 
 __all__ = ["ALPHA", "MIN_SEEDS", "SeedTTest", "call_rule", "detectable_difference", "hierarchical_bootstrap",
            "seed_t_test", "t_test_p", "t_test_power"]
@@ -249,7 +249,7 @@ def hierarchical_bootstrap(groups: Sequence[Any], *, confidence: float = 0.95, n
         seed: seed of ``numpy.random.default_rng``. Default 0.
 
     Returns:
-        A :class:`~infsa_viz.evaluation.stats.ConfidenceInterval` (``method="hierarchical"``,
+        A :class:`~infsa_viz.evaluation.intervals.ConfidenceInterval` (``method="hierarchical"``,
         ``n`` = groups); one group gives the image-level bootstrap of its mean.
 
     Raises:

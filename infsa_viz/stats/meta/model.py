@@ -52,8 +52,8 @@ def meta_evaluate_model(model: Any, data: Any, *, protocol: Any = None, metrics:
         seed: seed of the random map, the noise, the random control and the randomisation.
     """
     from ...maps import check_method
-    from ..engine import score_metrics, scoring_context
-    from ..settings import EvalSettings
+    from ...evaluation.engine import score_metrics, scoring_context
+    from ...evaluation.settings import EvalSettings
 
     protocol = EvalSettings() if protocol is None else protocol
     if check_method(oracle).role != "ceiling":

@@ -1,11 +1,12 @@
-"""The shortcut tables over models (infsa_viz/evaluation/shortcut/analysis.py), on simulated measurements."""
+"""The shortcut tables over models (infsa_viz/stats/shortcut/analysis.py), on simulated measurements."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from infsa_viz.evaluation.shortcut import ModelCueShares, ModelEntry, distinct_maps, shortcut_tables
+from infsa_viz.evaluation.shortcut import ModelCueShares
+from infsa_viz.stats.shortcut import ModelEntry, distinct_maps, shortcut_tables
 
 ROLES = {"attention": "explanation", "visits": "explanation", "edge": "model_ignorant", "random": "floor"}
 SEEDS = range(5)

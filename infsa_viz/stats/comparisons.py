@@ -1,7 +1,7 @@
 """What an evaluation says beyond its rows: paired tests, benchmark headroom, spread across seeds.
 
 * :func:`paired_tests`: every method against every other within a model, and every model against
-  every other of the same training seed for a method, on the same images (:func:`~infsa_viz.evaluation.stats.compare_paired`:
+  every other of the same training seed for a method, on the same images (:func:`~infsa_viz.stats.paired.compare_paired`:
   mean difference with its bootstrap interval, paired-bootstrap and Wilcoxon p-values, effect
   sizes), with Holm-corrected p-values per family (one figure and one model, or one figure and one
   method).
@@ -20,6 +20,7 @@ variants is :mod:`.verdict`'s, from the seed-level test.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from itertools import combinations, pairwise
@@ -27,15 +28,16 @@ from typing import Any
 
 import numpy as np
 
+from ..evaluation.engine import Evaluation
+from ..evaluation.records import ImageRecord, per_image_figures
 from ..maps import METHODS
 from ..metrics.registry import FIGURES
-from .records import ImageRecord, per_image_figures
+from .paired import compare_paired, holm, significant
 from .seed_stats import ALPHA
-from .stats import compare_paired, holm, significant
 from .verdict import PAIRED_FIGURES, quality_across_seeds, split_seed, spread, variant_verdict
 
 __all__ = ["PAIRED_FIGURES", "QUALITY_GOALS", "adjacent_methods", "benchmark_quality", "compare", "paired_tests",
-           "seed_summary", "split_seed"]
+           "seed_summary", "split_seed", "with_comparisons"]
 
 #: Figures of :func:`benchmark_quality`.
 QUALITY_FIGURES = ("morf_aoc", "box_pr_auc")
@@ -105,7 +107,7 @@ def paired_tests(records: Sequence[ImageRecord], *, select: str, figures: Sequen
 
     Returns:
         ``{"protocol", "method_vs_method", "model_vs_model"}``; each test holds ``figure``, the two
-        sides, :meth:`~infsa_viz.evaluation.stats.PairedComparison.to_dict` and Holm-adjusted
+        sides, :meth:`~infsa_viz.stats.paired.PairedComparison.to_dict` and Holm-adjusted
         p-values of its family.
     """
     groups: dict[tuple[str, str], list[ImageRecord]] = {}
@@ -310,3 +312,17 @@ def compare(records: Sequence[ImageRecord], rows: Sequence[dict[str, Any]], *, s
     quality["across_seeds"] = quality_across_seeds(quality)
     return {"paired_tests": tests, "benchmark_quality": quality, "seeds": seed_summary(rows),
             "verdict": variant_verdict(records, seed=seed, images="all" if select == "all" else "matched")}
+
+
+def with_comparisons(evaluation: Evaluation) -> Evaluation:
+    """``evaluation`` with the statistics of its report: :func:`compare` of its records and rows, under the
+    ``select`` and ``seed`` it was run with (the sections :func:`~infsa_viz.evaluation.write_evaluation`
+    writes after the rows).
+
+    Example:
+        >>> result = with_comparisons(evaluate(models, methods, data))  # doctest: +SKIP
+        >>> write_evaluation(result, "out/report.json")  # doctest: +SKIP
+    """
+    settings = evaluation.protocol["settings"]
+    sections = compare(evaluation.records, evaluation.rows, select=settings["select"], seed=settings["seed"])
+    return dataclasses.replace(evaluation, comparisons=sections)
