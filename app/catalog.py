@@ -7,12 +7,15 @@ directories, transformers ``save_pretrained`` directories, ``.safetensors`` stat
 ``?num_heads=…`` options, and any format a plugin registers); what a model is (its attention
 variant) is its loaded config's. Each is loaded once per server (``st.cache_resource``, one lock
 per model since attention capture hooks into the shared module) and reloaded when its files
-change (``version``: the newest file's mtime).
+change (``version``: the newest file's mtime). A CLIP model given prompts in the sidebar
+(:mod:`zeroshot`) is another entry of the same path, loaded as its zero-shot model.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import os
 import sys
 import threading
@@ -22,16 +25,20 @@ from typing import Callable
 
 import streamlit as st
 import torch
+import zeroshot
 
 from infsa_viz import VARIANTS, load_model
 from infsa_viz.formats import detect, parse_model_spec
 from infsa_viz.io import read_json
 from infsa_viz.model import CONFIG_FILE
+from infsa_viz.zero_shot import zero_shot
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS_DIR = ROOT / "models"
 #: Environment variable naming more model folders (``os.pathsep``-separated), like ``--models``.
 MODELS_ENV = "INFSA_VIZ_MODELS"
+#: Separates a model's path from its zero-shot prompts in a load key (no path holds it).
+_ZERO_SHOT = "\0"
 #: Where a model directory records the data it was trained on (``data.name``, a benchmark).
 CARD_FILE = "card.json"
 
@@ -47,10 +54,22 @@ class ModelEntry:
     name: str
     version: int
     format: str
+    prompts: tuple[str, ...] = ()
+    text: str | None = None
+
+    @property
+    def source(self) -> str:
+        """What is loaded, the key of every cache of the model: its path, and for a zero-shot model
+        (:mod:`zeroshot`) the prompts and where their text embeddings come from (``text``)."""
+        return self.path if not self.prompts else self.path + _ZERO_SHOT + json.dumps([self.text, list(self.prompts)])
+
+    def with_prompts(self, text: str, prompts: tuple[str, ...]) -> ModelEntry:
+        """This model with a zero-shot head over ``prompts`` (text embeddings from ``text``)."""
+        return dataclasses.replace(self, prompts=tuple(prompts), text=text)
 
     @property
     def variant(self) -> str:
-        model, _, _ = _load(self.path, self.version)
+        model, _, _ = _load(self.source, self.version)
         return "?" if model is None else str(model.config.attention)
 
     @property
@@ -147,10 +166,22 @@ def short_names(entries: list[ModelEntry], link_name: Callable[[str], str] = str
 
 
 # ----------------------------------------------------------------------------------- loading
+def path_of(source: str) -> str:
+    """The model path of a load key (:attr:`ModelEntry.source`)."""
+    return source.partition(_ZERO_SHOT)[0]
+
+
+def _zero_shot(source: str, version: int) -> torch.nn.Module:
+    path, _, given = source.partition(_ZERO_SHOT)
+    text, prompts = json.loads(given)
+    return zero_shot(model_at(path, version)[0], zeroshot.embeddings(text, tuple(prompts)))
+
+
 @st.cache_resource(show_spinner="Loading model…", max_entries=16)
-def _load(path: str, version: int) -> tuple[torch.nn.Module | None, threading.Lock, str | None]:
+def _load(source: str, version: int) -> tuple[torch.nn.Module | None, threading.Lock, str | None]:
     try:
-        return load_model(path).eval(), threading.Lock(), None
+        model = _zero_shot(source, version) if _ZERO_SHOT in source else load_model(source)
+        return model.eval(), threading.Lock(), None
     except Exception as err:  # noqa: BLE001  # any model the user adds: its problem is shown, the app goes on
         line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         return None, threading.Lock(), f"{type(err).__name__}: {line}"
@@ -167,12 +198,12 @@ def model_at(path: str, version: int) -> tuple[torch.nn.Module, threading.Lock]:
 
 def get_model(entry: ModelEntry) -> tuple[torch.nn.Module, threading.Lock]:
     """:func:`model_at` of an entry."""
-    return model_at(entry.path, entry.version)
+    return model_at(entry.source, entry.version)
 
 
 def load_error(entry: ModelEntry) -> str | None:
     """Why ``entry`` does not load, in one line, or ``None``."""
-    return _load(entry.path, entry.version)[2]
+    return _load(entry.source, entry.version)[2]
 
 
 def loaded(entries: list[ModelEntry]) -> list[ModelEntry]:

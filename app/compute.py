@@ -55,10 +55,10 @@ def _prepared(path: str, version: int, image_key: str, _image: ImageChoice) -> P
 def model_input(entry: ModelEntry, image: ImageChoice) -> Prepared:
     """The image as this model sees it (its own preprocessing, or the letterbox chosen; cached)."""
     image = inputs.for_model(image, entry)
-    return _prepared(entry.path, entry.version, image.key, image)
+    return _prepared(entry.source, entry.version, image.key, image)
 
 
-@st.cache_resource(show_spinner=False, max_entries=64)
+@st.cache_resource(show_spinner=False, max_entries=32)  # q and k of every layer: ~15 MB an image at ViT-B/16
 def _forward(path: str, version: int, image_key: str, _image: ImageChoice) -> ForwardRecord:
     """The one forward of the model on the image as it sees it, attention captured as it goes: every
     page reads its logits and attention (a resource, not data: it holds the shared model)."""
@@ -79,7 +79,7 @@ def _logits(path: str, version: int, image_key: str, _image: ImageChoice) -> np.
 def logits(entry: ModelEntry, image: ImageChoice) -> np.ndarray:
     """``(classes,)``: the model's logits on the image, as it sees it (cached)."""
     image = inputs.for_model(image, entry)
-    return _logits(entry.path, entry.version, image.key, image)
+    return _logits(entry.source, entry.version, image.key, image)
 
 
 def probabilities(entry: ModelEntry, image: ImageChoice) -> np.ndarray:
@@ -106,7 +106,7 @@ def _record(path: str, version: int, image: ImageChoice, target: Any = None, cla
 def record(entry: ModelEntry, image: ImageChoice, target: targets.Target = targets.DEFAULT) -> ForwardRecord:
     """The image's :class:`~infsa_viz.forward.ForwardRecord` for this model, explaining ``target``."""
     image = inputs.for_model(image, entry)
-    return _record(entry.path, entry.version, image, target)
+    return _record(entry.source, entry.version, image, target)
 
 
 def record_at(path: str, version: int, image: ImageChoice) -> ForwardRecord:
@@ -136,7 +136,7 @@ def set_probabilities(entry: ModelEntry, set_key: str, stop: int | None = None) 
     (default all), computed once per batch of :data:`BATCH` images."""
     n = len(inputs.set_data(set_key))
     stop = n if stop is None else min(stop, n)
-    return np.concatenate([_chunk_probabilities(entry.path, entry.version, set_key, s)
+    return np.concatenate([_chunk_probabilities(entry.source, entry.version, set_key, s)
                            for s in range(0, stop, BATCH)])[:stop]
 
 
@@ -156,7 +156,7 @@ def first_all_correct(entries: list[ModelEntry], set_key: str) -> int | None:
     if not judged:
         return None
     for start in range(0, len(judged[0][1]), BATCH):
-        right = np.logical_and.reduce([_chunk_probabilities(e.path, e.version, set_key, start).argmax(-1)
+        right = np.logical_and.reduce([_chunk_probabilities(e.source, e.version, set_key, start).argmax(-1)
                                        == labels[start:start + BATCH] for e, labels in judged])
         if right.any():
             return start + int(np.argmax(right))
@@ -230,7 +230,7 @@ def _explain(path: str, version: int, image_key: str, method: str, options_json:
     protocol = EvalSettings(metrics=metrics, **({} if target is None else {"target": target}))
     with lock:
         records, result, protocols = score_images(
-            model, _image.data, method, protocol=protocol, name=Path(path).name,
+            model, _image.data, method, protocol=protocol, name=Path(catalog.path_of(path)).name,
             indices=None if _image.index is None else [_image.index], options=json.loads(options_json),
             record=forward, result=result)
     view = _view(result, records[0].target, records[0].validity, forward.prepared, _image.data)
@@ -241,7 +241,7 @@ def _call(compute: Any, entry: ModelEntry, image: ImageChoice, method: str, opti
           target: targets.Target, *extra: Any) -> Any:
     image = inputs.for_model(image, entry)
     cls = class_index(entry, image, target) if METHODS[method].explains_class else None
-    return compute(entry.path, entry.version, image.key, method, json.dumps(options, sort_keys=True), cls, image,
+    return compute(entry.source, entry.version, image.key, method, json.dumps(options, sort_keys=True), cls, image,
                    *extra)
 
 
@@ -277,7 +277,7 @@ def set_views(entry: ModelEntry, set_key: str, indices: list[int], method: str,
               options: dict[str, Any]) -> list[MapView]:
     """Maps of many images of a set in one batch (class-explaining methods explain the prediction);
     the set's boxes only for a model that belongs to it."""
-    return _set_views(entry.path, entry.version, set_key, tuple(indices), method, json.dumps(options, sort_keys=True),
+    return _set_views(entry.source, entry.version, set_key, tuple(indices), method, json.dumps(options, sort_keys=True),
                       inputs.belongs(entry, set_key))
 
 
@@ -290,7 +290,7 @@ def _spectra(path: str, version: int, image_key: str, matrix: str, _image: Image
 def spectra(entry: ModelEntry, image: ImageChoice, matrix: str) -> list[LayerSpectrum]:
     """Every layer × (head mean, heads) of the model on the image (cached)."""
     image = inputs.for_model(image, entry)
-    return _spectra(entry.path, entry.version, image.key, matrix, image)
+    return _spectra(entry.source, entry.version, image.key, matrix, image)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

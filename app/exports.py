@@ -20,6 +20,7 @@ import json
 import re
 import struct
 import zlib
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -88,6 +89,8 @@ def settings(sel: Any, *, extra: dict[str, Any] | None = None, method: str | Non
     for entry in sel.models:
         row: dict[str, Any] = {"name": entry.name, "variant": entry.variant, "format": entry.format,
                                "class_names": list(inputs.class_names(entry))}
+        if entry.prompts:  # CLIP zero-shot: the classes are the prompts; where their text embeddings came from
+            row["zero_shot"] = {"prompts": list(entry.prompts), "text": Path(str(entry.text)).name}
         if spec.explains_class and sel.image is not None:
             try:
                 row["explains"] = compute.class_index(entry, sel.image, sel.target)

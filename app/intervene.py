@@ -114,7 +114,7 @@ def object_evidence(entry: ModelEntry, image: ImageChoice, scene: Scene, target:
     """:func:`object_importance` of ``entry`` on ``image``'s ``scene`` explaining ``target``
     (cached by the image as it is given the model), with each map's :func:`object_mass` and
     :func:`object_density`."""
-    found = _importance(entry.path, entry.version, image.key, int(target), scene, image.index)
+    found = _importance(entry.source, entry.version, image.key, int(target), scene, image.index)
     masks = found.masks  # (1, O, S, S) in the model's input
     with np.errstate(invalid="ignore"):
         import warnings

@@ -34,7 +34,7 @@ def _stages(path: str, version: int) -> list[str]:
 
 def stages(entry: ModelEntry) -> list[str]:
     """The cascade's stages, top first (``head``, ``block_{L-1}`` … ``block_0``, ``embedding``)."""
-    return _stages(entry.path, entry.version)
+    return _stages(entry.source, entry.version)
 
 
 @st.cache_data(show_spinner="Randomising the model's parameters…", max_entries=128)
@@ -56,7 +56,7 @@ def randomised_map(entry: ModelEntry, image: ImageChoice, method: str, options: 
     if stage not in stages(entry):
         raise ValueError(f"stage {stage!r} is not one of this model's: {stages(entry)}")
     image = inputs.for_model(image, entry)
-    return _randomised(entry.path, entry.version, image.key, method, json.dumps(options, sort_keys=True), target,
+    return _randomised(entry.source, entry.version, image.key, method, json.dumps(options, sort_keys=True), target,
                        stage, image)
 
 

@@ -22,6 +22,7 @@ import options as method_options
 import safe
 import targets
 import urlstate
+import zeroshot
 from catalog import ModelEntry
 from draw import Display
 from inputs import ImageChoice
@@ -125,6 +126,51 @@ def _model_choices(found: list[ModelEntry], problems: list[str], rules: access.A
     if extra is not None and extra.path not in {e.path for e in entries}:
         entries.append(extra)
     return entries
+
+
+def _zero_shot(models: list[ModelEntry]) -> tuple[list[ModelEntry], bool]:
+    """The prompt box, shown when a selected model takes prompts (:mod:`zeroshot`), and the models
+    with the prompts as their classes (those that take them); ``True`` when the box is shown. A box
+    whose prompts cannot be used says why in one line and leaves the models as they are."""
+    sb = st.sidebar
+    file = zeroshot.text_file()
+    takes = {}
+    for entry in models:
+        config = catalog.get_model(entry)[0].config
+        source = zeroshot.source_for(entry.path, config.feature_dim, bool(config.projection_dim), file)
+        if source is not None:
+            takes[entry.path] = source
+    if not takes:
+        return models, False
+    st.session_state.setdefault("prompts", "")
+    text = sb.text_area(
+        "Zero-shot prompts (CLIP), one per line", key="prompts", placeholder="a photo of a heron\na photo of a dog",
+        help=f"For {', '.join(safe.md(e.name, 40) for e in models if e.path in takes)}: the prompts become the "
+             "classes and the logits CLIP's image–text similarities, encoded by the model's own text tower "
+             "and tokenizer (or read from the server's text-embedding file); Explain class picks the prompt "
+             f"(default: the best-matching one). At most {zeroshot.MAX_PROMPTS} prompts of "
+             f"{zeroshot.MAX_CHARS} characters")
+    try:
+        prompts = zeroshot.parse(text)
+    except ValueError as err:
+        sb.error(safe.line(f"Prompts not used: {safe.md(err)}"))
+        return models, True
+    if not prompts:
+        return models, True
+    out, errors = [], []
+    for entry in models:
+        given = entry.with_prompts(takes[entry.path], prompts) if entry.path in takes else entry
+        error = catalog.load_error(given)
+        if error is not None:
+            errors.append(f"{entry.name}: {error.split(': ', 1)[-1]}")
+            given = entry
+        out.append(given)
+    for line in dict.fromkeys(errors):
+        sb.error(safe.line(f"Prompts not used for {safe.md(safe.short_paths(line))}"))
+    if len(errors) < len(takes):
+        sb.caption("Classes of " + ", ".join(safe.md(e.name, 40) for e in out if e.prompts) + ": the prompts; "
+                   "every page explains and scores the image–text similarity of the prompt Explain class picks.")
+    return out, True
 
 
 def _upload() -> tuple[ImageChoice | None, str | None]:
@@ -278,15 +324,17 @@ def render(page: Any) -> Selection:
     short = catalog.short_names(found, rules.link_name)
     urlstate.restore(short, rules.check)
     chosen = _model_choices(found, problems, rules)
-    models = catalog.loaded(chosen)
+    loaded = catalog.loaded(chosen)
+    models, prompted = _zero_shot(loaded)
     image, error, set_key = _image_choice(models)
     method, options, target, layer, head = _method_choice(models, image, page.title)
     sel = Selection(models=models, image=image, error=error, method=method, options=options, target=target,
                     layer=layer, head=head, display=_display(), set_key=set_key,
-                    broken=tuple(e for e in chosen if e not in models))
+                    broken=tuple(e for e in chosen if e not in loaded))
     st.session_state[_SELECTION] = sel
     state = st.session_state
     values = {spec.key: state.get(spec.key) for spec in urlstate.PARAMS.values() if spec.page is None}
+    values["prompts"] = state.get("prompts") or None if prompted else None
     values["image_number"] = None if image is None or image.index is None else image.index + 1
     values["upload"] = image.name if image is not None and set_key is None else None
     values["upload_fit"] = state.get("upload_fit") if set_key is None else None

@@ -94,7 +94,7 @@ def figures(entry: ModelEntry, set_key: str, n: int, method: str, options: dict[
     for start in range(0, n, CHUNK):
         stop = min(start + CHUNK, n)
         labelled = None if labels is None else json.dumps(labels[start:stop].tolist())
-        part = _chunk(entry.path, entry.version, set_key, start, stop, labelled, method,
+        part = _chunk(entry.source, entry.version, set_key, start, stop, labelled, method,
                       json.dumps(options, sort_keys=True), tuple(metrics), target)
         for key, values in part.items():
             out.setdefault(key, []).append(values)

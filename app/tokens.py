@@ -126,7 +126,7 @@ def _attention(path: str, version: int, image_key: str, _image: ImageChoice) -> 
 def attention(entry: ModelEntry, image: ImageChoice) -> Attention:
     """Dense attention of every layer and head of ``entry`` on ``image`` (cached)."""
     image = inputs.for_model(image, entry)
-    return _attention(entry.path, entry.version, image.key, image)
+    return _attention(entry.source, entry.version, image.key, image)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ import streamlit as st
 
 import safe
 import targets
+import zeroshot
 
 _RESTORED = "_url_restored"
 _FROM_LINK = "_url_from_link"  # widget key -> (parameter, raw text) not yet checked by its widget
@@ -87,6 +88,12 @@ def _class(text: str) -> Any:
     return targets.parse(_text(text))
 
 
+def _prompt_box(text: str) -> str:
+    if len(text) > zeroshot.MAX_PROMPTS * (zeroshot.MAX_CHARS + 1):
+        raise ValueError(f"expected at most {zeroshot.MAX_PROMPTS} prompts of {zeroshot.MAX_CHARS} characters")
+    return text
+
+
 def _g(v: float) -> str:
     return f"{v:g}"
 
@@ -111,6 +118,7 @@ PARAMS: dict[str, Param] = {
     "wrong": Param("only_wrong", _bool, lambda v: "1" if v else "0"),
     "by": Param("wrong_model", models=True),
     "pos": Param("wrong_number", _integer(1, 10**9)),
+    "prompts": Param("prompts", _prompt_box),
     "method": Param("method"),
     "class": Param("target", _class),
     "layer": Param("layer", _integer(-1, 4096)),

@@ -145,11 +145,6 @@ class ForwardRecord:
                 self._classes = self.target.resolve(self.logits, self.filled_labels, name=self.name)
         return self._classes
 
-    @property
-    def scored(self) -> np.ndarray:
-        """``(B,)`` int64: the class whose probability the metrics track (the explained class)."""
-        return self.explained.numpy()
-
     def __len__(self) -> int:
         return int(self.inputs.shape[0])
 

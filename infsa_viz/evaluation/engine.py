@@ -199,14 +199,14 @@ def score_images(
     if "fractions" in protocols.get("perturbation", {}):
         steps = protocols["perturbation"]
         protocols["steps"] = (np.asarray(steps["fractions"]), np.asarray(steps["removed"]))
-    score_class = ctx.classes
+    explained = ctx.classes  # the class every metric scored: the record's explained class
     names = list(data.names) if data.names else [str(i) for i in positions]
     variant = getattr(getattr(model, "config", None), "attention", "unknown")
     maps = result.maps.double()
     records = [ImageRecord(
         model=name, variant=variant, method=method, index=int(position), name=names[i],
         label=int(labels[i]) if known[i] else None, logits=logits[i].numpy(),
-        target=None if result.target is None else int(result.target[i]), scored=int(score_class[i]),
+        target=None if result.target is None else int(result.target[i]), scored=int(explained[i]),
         figures={k: float(v[i]) for k, v in figures.items()}, curves={k: v[i] for k, v in curves.items()},
         map_min=float(maps[i].min()), map_max=float(maps[i].max()), map_mass=float(maps[i].abs().sum()),
         validity=None if result.validity is None else result.validity.for_image(i),

@@ -108,7 +108,7 @@ class Scoring(_OnRecord):
     def classes(self) -> np.ndarray:
         """``(B,)`` the class each image is scored for (the record's explained class: its label, or the
         prediction where the label is unknown, unless the run's target names another)."""
-        return self.record.scored
+        return self.record.explained.numpy()
 
     @property
     def image_size(self) -> tuple[int, int]:

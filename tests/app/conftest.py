@@ -1,6 +1,7 @@
 """What the app tests run on: the shipped models (``models/*/`` with a config and weights), a
-researcher's own two transformers models built here (:func:`build_own_models`), and the app's
-modules for unit tests (``app``)."""
+researcher's own two transformers models built here (:func:`build_own_models`), real backbones (a
+DINOv2 with registers, a whole CLIP model with its tokenizer: ``backbones``), and the app's modules for
+unit tests (``app``)."""
 
 from __future__ import annotations
 
@@ -87,10 +88,24 @@ def build_own_models(root: Path) -> OwnModels:
     return OwnModels(root, root / "photo-vit6", root / "fruit-deit64")
 
 
+@pytest.fixture(scope="session")
+def backbones(tmp_path_factory):
+    """A folder holding ``dino-registers`` (4 registers, 2 × 2 patches, 5 classes) and ``clip`` (a whole
+    CLIP model and its tokenizer)."""
+    pytest.importorskip("transformers")
+    from tests.formats.test_backbones import build_backbone
+    from tests.test_zero_shot import build_clip
+
+    root = tmp_path_factory.mktemp("backbones")
+    build_backbone(root / "dino-registers", "dinov2-registers-classifier")
+    build_clip(root / "clip")
+    return root
+
+
 APP_DIR = Path(__file__).resolve().parents[2] / "app"
 #: The app's modules a test may import (they import each other as siblings, as Streamlit runs them).
 APP_MODULES = ("targets", "safe", "catalog", "access", "inputs", "compute", "draw", "exports", "urlstate",
-               "options", "tokens", "warmup", "charts", "plugins", "intervene", "slicing", "randomise")
+               "options", "tokens", "warmup", "charts", "plugins", "intervene", "slicing", "randomise", "zeroshot")
 
 
 @pytest.fixture(scope="module")

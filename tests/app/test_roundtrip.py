@@ -172,3 +172,25 @@ def test_every_widget_of_every_page_round_trips_through_the_link(shipped_models,
         assert not [w.value for w in copy.warning if "does not fit" in w.value], name
     left = set(seen) - changed - set(UNCHANGED)
     assert not left, f"setting widgets no scenario changes (add them to one): {sorted(left)}"
+
+
+def test_the_prompts_and_the_prompt_explained_round_trip_through_the_link(backbones, monkeypatch, app):
+    """A CLIP model's prompt box (shown only for a model that takes prompts, so apart from the scenarios
+    above) and the prompt Explain class picks come back from the link, and every other widget with them."""
+    monkeypatch.setenv("INFSA_VIZ_MODELS", str(backbones))
+    at = _app()
+    at.query_params.update(models="clip")
+    at.run()
+    assert _widgets(at)["prompts"] == ""
+    for key, value in (("prompts", "a photo of a heron\na [dog] <b>\na bird"), ("method", "saliency"), ("target", 2)):
+        _set(at, key, value)
+        _ok(at)
+    values = _widgets(at)
+    assert values["prompts"].splitlines()[1] == "a [dog] <b>" and values["target"] == 2
+    assert app.urlstate.param_of("prompts") == "prompts"
+    copy = _app()
+    copy.query_params = dict(_query(at))
+    copy.run()
+    _ok(copy)
+    assert _widgets(copy) == values
+    assert not copy.sidebar.error and not [w.value for w in copy.warning if "does not fit" in w.value]
