@@ -89,7 +89,8 @@ def backbone_cost(case: str, *, variants: list[str], methods: list[str], data: s
     Returns:
         The JSON-ready report: ``protocol`` and one entry per variant with a row per method.
     """
-    from infsa_viz.data.voc import open_image_folder, read_class_index
+    from infsa_viz.data import open_image_folder
+    from infsa_viz.data.voc import read_class_index
     from infsa_viz.estimate import format_bytes
     from infsa_viz.evaluation import EvalSettings, score_images
     from infsa_viz.evaluation.engine import chunk_record

@@ -16,7 +16,9 @@ from .cluttered import (
     generate_scenes,
 )
 from .cued import CUE_CONDITIONS, GLYPHS, CuedDigitsConfig, cue_conditions, cued_epoch, generate_cued
+from . import voc  # noqa: F401  registers the VOC layouts
 from .folder import FolderDataset, parse_voc_boxes
+from .layouts import LAYOUTS, Layout, open_image_folder, register_layout
 from .mnist import load_mnist_digits
 from .scenes import Scene, object_names
 from .splits import (
@@ -34,6 +36,10 @@ from .splits import (
 
 __all__ = [
     "BENCHMARKS",
+    "LAYOUTS",
+    "Layout",
+    "open_image_folder",
+    "register_layout",
     "CUE_CONDITIONS",
     "DIGITS",
     "Generator",
