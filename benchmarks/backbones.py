@@ -73,7 +73,8 @@ def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
 
 
 def backbone_cost(case: str, *, variants: list[str], methods: list[str], data: str | None = None, n_images: int = 3,
-                  steps: int = 20, batch_size: int = 512, seed: int = 0) -> dict[str, Any]:
+                  steps: int = 20, step_grid: str = "auto", batch_size: int = 512, seed: int = 0,
+                  against: tuple[str, int] | None = None) -> dict[str, Any]:
     """Seconds per image of each map, MoRF/LeRF and box AUC on one backbone, beside the softmax floor.
 
     Args:
@@ -82,9 +83,14 @@ def backbone_cost(case: str, *, variants: list[str], methods: list[str], data: s
         methods: map methods (keys of :data:`infsa_viz.maps.METHODS`).
         data: ``folder:PATH`` of photos with VOC boxes (default: the case's).
         n_images: photos scored (at most those the folder holds).
-        steps: MoRF/LeRF steps ``K``: fractions ``k/K`` of the patches removed, ``k = 0..K``.
+        steps: MoRF/LeRF steps ``K`` (the ``steps`` setting).
+        step_grid: the ``step_grid`` setting (default ``"auto"``: uniform ``k/K`` up to 100 patches, cosine
+            with at most 10 steps above; :func:`~infsa_viz.metrics.perturbation.resolve_step_grid`).
         batch_size: perturbed copies per forward.
         seed: weights and tie-breaking seed.
+        against: ``(grid, steps)`` of an older protocol timed beside each row, right after it, in the same
+            run: :func:`~infsa_viz.metrics.perturbation_curves` of both orders on the same map, without the
+            copies the maps share (``("uniform", 20)``: the protocol before the step grid); ``None``: not timed.
 
     Returns:
         The JSON-ready report: ``protocol`` and one entry per variant with a row per method.
@@ -96,6 +102,8 @@ def backbone_cost(case: str, *, variants: list[str], methods: list[str], data: s
     from infsa_viz.evaluation.engine import chunk_record
     from infsa_viz.evaluation.budget import evaluation_estimate
     from infsa_viz.maps import attribute, check_method
+    from infsa_viz.metrics import morf_aoc, perturbation_curves
+    from infsa_viz.metrics.perturbation import resolve_step_grid
     from infsa_viz.model import ViTConfig, VisionTransformer
 
     if case not in CASES:
@@ -120,11 +128,11 @@ def backbone_cost(case: str, *, variants: list[str], methods: list[str], data: s
         model = VisionTransformer(config).eval()
         images = folder.labelled(n_images)
         n = len(images)
-        metrics = {"perturbation": EvalSettings(metrics=["perturbation"], steps=steps, batch_size=batch_size,
-                                                select="all", seed=seed),
+        metrics = {"perturbation": EvalSettings(metrics=["perturbation"], steps=steps, step_grid=step_grid,
+                                                batch_size=batch_size, select="all", seed=seed),
                    "box_auc": EvalSettings(metrics=["box_auc"], select="all", seed=seed)}
-        whole = EvalSettings(metrics=["perturbation", "box_auc"], steps=steps, batch_size=batch_size, select="all",
-                             seed=seed, chunk=max(n, 1))
+        whole = EvalSettings(metrics=["perturbation", "box_auc"], steps=steps, step_grid=step_grid,
+                             batch_size=batch_size, select="all", seed=seed, chunk=max(n, 1))
         estimate = evaluation_estimate([(variant, model)], methods, whole, n_images=n)
         record = chunk_record(model, images, whole, capture=True)
         clean = _timed(lambda: record.attention)[1]  # the one clean forward, with attention, shared by every method
@@ -132,19 +140,29 @@ def backbone_cost(case: str, *, variants: list[str], methods: list[str], data: s
         fractions: list[float] = []
         for method in methods:
             result, seconds_map = _timed(lambda: attribute(record, method))
-            scored = {}
+            scored, figures = {}, {}
             for name, protocol in metrics.items():
-                (_records, _, parts), seconds = _timed(lambda p=protocol: score_images(
+                (found, _, parts), seconds = _timed(lambda p=protocol: score_images(
                     model, images, method, protocol=p, record=record, result=result))
                 scored[name] = seconds
                 if name == "perturbation":
                     fractions = parts["perturbation"].get("fractions", fractions)
+                    figures = {k: [r.figures.get(k) for r in found] for k in ("morf_aoc", "lerf_auc")}
+            older = {}
+            if against is not None:
+                curves, seconds_old = _timed(lambda: perturbation_curves(
+                    model, record.inputs, result.maps, record.scored, patch_size=model.patch_size, order="both",
+                    steps=against[1], step_grid=against[0], batch_size=batch_size, seed=seed, logits=record.logits))
+                older = {"morf_lerf_against": round(seconds_old / n, 4),
+                         "x_against": round(seconds_old / scored["perturbation"], 2) if scored["perturbation"] else None,
+                         "morf_aoc_against": [float(v) for v in morf_aoc(curves["morf"], select="all").per_image]}
             rows.append({"method": method,
                          "seconds_per_image": {"map": round(seconds_map / n, 4),
                                                "morf_lerf": round(scored["perturbation"] / n, 4),
                                                "box_auc": round(scored["box_auc"] / n, 4),
                                                "total": round((seconds_map + sum(scored.values())) / n, 4)},
                          "valid": bool(torch.isfinite(result.maps).all()),
+                         "morf_aoc": figures.get("morf_aoc"), "lerf_auc": figures.get("lerf_auc"), **older,
                          "peak_rss_after": _peak_rss()})
         measured = clean + sum(r["seconds_per_image"]["total"] * n for r in rows)
         if variant == "softmax" and "attention" in methods:
@@ -161,11 +179,19 @@ def backbone_cost(case: str, *, variants: list[str], methods: list[str], data: s
             "peak_rss": format_bytes(_peak_rss()),
             "step_fractions": fractions,
         }
+    patches = (spec.config["img_size"] // spec.config["patch_size"]) ** 2
+    grid, used, why = resolve_step_grid(step_grid, steps, patches)
     return {"protocol": {
         "case": case, "description": spec.description, "config": spec.config, "data": data,
-        "variants": variants, "methods": methods, "n_images": n_images, "steps": steps,
-        "fractions": "k/K of the patches removed, k = 0..K (n_k = floor(k*N/K + 1/2)), both orders; the fully "
-                     "removed image scored once", "batch_size": batch_size, "seed": seed,
+        "variants": variants, "methods": methods, "n_images": n_images, "steps": steps, "step_grid": step_grid,
+        "fractions": f"{grid} grid of {used} steps ({why}; infsa_viz.metrics.perturbation.removed_counts), both "
+                     "orders; the fully removed image scored once; a perturbed copy that several maps of a chunk "
+                     "remove alike scored once",
+        "against": None if against is None else
+        f"morf_lerf_against: perturbation_curves of both orders on the {against[0]} grid of {against[1]} steps, "
+        "on the same map, without copies shared between maps, timed right after each row; x_against = its "
+        "seconds over the row's morf_lerf",
+        "batch_size": batch_size, "seed": seed,
         "floor": "softmax's raw attention map ('attention') on the same photos in the same run: x_floor = seconds "
                  "over the floor's",
         "timing": "wall seconds of the engine's calls, one by one, on one shared clean forward with attention",

@@ -82,8 +82,16 @@ class ForwardRecord:
         self._attention: list[AttentionRecord] | None = None
         self._capture = capture
         self._classes = None if classes is None else check_classes(classes, B, getattr(config, "num_classes", None))
+        self._memos: dict[str, dict[Any, Any]] = {}
 
     # -- what the record holds -------------------------------------------------------------------
+    def memo(self, name: str) -> dict[Any, Any]:
+        """A dict kept with this record under ``name``, for results that are pure functions of these inputs
+        and this model and that several maps or metrics share (e.g. ``"perturbation"``: the probability of
+        each perturbed copy already scored, :func:`~infsa_viz.metrics.perturbation.perturbation_curves`).
+        A record made by :meth:`take` or :meth:`explaining` starts with its own."""
+        return self._memos.setdefault(name, {})
+
     @property
     def preprocessing(self) -> Preprocessing | None:
         """The preprocessing the inputs went through (the model's own), if the model declares one."""

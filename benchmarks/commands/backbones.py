@@ -21,7 +21,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", default=None, metavar="folder:PATH",
                         help="photos with VOC boxes (default: Debian's labelme-examples)")
     parser.add_argument("--n-images", type=int, default=3, help="photos scored (default 3)")
-    parser.add_argument("--steps", type=int, default=20, help="MoRF/LeRF steps K: fractions k/K (default 20)")
+    parser.add_argument("--steps", type=int, default=20, help="MoRF/LeRF steps K (default 20)")
+    parser.add_argument("--step-grid", default="auto", choices=["auto", "uniform", "cosine"],
+                        help="MoRF/LeRF step grid (default auto: uniform up to 100 patches, cosine with at most 10 "
+                             "steps above)")
+    parser.add_argument("--against", default=None, metavar="GRID:STEPS",
+                        help="also time MoRF/LeRF on this older grid beside each row, in the same run (e.g. "
+                             "uniform:20, the protocol before the step grid)")
     parser.add_argument("--batch-size", type=int, default=512, help="perturbed copies per forward (default 512)")
     parser.add_argument("--out", required=True, help="JSON report (e.g. metrics/bench-backbones.json)")
 
@@ -40,8 +46,15 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--n-images={args.n_images} must lie in [1, 1000], --steps={args.steps} in [1, 1000] and "
                          f"--batch-size={args.batch_size} be positive")
     methods = [m for m in args.methods.split(",") if m]
+    against = None
+    if args.against is not None:
+        grid, _, count = args.against.partition(":")
+        if grid not in ("uniform", "cosine") or not count.isdigit() or not 1 <= int(count) <= 1000:
+            raise ValueError(f"--against={args.against!r} must be GRID:STEPS with GRID uniform or cosine and STEPS in "
+                             "[1, 1000], e.g. uniform:20")
+        against = (grid, int(count))
     report = backbone_cost(args.case, variants=variants, methods=methods, data=args.data, n_images=args.n_images,
-                           steps=args.steps, batch_size=args.batch_size)
+                           steps=args.steps, step_grid=args.step_grid, batch_size=args.batch_size, against=against)
     report["protocol"]["command"] = command_line(args)
     write_json(args.out, report)
     print(json.dumps({v: {"measured_seconds": r["measured_seconds"], "estimate_seconds": r["estimate"]["seconds"],

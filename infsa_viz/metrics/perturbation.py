@@ -10,6 +10,8 @@ for the resolved record returned with every curve.
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, overload
 
@@ -18,10 +20,11 @@ import torch
 from torch import Tensor, nn
 
 from ._checks import check_choice, check_float, check_images, check_int, check_maps
-from .protocol import Baseline, Order, PerturbationProtocol, Score
+from .protocol import STEP_GRIDS, Baseline, Order, PerturbationProtocol, Score
 from .removal import check_targets, resolve_device
 
-__all__ = ["PerturbationCurves", "perturbation_curves", "removal_order"]
+__all__ = ["AUTO_COSINE_STEPS", "AUTO_UNIFORM_MAX_PATCHES", "PerturbationCurves", "perturbation_curves",
+           "perturbed_forwards", "removal_order", "removed_counts", "resolve_step_grid"]
 
 _STREAM_TIES, _STREAM_NOISE = 0, 1
 
@@ -100,25 +103,80 @@ def patch_ranks(maps: np.ndarray, order: str, seed: int) -> np.ndarray:
     return np.argsort(_removal_order(maps, order, seed), axis=1)
 
 
-def removed_counts(steps: int, num_patches: int) -> np.ndarray:
-    """``n_k = floor(k * N / K + 1/2)`` for ``k = 0..K`` in exact integer arithmetic → ``(K + 1,)``."""
+def removed_counts(steps: int, num_patches: int, grid: str = "uniform") -> np.ndarray:
+    """Patches removed at steps ``k = 0..K`` of a step grid → ``(K + 1,) int64``, from 0 to ``N``.
+
+    * ``"uniform"`` (default): ``n_k = floor(k * N / K + 1/2)`` in exact integer arithmetic;
+    * ``"cosine"``: ``n_k = floor(N * (1 - cos(pi * k / K)) / 2 + 1/2)``: steps denser at both ends,
+      where MoRF (early) and LeRF (late) curves move; ``n_0 = 0`` and ``n_K = N`` exactly.
+
+    Example:
+        >>> removed_counts(4, 100, "cosine").tolist()
+        [0, 15, 50, 85, 100]
+    """
+    check_choice("grid", grid, STEP_GRIDS)
     k = np.arange(steps + 1, dtype=np.int64)
-    return (2 * k * num_patches + steps) // (2 * steps)
+    if grid == "uniform":
+        return (2 * k * num_patches + steps) // (2 * steps)
+    share = (1.0 - np.cos(np.pi * k / steps)) / 2.0  # (K + 1,) in [0, 1]
+    counts = np.floor(num_patches * share + 0.5).astype(np.int64)
+    counts[0], counts[-1] = 0, num_patches
+    return np.maximum.accumulate(counts)
+
+
+#: Under ``step_grid="auto"``: patch grids of at most this many patches keep the uniform grid of ``steps``
+#: steps (every shipped small model: 36 patches), so their figures do not move.
+AUTO_UNIFORM_MAX_PATCHES = 100
+#: Under ``step_grid="auto"`` on a larger grid: the cosine grid of at most this many steps.
+AUTO_COSINE_STEPS = 10
+
+
+def resolve_step_grid(step_grid: str, steps: int, num_patches: int) -> tuple[str, int, str]:
+    """The step grid a MoRF/LeRF run uses: ``(grid, steps, why)``.
+
+    ``"uniform"`` and ``"cosine"`` are used as given with ``steps``. ``"auto"`` keeps ``("uniform",
+    steps)`` on grids of at most :data:`AUTO_UNIFORM_MAX_PATCHES` patches and takes ``("cosine",
+    min(steps, AUTO_COSINE_STEPS))`` above, where one step of the uniform grid removes several patches
+    anyway and the forwards dominate the cost of a large model (ViT-B/16 at 224: 196 patches, 18 forwards per
+    image instead of 38 for both orders).
+
+    Example:
+        >>> resolve_step_grid("auto", 20, 196)[:2]
+        ('cosine', 10)
+    """
+    check_choice("step_grid", step_grid, ("auto", *STEP_GRIDS))
+    steps = check_int("steps", steps, minimum=1)
+    if step_grid != "auto":
+        return step_grid, steps, f"step_grid={step_grid!r}, steps={steps} as set"
+    if num_patches <= AUTO_UNIFORM_MAX_PATCHES:
+        return "uniform", steps, f"auto: uniform, {num_patches} patches <= {AUTO_UNIFORM_MAX_PATCHES}"
+    return "cosine", min(steps, AUTO_COSINE_STEPS), (
+        f"auto: cosine with min(steps, {AUTO_COSINE_STEPS}) steps, {num_patches} patches > {AUTO_UNIFORM_MAX_PATCHES}")
+
+
+def perturbed_forwards(steps: int, num_patches: int, grid: str = "uniform", *, orders: int = 2) -> int:
+    """Perturbed forwards per image of :func:`perturbation_curves`: one per distinct partial count
+    ``0 < n_k < N`` per order, and one for the fully removed image (an upper bound: copies shared
+    between orders or maps run once)."""
+    counts = np.unique(removed_counts(steps, num_patches, grid))
+    return orders * int(((counts > 0) & (counts < num_patches)).sum()) + 1
 
 
 @overload
 def perturbation_curves(
     model: nn.Module, images: Tensor, maps: Any, targets: Any, *, patch_size: int,
-    order: Literal["morf", "lerf"] = ..., steps: int = ..., baseline: Baseline = ...,
+    order: Literal["morf", "lerf"] = ..., steps: int = ..., step_grid: str = ..., baseline: Baseline = ...,
     baseline_value: float | None = ..., blur_sigma: float | None = ..., score: Score = ...,
     seed: int = ..., batch_size: int = ..., device: str | torch.device | None = ..., logits: Tensor | None = ...,
+    memo: dict[Any, float] | None = ...,
 ) -> PerturbationCurves: ...
 @overload
 def perturbation_curves(
     model: nn.Module, images: Tensor, maps: Any, targets: Any, *, patch_size: int,
-    order: Literal["both"], steps: int = ..., baseline: Baseline = ...,
+    order: Literal["both"], steps: int = ..., step_grid: str = ..., baseline: Baseline = ...,
     baseline_value: float | None = ..., blur_sigma: float | None = ..., score: Score = ...,
     seed: int = ..., batch_size: int = ..., device: str | torch.device | None = ..., logits: Tensor | None = ...,
+    memo: dict[Any, float] | None = ...,
 ) -> dict[str, PerturbationCurves]: ...
 
 
@@ -131,6 +189,7 @@ def perturbation_curves(
     patch_size: int,
     order: Order = "morf",
     steps: int = 20,
+    step_grid: str = "uniform",
     baseline: Baseline = "mean",
     baseline_value: float | None = None,
     blur_sigma: float | None = None,
@@ -139,13 +198,16 @@ def perturbation_curves(
     batch_size: int = 256,
     device: str | torch.device | None = None,
     logits: Tensor | None = None,
+    memo: dict[Any, float] | None = None,
 ) -> PerturbationCurves | dict[str, PerturbationCurves]:
     """MoRF / LeRF curves: class probability as ViT patches are removed in map order.
 
-    At step ``k = 0..K`` (``K = steps``) the first ``n_k = floor(k·h·w/K + 1/2)`` patches of the
-    removal order (:func:`removal_order`) are replaced by the baseline, cumulatively, and the
-    softmax probability of the scored class is recorded. Steps with equal ``n_k`` (``K > h·w``)
-    repeat a value. The work is batched over (image × step) copies: each chunk of
+    At step ``k = 0..K`` (``K = steps``) the first ``n_k`` patches of the removal order
+    (:func:`removal_order`) are replaced by the baseline, cumulatively, and the softmax probability of
+    the scored class is recorded; ``n_k = floor(k·h·w/K + 1/2)`` on the uniform step grid, or the cosine
+    grid of :func:`removed_counts`. Steps with equal ``n_k`` (``K > h·w``) repeat a value. Each distinct
+    perturbed copy (an image with a set of patches removed) runs once: a copy that both orders, or
+    several maps sharing ``memo``, remove alike is read back. The work is batched over (image × step) copies: each chunk of
     ``batch_size`` copies is built by masking (patch mask expanded to pixels with
     ``repeat_interleave``) and run in one forward pass under ``torch.inference_mode``. The last step,
     every patch removed, is the fill itself whatever the order: it runs once per image for both orders,
@@ -172,6 +234,8 @@ def perturbation_curves(
         patch_size: Removal unit side in pixels (the ViT patch size, ``model.patch_size``).
         order: ``"morf"`` (default), ``"lerf"`` or ``"both"``.
         steps: Number of removal steps ``K >= 1``. Default 20 (21 points).
+        step_grid: ``"uniform"`` (default: fractions ``k/K``) or ``"cosine"`` (``(1 − cos(πk/K))/2``,
+            denser at both ends; :func:`removed_counts`).
         baseline: ``"mean"`` (default), ``"zero"``, ``"blur"`` or ``"uniform"``.
         baseline_value: Fill value for ``baseline="zero"`` (required there, rejected elsewhere).
         blur_sigma: Gaussian sigma in pixels for ``baseline="blur"`` (rejected elsewhere).
@@ -183,6 +247,10 @@ def perturbation_curves(
         logits: ``(B, M)`` the model's clean logits on ``images`` when the caller has them (a
             :class:`~infsa_viz.forward.ForwardRecord`'s): ``p_0`` is read from them instead of a
             forward pass of its own.
+        memo: probabilities of perturbed copies already scored, shared by calls on the same ``images``
+            and ``model`` (e.g. every map of one :class:`~infsa_viz.forward.ForwardRecord`); keyed by the
+            fill, the image's row, its scored class and the set of patches removed, so only identical copies
+            are read back. Default: shared within this call only.
 
     Returns:
         A :class:`PerturbationCurves`; for ``order="both"`` a dict ``{"morf": ..., "lerf": ...}``.
@@ -204,6 +272,7 @@ def perturbation_curves(
         )
     labels = check_targets(targets, B)
     steps = check_int("steps", steps, minimum=1)
+    check_choice("step_grid", step_grid, STEP_GRIDS)
     seed = check_int("seed", seed, minimum=0)
     batch_size = check_int("batch_size", batch_size, minimum=1)
     if blur_sigma is not None:
@@ -221,11 +290,11 @@ def perturbation_curves(
         patch_size=patch_size, grid=(h, w), order=order, steps=steps, baseline=baseline,
         baseline_value=0.0 if baseline == "mean" else baseline_value,
         blur_sigma=(patch_size / 2 if blur_sigma is None else blur_sigma) if baseline == "blur" else blur_sigma,
-        score=score, seed=seed, batch_size=batch_size, device=str(device),
+        score=score, seed=seed, batch_size=batch_size, device=str(device), step_grid=step_grid,
     )
     names = ["morf", "lerf"] if order == "both" else [order]
     ranks = np.stack([np.argsort(_removal_order(values, name, seed), axis=1) for name in names])  # (O, B, N)
-    removed = removed_counts(steps, h * w)  # (K + 1,)
+    removed = removed_counts(steps, h * w, step_grid)  # (K + 1,)
 
     x = images.to(device)
     fill = baseline_images(images, protocol).to(device=device, dtype=images.dtype)  # (B, C, H, W)
@@ -241,7 +310,11 @@ def perturbation_curves(
     counts = np.unique(removed[removed > 0])  # (U,) distinct positive counts, each run once
     partial = counts[counts < h * w]
     found = np.empty((len(names), B, len(counts)))  # (O, B, U)
-    found[..., :len(partial)] = perturbed_probabilities(model, x, fill, ranks, partial, scored, patch_size, batch_size)
+    fill_key = (baseline, protocol.baseline_value, protocol.blur_sigma, seed if baseline == "uniform" else None,
+                patch_size, str(x.dtype), str(device))
+    image_keys = [(fill_key, b, int(scored[b])) for b in range(B)]
+    found[..., :len(partial)] = perturbed_probabilities(model, x, fill, ranks, partial, scored, patch_size, batch_size,
+                                                        memo=memo, image_keys=image_keys)
     if len(partial) < len(counts):  # every patch removed: the fill itself, whatever the order (and, for a constant
         found[..., -1] = _filled_probabilities(model, fill, scored, constant=baseline in ("mean", "zero"),
                                                batch_size=batch_size)  # fill, whatever the image)
@@ -273,8 +346,14 @@ def perturbed_probabilities(
     scored: np.ndarray,
     patch_size: int,
     batch_size: int,
+    *,
+    memo: dict[Any, float] | None = None,
+    image_keys: Sequence[Any] | None = None,
 ) -> np.ndarray:
     """Probability of the scored class for every (order, image, count) work package.
+
+    Each distinct perturbed copy runs once: packages whose image key and removed patch set agree (the
+    two orders, a count repeated, another map's copy already in ``memo``) share one forward.
 
     Args:
         x: ``(B, C, H, W)`` clean images on the forward device.
@@ -282,6 +361,9 @@ def perturbed_probabilities(
         ranks: ``(O, B, N)`` position of each patch in each removal order.
         counts: ``(U,)`` numbers of removed patches to evaluate.
         scored: ``(B,)`` scored class per image.
+        memo: copy key → probability, read and filled (default: a new one for this call).
+        image_keys: ``(B,)`` hashable keys naming each image, its fill and its scored class in ``memo``
+            (default: its row and scored class; pass keys with the fill whenever ``memo`` outlives a call).
 
     Returns:
         ``(O, B, U) float64``.
@@ -289,15 +371,23 @@ def perturbed_probabilities(
     O, B, N = ranks.shape
     h, w = x.shape[2] // patch_size, x.shape[3] // patch_size
     device = x.device
+    memo = {} if memo is None else memo
+    image_keys = [(b, int(scored[b])) for b in range(B)] if image_keys is None else list(image_keys)
     grid = np.meshgrid(np.arange(O), np.arange(B), np.arange(len(counts)), indexing="ij")
     jobs = np.stack(grid, axis=-1).reshape(-1, 3)  # (O*B*U, 3): (order, image, count)
+    keys = _copy_keys(ranks, counts, jobs, image_keys)  # (J,) one key per distinct perturbed copy
+    first: dict[Any, int] = {}
+    for j, key in enumerate(keys):
+        if key not in memo:
+            first.setdefault(key, j)
+    pending = np.fromiter(first.values(), dtype=np.int64, count=len(first))  # the first job of each new copy
     ranks_t = torch.from_numpy(ranks).to(device)
     counts_t = torch.from_numpy(counts).to(device)
     scored_t = torch.from_numpy(scored).to(device)
-    found = np.empty(len(jobs), dtype=np.float64)
     with torch.inference_mode():
-        for start in range(0, len(jobs), batch_size):
-            job = torch.from_numpy(jobs[start:start + batch_size]).to(device)  # (P, 3)
+        for start in range(0, len(pending), batch_size):
+            rows = pending[start:start + batch_size]
+            job = torch.from_numpy(jobs[rows]).to(device)  # (P, 3)
             o, b, u = job[:, 0], job[:, 1], job[:, 2]
             patch_mask = ranks_t[o, b] < counts_t[u, None]  # (P, N)
             pixel_mask = (
@@ -305,8 +395,22 @@ def perturbed_probabilities(
             )  # (P, 1, H, W)
             copies = torch.where(pixel_mask, fill[b], x[b])  # (P, C, H, W)
             probs = _softmax(model, copies)  # (P, M)
-            found[start:start + len(job)] = probs.gather(1, scored_t[b, None])[:, 0].cpu().numpy()
+            for j, p in zip(rows.tolist(), probs.gather(1, scored_t[b, None])[:, 0].cpu().numpy().tolist()):
+                memo[keys[j]] = p
+    found = np.fromiter((memo[key] for key in keys), dtype=np.float64, count=len(keys))
     return found.reshape(O, B, len(counts))
+
+
+def _copy_keys(ranks: np.ndarray, counts: np.ndarray, jobs: np.ndarray, image_keys: Sequence[Any]) -> list[Any]:
+    """``(image key, digest of the removed patch set)`` of every job, in blocks (never all masks at once)."""
+    keys: list[Any] = []
+    block = max(1, (1 << 24) // max(ranks.shape[2], 1))
+    for start in range(0, len(jobs), block):
+        job = jobs[start:start + block]
+        masks = np.packbits(ranks[job[:, 0], job[:, 1]] < counts[job[:, 2], None], axis=1)  # (P, ceil(N / 8))
+        keys += [(image_keys[b], hashlib.blake2b(m.tobytes(), digest_size=16).digest())
+                 for b, m in zip(job[:, 1].tolist(), masks)]
+    return keys
 
 
 def _filled_probabilities(model: nn.Module, fill: Tensor, scored: np.ndarray, *, constant: bool,

@@ -19,6 +19,7 @@ __all__ = [
     "ORDERS",
     "SCORES",
     "SELECTIONS",
+    "STEP_GRIDS",
     "BoxAUCProtocol",
     "PerturbationProtocol",
     "PointingProtocol",
@@ -31,6 +32,7 @@ Selection = Literal["correct", "all"]
 Level = Literal["pixel", "patch"]
 Upsample = Literal["bilinear", "nearest"]
 Ties = Literal["any", "first"]
+StepGrid = Literal["uniform", "cosine"]
 
 # The option lists, read from the aliases so that each list is written once.
 ORDERS: tuple[str, ...] = get_args(Order)
@@ -40,6 +42,14 @@ SELECTIONS: tuple[str, ...] = get_args(Selection)
 LEVELS: tuple[str, ...] = get_args(Level)
 UPSAMPLES: tuple[str, ...] = get_args(Upsample)
 TIES: tuple[str, ...] = get_args(Ties)
+STEP_GRIDS: tuple[str, ...] = get_args(StepGrid)
+
+#: The patches removed at step ``k`` of each step grid (:func:`~infsa_viz.metrics.perturbation.removed_counts`).
+STEP_GRID_RULES = {
+    "uniform": "n_k = floor(k*h*w/steps + 1/2) patches (round half up)",
+    "cosine": "n_k = floor(h*w*(1 - cos(pi*k/steps))/2 + 1/2) patches (denser at both ends, where MoRF and "
+              "LeRF curves move)",
+}
 
 # Reference tolerance of the pointing game (Zhang et al., 2016): 15 px on 224 px images.
 POINTING_REFERENCE_TOLERANCE = 15.0
@@ -73,6 +83,8 @@ class PerturbationProtocol:
         seed: Seed of the tie-breaking order and of the ``"uniform"`` noise.
         batch_size: Perturbed copies per forward pass (does not change the results).
         device: Device the forward passes ran on.
+        step_grid: Where the ``K`` steps fall: ``"uniform"`` (fractions ``k/K``, the default) or
+            ``"cosine"`` (fractions ``(1 − cos(πk/K))/2``, denser at both ends).
     """
 
     patch_size: int
@@ -86,11 +98,13 @@ class PerturbationProtocol:
     seed: int
     batch_size: int
     device: str
+    step_grid: str = "uniform"
 
     def __post_init__(self) -> None:
         check_int("patch_size", self.patch_size, minimum=1)
         check_choice("order", self.order, ORDERS)
         check_int("steps", self.steps, minimum=1)
+        check_choice("step_grid", self.step_grid, STEP_GRIDS)
         check_choice("baseline", self.baseline, BASELINES)
         check_choice("score", self.score, SCORES)
         check_int("seed", self.seed, minimum=0)
@@ -131,8 +145,8 @@ class PerturbationProtocol:
             "ranking": "morf: descending map value; lerf: ascending map value",
             "ties": "broken by one seeded random order of patch indices, numpy "
             "default_rng([seed, 0]).permutation(h*w), the same for every image",
-            "removed_patches": "cumulative; at step k = 0..steps, n_k = floor(k*h*w/steps + 1/2) "
-            "patches (round half up), fraction f_k = n_k/(h*w), f_0 = 0, f_K = 1",
+            "removed_patches": f"cumulative; at step k = 0..steps, {STEP_GRID_RULES[self.step_grid]}, fraction "
+            "f_k = n_k/(h*w), f_0 = 0, f_K = 1",
             "baseline_rule": _BASELINE_RULES[self.baseline],
             "probability": "softmax over the model's logits (float64) at the scored class",
         }

@@ -30,8 +30,9 @@ def test_every_map_is_timed_beside_the_softmax_floor_with_the_estimate(photos, m
     monkeypatch.setitem(backbones.CASES, "tiny", Case("tiny", dict(img_size=32, in_chans=3, patch_size=8, embed_dim=16,
                                                                    depth=2, num_heads=2)))
     report = backbone_cost("tiny", variants=["linear_infsa"], methods=["attention", "visits", "saliency"],
-                           data=f"folder:{photos}", n_images=2, steps=4)
+                           data=f"folder:{photos}", n_images=2, steps=4, against=("uniform", 4))
     assert report["protocol"]["variants"] == ["softmax", "linear_infsa"] and report["protocol"]["steps"] == 4
+    assert report["protocol"]["step_grid"] == "auto" and "uniform grid of 4 steps" in report["protocol"]["fractions"]
     for variant, entry in report["variants"].items():
         assert entry["n_images"] == 2 and entry["tokens"] == 17
         assert entry["step_fractions"] == [0.0, 0.25, 0.5, 0.75, 1.0]
@@ -39,6 +40,10 @@ def test_every_map_is_timed_beside_the_softmax_floor_with_the_estimate(photos, m
         for row in entry["rows"]:
             assert set(row["seconds_per_image"]) == {"map", "morf_lerf", "box_auc", "total"} and row["valid"]
             assert all(v > 0 for v in row["seconds_per_image"].values())
+            # 16 patches: auto keeps the uniform grid, so the engine's figures (copies shared between maps) equal
+            # a fresh run of perturbation_curves on the same map
+            np.testing.assert_allclose(row["morf_aoc"], row["morf_aoc_against"], rtol=0, atol=1e-9)
+            assert row["morf_lerf_against"] > 0 and row["x_against"] > 0
         assert entry["estimate"]["passes"] > 0 and entry["estimate_over_measured"] > 0
     floor = report["variants"]["softmax"]["rows"][0]
     assert floor["x_floor"]["map"] == 1.0

@@ -147,3 +147,19 @@ def test_target_option_and_per_image_records(tmp_path, models):
     visits_row = next(r for r in rows if r["method"] == "visits")
     assert 0.0 <= visits_row["chain_valid_rows"] <= 1.0 and visits_row["chain_valid_images"] is not None
     assert main([*base, "--target", "first", "--out", str(out)]) == 2
+
+
+def test_the_estimate_comes_before_work_and_progress_after_each_chunk(tmp_path, models):
+    """Issue 43: ``evaluate -v`` prints the job's estimate before any image is scored, then one line per finished
+    chunk and method with the time left at that pace."""
+    out = tmp_path / "r.json"
+    done = subprocess.run([sys.executable, "-m", "infsa_viz", "evaluate", "-v", "--threads", "1", "--models", models[0][0],
+                           "--methods", "attention,random", "--n-images", "4", "--chunk", "2", "--steps", "2",
+                           "--metrics", "perturbation,box_auc", "--out", str(out)],
+                          capture_output=True, text=True, timeout=600)  # its own stderr, as a user sees it
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    estimate = next(i for i, line in enumerate(lines) if "infsa-viz evaluate: estimate: about " in line)
+    progress = [i for i, line in enumerate(lines) if " left)" in line and "on images " in line]
+    assert len(progress) == 4 and estimate < progress[0]  # 2 chunks x 2 methods, each after the estimate
+    assert "(1/4;" in lines[progress[0]] and "(4/4;" in lines[progress[-1]]

@@ -205,3 +205,103 @@ def test_the_fully_removed_image_is_scored_once_for_both_orders(vit, images, tie
         expected = naive_curves(vit, images, tied_maps, np.zeros(6, dtype=np.int64), order="lerf", steps=4, fill=0.0)
         np.testing.assert_allclose(curves["lerf"].probs, expected, rtol=0, atol=1e-6)
     np.testing.assert_array_equal(curves["morf"].probs[:, -1], curves["lerf"].probs[:, -1])
+
+
+# --- step grids, shared copies (issue 43: real-size cost) ------------------------------------------------
+
+
+class KeptShareModel(torch.nn.Module):
+    """Logit of class 1 = ``scale`` × the share of pixels still at 1.0 (the images are all ones, the fill 0):
+    the probability after ``n`` of ``N`` patches are removed is ``sigmoid(scale · (1 − n/N))``, whatever the map."""
+
+    patch_size = PATCH
+
+    def __init__(self, scale: float = 4.0) -> None:
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        kept = x.flatten(1).mean(1)  # (B,)
+        return torch.stack([torch.zeros_like(kept), self.scale * kept], dim=1)
+
+
+def test_cosine_grid_rule_written_out():
+    N, K = 196, 10
+    expected = [int(np.floor(N * (1 - np.cos(np.pi * k / K)) / 2 + 0.5)) for k in range(K + 1)]
+    np.testing.assert_array_equal(removed_counts(K, N, "cosine"), expected)
+    assert expected[:3] == [0, 5, 19] and expected[-1] == N  # denser at both ends than uniform's 0, 20, 39
+    np.testing.assert_array_equal(removed_counts(K, N), removed_counts(K, N, "uniform"))
+    with pytest.raises(ValueError, match="grid='log'"):
+        removed_counts(K, N, "log")
+
+
+@pytest.mark.parametrize("grid", ["uniform", "cosine"])
+def test_aoc_on_a_grid_equals_the_analytic_value(grid):
+    """MoRF-AOC of the kept-share model is ``100 · trapz(1 − σ(s(1 − f_k))/σ(s), f_k)`` on the grid's own
+    fractions ``f_k = n_k / N``, for any map (every patch counts the same)."""
+    from infsa_viz.metrics import morf_aoc
+
+    model = KeptShareModel().eval()
+    x = torch.ones(2, 1, 32, 32)  # 8 x 8 = 64 patches
+    maps = np.random.default_rng(0).random((2, 8, 8))
+    curves = perturbation_curves(model, x, maps, [1, 1], patch_size=PATCH, steps=10, step_grid=grid,
+                                 baseline="zero", baseline_value=0.0, batch_size=7)
+    K, N = 10, 64
+    share = (np.arange(K + 1) / K) if grid == "uniform" else (1 - np.cos(np.pi * np.arange(K + 1) / K)) / 2
+    f = np.floor(N * share + 0.5) / N
+    sigmoid = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+    p = sigmoid(4.0 * (1 - f))
+    np.testing.assert_allclose(curves.fractions, f)
+    np.testing.assert_allclose(curves.probs, np.tile(p, (2, 1)), rtol=0, atol=1e-12)
+    ratio = 1 - p / p[0]
+    expected = 100 * np.sum((ratio[1:] + ratio[:-1]) / 2 * np.diff(f))
+    np.testing.assert_allclose(morf_aoc(curves, select="all").per_image, [expected, expected], rtol=0, atol=1e-9)
+    assert curves.protocol["step_grid"] == grid and ("cos" in curves.protocol["removed_patches"]) == (grid == "cosine")
+
+
+@pytest.mark.parametrize("grid", ["uniform", "cosine"])
+def test_batched_equals_unbatched_and_one_copy_runs_once(vit, images, tied_maps, grid):
+    """Batch size 1 and 1000 give the same curves to 1e-6; a memo shared by a second map with the same order
+    makes no forward at all, and its curves are the first's."""
+    targets = np.array([0, 1, 2, 0, 1, 2])
+    one = perturbation_curves(vit, images, tied_maps, targets, patch_size=PATCH, order="both", steps=6,
+                              step_grid=grid, batch_size=1)
+    memo: dict = {}
+    logits = vit(images).detach()
+    many = perturbation_curves(vit, images, tied_maps, targets, patch_size=PATCH, order="both", steps=6,
+                               step_grid=grid, batch_size=1000, memo=memo, logits=logits)
+    for name in ("morf", "lerf"):
+        np.testing.assert_allclose(one[name].probs, many[name].probs, rtol=0, atol=1e-6)
+    seen: list[int] = []
+    handle = vit.register_forward_pre_hook(lambda _m, args: seen.append(int(args[0].shape[0])))
+    try:
+        again = perturbation_curves(vit, images, 2 * tied_maps + 1, targets, patch_size=PATCH, order="both",
+                                    steps=6, step_grid=grid, batch_size=1000, memo=memo, logits=logits)
+    finally:
+        handle.remove()
+    assert sum(seen) == 1  # only the fill (a constant: one forward), every partial copy read back
+    for name in ("morf", "lerf"):
+        np.testing.assert_array_equal(again[name].probs, many[name].probs)
+
+
+def test_memo_keys_keep_fills_and_classes_apart(vit, images, tied_maps):
+    """A memo shared across fills or scored classes never mixes them: each call equals a fresh one."""
+    memo: dict = {}
+    for baseline, targets in (("mean", np.zeros(6, int)), ("blur", np.zeros(6, int)), ("mean", np.ones(6, int))):
+        shared = perturbation_curves(vit, images, tied_maps, targets, patch_size=PATCH, steps=4, baseline=baseline,
+                                     memo=memo)
+        fresh = perturbation_curves(vit, images, tied_maps, targets, patch_size=PATCH, steps=4, baseline=baseline)
+        np.testing.assert_array_equal(shared.probs, fresh.probs)
+
+
+def test_auto_step_grid_keeps_small_grids_uniform():
+    from infsa_viz.metrics.perturbation import perturbed_forwards, resolve_step_grid
+
+    assert resolve_step_grid("auto", 20, 36)[:2] == ("uniform", 20)  # the shipped 37-token models
+    assert resolve_step_grid("auto", 20, 100)[:2] == ("uniform", 20)
+    assert resolve_step_grid("auto", 20, 196)[:2] == ("cosine", 10)  # ViT-B/16 at 224
+    assert resolve_step_grid("auto", 5, 1369)[:2] == ("cosine", 5)
+    assert resolve_step_grid("uniform", 20, 196)[:2] == ("uniform", 20)
+    assert perturbed_forwards(20, 196) == 2 * 19 + 1 and perturbed_forwards(10, 196, "cosine") == 2 * 9 + 1
+    with pytest.raises(ValueError, match="step_grid='dense'"):
+        resolve_step_grid("dense", 20, 196)
