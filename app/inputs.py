@@ -1,9 +1,9 @@
 """The images the app explains and the checks on how each model sees them.
 
 Image sets: the test split of each benchmark a selected model was trained on (its card's
-``data.name``), folders given with ``streamlit run app -- --data folder:NAME=PATH`` (links, file
-names and exports say ``NAME`` and paths under the folder, never the server's path) or
-:data:`DATA_ENV`, and uploads. A set's labels are scored only against the models that *belong*
+``data.name``), folders in any registered layout (:data:`infsa_viz.data.LAYOUTS`) given with
+``streamlit run app -- --data folder:NAME=PATH`` (links, file names and exports say ``NAME`` and
+paths under the folder, never the server's path) or :data:`DATA_ENV`, and uploads. A set's labels are scored only against the models that *belong*
 to it (trained on that benchmark, or naming the folder's classes): every other model sees the
 same pixels unlabelled, so no digit label is ever scored against a photo model.
 """
@@ -26,13 +26,13 @@ import streamlit as st
 import catalog
 from access import unique_name
 from catalog import ModelEntry
-from infsa_viz.data import BENCHMARKS, LabelledImages, test_split
+from infsa_viz.data import BENCHMARKS, LabelledImages, open_image_folder, test_split
+from infsa_viz.data.layouts import FOLDER_PREFIX
 from infsa_viz.data.splits import DEFAULT_BENCHMARK
 from infsa_viz.images import decode_image
 
 #: Environment variable naming image folders (``os.pathsep``-separated), like ``--data folder:PATH``.
 DATA_ENV = "INFSA_VIZ_DATA"
-FOLDER_PREFIX = "folder:"
 #: Images read from a folder (the first ones, in its sorted order).
 FOLDER_IMAGES = 500
 UPLOAD_TYPES = ["png", "jpg", "jpeg"]
@@ -67,7 +67,7 @@ def data_folders(argv: list[str] | None = None, environ: dict[str, str] | None =
         spec = spec.strip()
         if not spec or spec in BENCHMARKS:
             continue
-        body = spec[len(FOLDER_PREFIX):] if spec.startswith(FOLDER_PREFIX) else spec
+        body = spec.removeprefix(FOLDER_PREFIX)
         name, eq, rest = body.partition("=")
         if eq and _FOLDER_NAME.fullmatch(name):
             path, base = Path(rest).expanduser().resolve(), name
@@ -95,7 +95,7 @@ def data_specs(argv: list[str] | None = None, environ: dict[str, str] | None = N
 def folder_path(key: str) -> Path:
     """The folder a set key ``folder:NAME`` names on this server; ``ValueError`` for a name it was not
     started with."""
-    name = key[len(FOLDER_PREFIX):]
+    name = key.removeprefix(FOLDER_PREFIX)
     folders = data_folders()
     if name not in folders:
         raise ValueError(f"no image folder named {name!r} on this server (folders are named when it starts: "
@@ -113,15 +113,13 @@ def image_sets(models: list[ModelEntry], specs: list[str]) -> list[str]:
 
 def set_title(key: str) -> str:
     """A set's name for people."""
-    return f"{key} test split" if key in BENCHMARKS else f"folder {key[len(FOLDER_PREFIX):]}"
+    return f"{key} test split" if key in BENCHMARKS else f"folder {key.removeprefix(FOLDER_PREFIX)}"
 
 
 @st.cache_resource(show_spinner="Reading the images…", max_entries=8)
 def _set_data(key: str, where: str | None) -> tuple[LabelledImages | None, tuple[str, ...], str | None]:
     if key in BENCHMARKS:
         return test_split(benchmark=key), BENCHMARKS[key].classes, None
-    from infsa_viz.data.voc import open_image_folder
-
     root = Path(str(where))
     try:
         dataset = open_image_folder(root)

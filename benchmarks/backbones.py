@@ -21,7 +21,6 @@ import platform
 import resource
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
 import torch
@@ -95,7 +94,9 @@ def backbone_cost(case: str, *, variants: list[str], methods: list[str], data: s
     Returns:
         The JSON-ready report: ``protocol`` and one entry per variant with a row per method.
     """
-    from infsa_viz.data.voc import open_image_folder, read_class_index
+    from infsa_viz.data import open_image_folder
+    from infsa_viz.data.layouts import folder_root
+    from infsa_viz.data.voc import read_class_index
     from infsa_viz.estimate import format_bytes
     from infsa_viz.evaluation import EvalSettings, score_images
     from infsa_viz.evaluation.engine import chunk_record
@@ -109,12 +110,12 @@ def backbone_cost(case: str, *, variants: list[str], methods: list[str], data: s
         raise ValueError(f"case={case!r} must be one of {list(CASES)}")
     spec = CASES[case]
     data = data or spec.data
-    if not data.startswith("folder:"):
+    root = folder_root(data)
+    if root is None:
         raise ValueError(f"data={data!r} must be 'folder:PATH' (photos with VOC boxes)")
     for method in methods:
         check_method(method)
     variants = ["softmax", *[v for v in variants if v != "softmax"]]
-    root = Path(data[len("folder:"):])
     index = root / "class_names.txt"  # labelme's class list; a folder without one is labelled by class folders
     names = list(read_class_index(index)) if index.is_file() else None
     folder = open_image_folder(root, classes=names, num_classes=len(names) if names else None)

@@ -85,6 +85,7 @@ def check_outputs(outputs: dict[str, object], inputs: Sequence[object]) -> None:
     Raises:
         ValueError: one line naming the option, the output and the input.
     """
+    from .data.layouts import FOLDER_PREFIX
     from .io import refuse_overwriting_inputs
 
     paths: list[str] = []
@@ -92,9 +93,7 @@ def check_outputs(outputs: dict[str, object], inputs: Sequence[object]) -> None:
         for item in entry if isinstance(entry, (list, tuple)) else (entry,):
             if item is None or item == "":
                 continue
-            text = str(item)
-            if text.startswith("folder:"):
-                text = text[len("folder:"):]
+            text = str(item).removeprefix(FOLDER_PREFIX)
             paths.append(text.split("?", 1)[0])
     refuse_overwriting_inputs({k: None if v is None else str(v) for k, v in outputs.items()}, paths)
 

@@ -39,13 +39,14 @@ def tiny_model(variant: str) -> VisionTransformer:
 
 def extendable_registries() -> tuple[dict, ...]:
     """Every registry a plugin module extends: map methods, metrics (with the figures and settings they
-    declare), model formats and generated data sources. The one list a test restores."""
-    from infsa_viz.data import BENCHMARKS
+    declare), model formats, generated data sources and folder layouts. The one list a test restores."""
+    from infsa_viz.data import BENCHMARKS, LAYOUTS
     from infsa_viz.formats import FORMATS
     from infsa_viz.maps import METHODS
     from infsa_viz.metrics import registry
 
-    return (FORMATS, METHODS, registry.METRICS, registry.FIGURES, registry.SETTINGS, registry._OWNER, BENCHMARKS)
+    return (FORMATS, METHODS, registry.METRICS, registry.FIGURES, registry.SETTINGS, registry._OWNER, BENCHMARKS,
+            LAYOUTS)
 
 
 @pytest.fixture

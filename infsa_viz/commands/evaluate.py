@@ -123,8 +123,10 @@ def run(args: argparse.Namespace) -> int:
 
         written = {"--out": args.out, **{f"--out (its {s})": str(Path(args.out).with_suffix(s))
                                          for s in (".csv", ".html", ".images.csv")}}
-        data_folder = args.data[len("folder:"):] if args.data.startswith("folder:") else None
-        refuse_overwriting_inputs(written, [*(parse_model_spec(m)[0] for m in args.models), data_folder or "",
+        from ..data.layouts import folder_root
+
+        data_folder = folder_root(args.data)
+        refuse_overwriting_inputs(written, [*(parse_model_spec(m)[0] for m in args.models), str(data_folder or ""),
                                             args.boxes or "", args.classes or ""])
     settings = dict(select=args.select, seed=args.seed, chunk=args.chunk, batch_size=args.batch_size,
                     metrics=args.metrics, map_options={"layer": args.layer, "head": args.head, "gamma": args.gamma},

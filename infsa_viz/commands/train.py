@@ -47,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from ..data import BENCHMARKS
+    from ..data.layouts import FOLDER_PREFIX, folder_root
     from ..io import check_new_folder, replace_folder
     from ..train.data import cluttered_digits_data, folder_data
     from ..train.loop import train
@@ -88,14 +89,14 @@ def run(args: argparse.Namespace) -> int:
         config = TrainConfig(**{**recipe.to_dict(), **changes, "model": model, "seed": args.seed})
         data = cluttered_digits_data(config.test_size, benchmark=args.data,
                                      model_input=model if init is not None else None)
-    elif args.data.startswith("folder:"):
-        data = folder_data(Path(args.data[len("folder:"):]), image_size=args.image_size or 224,
+    elif (root := folder_root(args.data)) is not None:
+        data = folder_data(root, image_size=args.image_size or 224,
                            channels=args.channels or 3,
                            model_input=model if init is not None else None)
         changes.setdefault("images_per_epoch", len(data.epoch(0, 0, args.seed)[1]))
         config = TrainConfig(**{**recipe.to_dict(), **changes, "model": model, "seed": args.seed})
     else:
-        raise ValueError(f"--data={args.data!r} must be one of {list(BENCHMARKS)} or 'folder:PATH'")
+        raise ValueError(f"--data={args.data!r} must be one of {list(BENCHMARKS)} or '{FOLDER_PREFIX}PATH'")
     command = "infsa-viz " + shlex.join(args.argv)
     from ..distributed import init_distributed
 

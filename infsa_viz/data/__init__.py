@@ -1,5 +1,6 @@
 """Datasets of infsa-viz: packaged MNIST digits, cluttered digits and cued digits (each image also a
-:class:`~infsa_viz.data.scenes.Scene` of named objects with masks), bring-your-own image folders.
+:class:`~infsa_viz.data.scenes.Scene` of named objects with masks), bring-your-own image folders in a
+registered layout (:data:`LAYOUTS`: class folders, Pascal VOC, ImageNet val).
 
 Box convention everywhere in this package: ``(x0, y0, x1, y1)`` in pixels with ``x1``/``y1``
 exclusive, so a box covers ``image[y0:y1, x0:x1]``. Images are decoded ``uint8`` arrays; a
@@ -17,6 +18,7 @@ from .cluttered import (
 )
 from .cued import CUE_CONDITIONS, GLYPHS, CuedDigitsConfig, cue_conditions, cued_epoch, generate_cued
 from .folder import FolderDataset, parse_voc_boxes
+from .layouts import LAYOUTS, Layout, open_image_folder, register_layout
 from .mnist import load_mnist_digits
 from .scenes import Scene, object_names
 from .splits import (
@@ -31,9 +33,16 @@ from .splits import (
     register_benchmark,
     test_split,
 )
+from .voc import AnnotatedImages, read_class_index  # registers the two VOC layouts
 
 __all__ = [
     "BENCHMARKS",
+    "LAYOUTS",
+    "AnnotatedImages",
+    "read_class_index",
+    "Layout",
+    "open_image_folder",
+    "register_layout",
     "CUE_CONDITIONS",
     "DIGITS",
     "Generator",

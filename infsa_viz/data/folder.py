@@ -33,6 +33,7 @@ import numpy as np
 from torch.utils.data import Dataset
 
 from ..images import check_decoded_budget, read_image
+from .layouts import Layout, register_layout
 from .splits import LabelledImages
 
 __all__ = ["IMAGE_EXTENSIONS", "FolderDataset", "folder_labels", "parse_voc_boxes"]
@@ -303,3 +304,11 @@ class FolderDataset(Dataset):
                          "boxes_dir": None if self.boxes_dir is None else str(self.boxes_dir),
                          "n_images": count},
         )
+
+
+register_layout(Layout(
+    "class-folders", "class sub-folders (root/<class>/<image>; --boxes XMLDIR adds Pascal-VOC boxes)",
+    lambda root: True,
+    lambda root, *, classes=None, boxes_dir=None, num_classes=None: FolderDataset(
+        root, boxes_dir=boxes_dir, classes=classes, num_classes=num_classes),
+    fallback=True))

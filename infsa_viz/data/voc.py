@@ -1,11 +1,12 @@
 """Photos with Pascal-VOC boxes: the VOC layout and the ImageNet-val layout, labelled by class name.
 
-Layouts (found by :func:`open_image_folder`)::
+Layouts (registered in :data:`~infsa_viz.data.layouts.LAYOUTS`, found by
+:func:`~infsa_viz.data.layouts.open_image_folder`)::
 
     root/JPEGImages/<stem>.jpg + root/Annotations/<stem>.xml     Pascal VOC (labelme's export too)
     root/<stem>.JPEG + root/<stem>.xml                           ImageNet val as in the official
                                                                  InfSA repository (datasets/imnet)
-    root/<class>/<image>                                         class folders (:class:`FolderDataset`)
+    root/<class>/<image>                                         class folders (:mod:`~infsa_viz.data.folder`)
 
 Each VOC file names its objects (``person``; synsets such as ``n01440764`` for ImageNet). An
 image's label is the class of its largest box whose name is a known class; its target boxes are
@@ -20,16 +21,17 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from ..images import check_decoded_budget, read_image
-from .folder import IMAGE_EXTENSIONS, FolderDataset, _read_voc, _to_int_box
+from .folder import IMAGE_EXTENSIONS, _read_voc, _to_int_box
+from .layouts import Layout, register_layout
 from .splits import LabelledImages
 
-__all__ = ["AnnotatedImages", "open_image_folder", "read_class_index"]
+__all__ = ["AnnotatedImages", "read_class_index"]
 
 logger = logging.getLogger(__name__)
 _SYNSET = re.compile(r"^(n\d{8})\s")
@@ -82,6 +84,8 @@ class AnnotatedImages:
         self.class_to_idx = dict(classes) if isinstance(classes, Mapping) else {n: i for i, n in enumerate(classes)}
         if not self.class_to_idx:
             raise ValueError("classes is empty; expected the class names in output order")
+        #: The class names in label order (a label indexes them).
+        self.classes = [name for name, _ in sorted(self.class_to_idx.items(), key=lambda item: item[1])]
         self.one_based = one_based
         self.samples = [(f, self.annotations_dir / f"{f.stem}.xml") for f in sorted(self.images_dir.iterdir())
                         if f.suffix.lower() in IMAGE_EXTENSIONS and not f.name.startswith(".")
@@ -133,35 +137,24 @@ class AnnotatedImages:
         )
 
 
-def open_image_folder(root: str | os.PathLike[str], *, classes: Sequence[str] | Mapping[str, int] | None = None,
-                      boxes_dir: str | os.PathLike[str] | None = None,
-                      num_classes: int | None = None) -> FolderDataset | AnnotatedImages:
-    """The dataset of ``root``, whichever of the three layouts it has (see the module docstring).
+def _voc_layout(images: str, annotations: str | None) -> Callable[..., AnnotatedImages]:
+    """The ``open`` of a VOC layout whose images lie in ``root/images`` and XML files in ``root/annotations``."""
 
-    Args:
-        root: the folder.
-        classes: class names in output order, or ``{name: index}`` (needed by the two VOC
-            layouts; class folders named by them get their index, see
-            :func:`~infsa_viz.data.folder.folder_labels`).
-        boxes_dir: VOC files for a class-folder layout (:class:`FolderDataset`).
-        num_classes: the model's class count (class folders named by integers are those classes).
+    def open_voc(root: Path, *, classes: Sequence[str] | Mapping[str, int] | None = None,
+                 boxes_dir: str | os.PathLike[str] | None = None, num_classes: int | None = None) -> AnnotatedImages:
+        if boxes_dir is not None:
+            raise ValueError(f"{root} carries its own VOC files; --boxes applies to class-folder data only")
+        if classes is None:
+            raise ValueError(f"{root}: images labelled by VOC object names need the class names in the model's "
+                             "output order: pass a class-index file (--classes FILE), or use a model that "
+                             "names its classes (e.g. a transformers id2label)")
+        return AnnotatedImages(root / images, root / (annotations or images), classes=classes)
 
-    Raises:
-        ValueError: a layout that needs classes without them, or no layout found.
-    """
-    root = Path(root)
-    if not root.is_dir():
-        raise ValueError(f"data folder {str(root)!r} is not a folder")
-    if (root / "JPEGImages").is_dir() and (root / "Annotations").is_dir():
-        images, annotations = root / "JPEGImages", root / "Annotations"
-    elif any(f.suffix.lower() == ".xml" for f in root.iterdir()):
-        images = annotations = root
-    else:
-        return FolderDataset(root, boxes_dir=boxes_dir, classes=classes, num_classes=num_classes)
-    if boxes_dir is not None:
-        raise ValueError(f"{root} carries its own VOC files; --boxes applies to class-folder data only")
-    if classes is None:
-        raise ValueError(f"{root}: images labelled by VOC object names need the class names in the model's "
-                         "output order: pass a class-index file (--classes FILE), or use a model that "
-                         "names its classes (e.g. a transformers id2label)")
-    return AnnotatedImages(images, annotations, classes=classes)
+    return open_voc
+
+
+register_layout(Layout("voc", "a Pascal-VOC root (JPEGImages/ + Annotations/)",
+                       lambda root: (root / "JPEGImages").is_dir() and (root / "Annotations").is_dir(),
+                       _voc_layout("JPEGImages", "Annotations")))
+register_layout(Layout("imagenet-val", "images with <stem>.xml beside them (ImageNet val)",
+                       lambda root: any(f.suffix.lower() == ".xml" for f in root.iterdir()), _voc_layout(".", None)))

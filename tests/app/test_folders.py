@@ -12,6 +12,7 @@ import pytest
 
 from tests.app.conftest import PHOTO_CLASSES
 from tests.app.test_apptest import _app, _details, _ok, _shown
+from tests.data.test_layouts import csv_folder, csv_layout  # noqa: F401  (fixtures)
 
 
 @pytest.fixture
@@ -89,3 +90,18 @@ def test_a_link_reopened_on_a_second_server_with_the_same_short_names_shows_the_
         assert there[name]["logits"] == pytest.approx(shown["logits"], abs=1e-6), name
         assert {k: v for k, v in there[name].items() if k != "logits"} == \
             {k: v for k, v in shown.items() if k != "logits"}, name  # target, options, colour scale
+
+
+def test_a_registered_layout_is_an_image_set_of_the_app(csv_layout, csv_folder, monkeypatch, shipped_models):
+    """The app reads the folder through the registry: its images, classes (``3``, ``7``: digit indices of the
+    shipped models) and labels, scored against each shipped model."""
+    monkeypatch.setenv("INFSA_VIZ_DATA", f"folder:csvtoy={csv_folder}")
+    at = _app().run()
+    at.radio(key="image_set").set_value("folder:csvtoy").run()
+    at.selectbox(key="method").set_value("saliency").run()
+    at.selectbox(key="target").set_value("label").run()
+    for number, label in ((1, 7), (2, 3)):  # img0.png is class 7, img1.png class 3 (boxes.csv)
+        at.number_input(key="image_number").set_value(number).run()
+        _ok(at)
+        details = _details(at)
+        assert [details[m.label]["target"] for m in shipped_models] == [label] * len(shipped_models), details

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from infsa_viz.data import FolderDataset
-from infsa_viz.data.voc import AnnotatedImages, open_image_folder, read_class_index
+from infsa_viz.data import open_image_folder
+from infsa_viz.data.voc import AnnotatedImages, read_class_index
 
 
 def write_voc(path, width, height, objects):

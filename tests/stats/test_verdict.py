@@ -314,3 +314,17 @@ def test_a_stored_verdict_is_completed_as_the_current_one():
             own = means[s["variant_model"], c["method"]], means[s["baseline_model"], c["method"]]
             assert s["image_sets"]["own_correct"]["difference"] == pytest.approx(np.mean(own[0]) - np.mean(own[1]))
     assert [c["call"] for c in kept] == [c["call"] for c in verdict["comparisons"]]
+
+
+def test_a_stored_verdict_keeps_the_identical_maps_its_own_family_left_out():
+    from infsa_viz.stats.verdict import completed_verdict
+
+    records = _records({"linear_infsa": 0.5}, seed_sd=0.3)
+    copies = [image_record(r.model, "visits", r.index, morf=r.figures["morf_aoc"] + (0.0 if r.variant == "linear_infsa"
+                                                                                     else 2.0), pr=0.5, variant=r.variant)
+              for r in records]
+    verdict = _verdict(records + copies, image_level=False)
+    assert [s["method"] for s in verdict["protocol"]["identical_maps"]] == ["visits"]
+    kept, _, same = completed_verdict({"verdict": verdict, "results": [], "protocol": {}})
+    assert same == verdict["protocol"]["identical_maps"] and len(kept) == len(verdict["comparisons"])
+    assert all(c["family"] == len(kept) for c in kept)
