@@ -73,7 +73,7 @@ def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
 
 def backbone_cost(case: str, *, variants: list[str], methods: list[str], data: str | None = None, n_images: int = 3,
                   steps: int = 20, step_grid: str = "auto", batch_size: int = 512, seed: int = 0,
-                  against: tuple[str, int] | None = None) -> dict[str, Any]:
+                  against: tuple[str, int] | None = None, save_model: str | None = None) -> dict[str, Any]:
     """Seconds per image of each map, MoRF/LeRF and box AUC on one backbone, beside the softmax floor.
 
     Args:
@@ -90,6 +90,8 @@ def backbone_cost(case: str, *, variants: list[str], methods: list[str], data: s
         against: ``(grid, steps)`` of an older protocol timed beside each row, right after it, in the same
             run: :func:`~infsa_viz.metrics.perturbation_curves` of both orders on the same map, without the
             copies the maps share (``("uniform", 20)``: the protocol before the step grid); ``None``: not timed.
+        save_model: a directory to write softmax's random-weight model into (with the photos' class
+            names), so ``infsa-viz evaluate`` on the same photos can be timed against this report.
 
     Returns:
         The JSON-ready report: ``protocol`` and one entry per variant with a row per method.
@@ -105,6 +107,7 @@ def backbone_cost(case: str, *, variants: list[str], methods: list[str], data: s
     from infsa_viz.metrics import morf_aoc, perturbation_curves
     from infsa_viz.metrics.perturbation import resolve_step_grid
     from infsa_viz.model import ViTConfig, VisionTransformer
+    from infsa_viz.model import save_model as write_model
 
     if case not in CASES:
         raise ValueError(f"case={case!r} must be one of {list(CASES)}")
@@ -126,6 +129,8 @@ def backbone_cost(case: str, *, variants: list[str], methods: list[str], data: s
         config = ViTConfig(**spec.config, attention=variant, num_classes=len(names) if names else 21,
                            class_names=names)
         model = VisionTransformer(config).eval()
+        if save_model is not None and variant == variants[0]:
+            write_model(model, save_model)  # the model `infsa-viz evaluate` is timed with against this report
         images = folder.labelled(n_images)
         n = len(images)
         metrics = {"perturbation": EvalSettings(metrics=["perturbation"], steps=steps, step_grid=step_grid,
@@ -151,7 +156,7 @@ def backbone_cost(case: str, *, variants: list[str], methods: list[str], data: s
             older = {}
             if against is not None:
                 curves, seconds_old = _timed(lambda: perturbation_curves(
-                    model, record.inputs, result.maps, record.scored, patch_size=model.patch_size, order="both",
+                    model, record.inputs, result.maps, record.explained, patch_size=model.patch_size, order="both",
                     steps=against[1], step_grid=against[0], batch_size=batch_size, seed=seed, logits=record.logits))
                 older = {"morf_lerf_against": round(seconds_old / n, 4),
                          "x_against": round(seconds_old / scored["perturbation"], 2) if scored["perturbation"] else None,

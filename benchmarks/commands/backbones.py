@@ -29,6 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also time MoRF/LeRF on this older grid beside each row, in the same run (e.g. "
                              "uniform:20, the protocol before the step grid)")
     parser.add_argument("--batch-size", type=int, default=512, help="perturbed copies per forward (default 512)")
+    parser.add_argument("--save-model", default=None, metavar="DIR",
+                        help="also write softmax's random-weight model (the photos' class names) to DIR, to time "
+                             "infsa-viz evaluate on the same photos against this report")
     parser.add_argument("--out", required=True, help="JSON report (e.g. metrics/bench-backbones.json)")
 
 
@@ -54,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
                              "[1, 1000], e.g. uniform:20")
         against = (grid, int(count))
     report = backbone_cost(args.case, variants=variants, methods=methods, data=args.data, n_images=args.n_images,
-                           steps=args.steps, step_grid=args.step_grid, batch_size=args.batch_size, against=against)
+                           steps=args.steps, step_grid=args.step_grid, batch_size=args.batch_size, against=against,
+                           save_model=args.save_model)
     report["protocol"]["command"] = command_line(args)
     write_json(args.out, report)
     print(json.dumps({v: {"measured_seconds": r["measured_seconds"], "estimate_seconds": r["estimate"]["seconds"],
