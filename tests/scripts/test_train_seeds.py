@@ -84,7 +84,7 @@ def test_two_seeds_train_and_evaluate_with_spread_and_headroom(tmp_path, capsys)
     assert cli(["evaluate", "--models", models, "--methods", "attention", "--references", "--n-images", "8",
                 "--steps", "2", "--select", "all", "--out", str(report)]) == 0
     record = json.loads(report.read_text())
-    assert [r["method"] for r in record["results"][:3]] == ["attention", "random", "box_oracle"]
+    assert [r["method"] for r in record["results"][:5]] == ["attention", "random", "edge", "intensity", "box_oracle"]
     (spread,) = [s for s in record["seeds"] if s["method"] == "attention"]
     assert spread["seeds"] == [1, 2] and spread["figures"]["morf_aoc"]["sd"] is not None
     quality = record["benchmark_quality"]["per_model"][str(runs / "softmax-seed1")]["box_pr_auc"]
