@@ -41,7 +41,8 @@ PROG = "infsa-viz"
 #: the output rule (:func:`check_outputs`) compares them before a command runs. ``--load-from`` of the
 #: reliability benchmark is not an input here: it names the report being replaced on purpose, read whole
 #: before anything is written.
-OUTPUT_OPTIONS: dict[str, str] = {"out": "--out", "load_out": "--load-out", "journal": "--journal"}
+OUTPUT_OPTIONS: dict[str, str] = {"out": "--out", "load_out": "--load-out", "journal": "--journal",
+                                  "save_model": "--save-model"}
 INPUT_OPTIONS: tuple[str, ...] = ("model", "models", "init", "image", "weights", "data", "boxes", "classes")
 
 
