@@ -91,14 +91,10 @@ def add_model_list(parser: argparse.ArgumentParser, *, help: str) -> None:
 
 def add_data_options(parser: argparse.ArgumentParser, *, n_images: int) -> None:
     """``--data``, ``--boxes``, ``--classes`` and ``--n-images``: the images a command reads."""
-    from ..data import BENCHMARKS, LAYOUTS
+    from ..data.sources import data_specs_help
     from ..data.splits import DEFAULT_BENCHMARK
 
-    layouts = sorted(LAYOUTS.values(), key=lambda layout: layout.fallback)
-    parser.add_argument("--data", default=DEFAULT_BENCHMARK, metavar="BENCHMARK|folder:PATH",
-                        help=f"a registered benchmark's test split ({', '.join(BENCHMARKS)}; default "
-                             f"{DEFAULT_BENCHMARK}) or a folder in a registered layout: "
-                             + "; ".join(f"{layout.description}" for layout in layouts))
+    parser.add_argument("--data", default=DEFAULT_BENCHMARK, metavar="BENCHMARK|folder:PATH", help=data_specs_help())
     parser.add_argument("--boxes", default=None, metavar="XMLDIR",
                         help="Pascal-VOC XML boxes for class-folder data (one <stem>.xml per image)")
     parser.add_argument("--classes", default=None, metavar="FILE",
@@ -116,32 +112,26 @@ def load_data(args: argparse.Namespace, models: Any = ()) -> Any:
     ``models`` (``(name, model)`` pairs) provide class names (when ``--classes`` is not given)
     and the class count for folder data; models that name their classes differently are refused.
     """
-    from ..data import BENCHMARKS, TEST_SIZE, open_image_folder, test_split
-    from ..data.layouts import FOLDER_PREFIX, folder_root
+    from ..data import data_source
     from ..data.voc import read_class_index
 
     if args.n_images < 1:
         raise ValueError(f"--n-images={args.n_images} must be a positive integer")
-    if args.data in BENCHMARKS:
-        for option, value in (("--boxes", args.boxes), ("--classes", args.classes)):
-            if value:
-                raise ValueError(f"{option} applies to folder data only; a generated benchmark carries exact boxes "
-                                 "and labels")
-        if args.n_images > TEST_SIZE:
-            raise ValueError(f"--n-images={args.n_images}: the test split holds {TEST_SIZE} images")
-        return test_split(args.n_images, benchmark=args.data)
-    root = folder_root(args.data)
-    if root is None:
-        raise ValueError(f"--data={args.data!r} must be one of {list(BENCHMARKS)} or '{FOLDER_PREFIX}PATH'")
-    classes = read_class_index(args.classes) if args.classes else None
-    if classes is None:
-        named = {m.config.class_names for _, m in models if m.config.class_names is not None}
-        if len(named) > 1:
-            raise ValueError("the models name their classes differently; pass --classes FILE")
-        classes = next(iter(named), None)
-    counts = [m.config.num_classes for _, m in models]
-    return open_image_folder(root, classes=classes, boxes_dir=args.boxes,
-                             num_classes=min(counts) if counts else None).labelled(args.n_images)
+    source = data_source(args.data)
+    if source.size is not None and args.n_images > source.size:
+        raise ValueError(f"--n-images={args.n_images}: the test split holds {source.size} images")
+    # a generated source refuses --classes and --boxes (its labels and boxes are exact) before any is read
+    classes = read_class_index(args.classes) if args.classes and source.model_labels else args.classes or None
+    num_classes = None
+    if source.model_labels:  # a folder of class names: the models' classes label it
+        if classes is None:
+            named = {m.config.class_names for _, m in models if m.config.class_names is not None}
+            if len(named) > 1:
+                raise ValueError("the models name their classes differently; pass --classes FILE")
+            classes = next(iter(named), None)
+        counts = [m.config.num_classes for _, m in models]
+        num_classes = min(counts) if counts else None
+    return source.labelled(args.n_images, classes=classes, boxes_dir=args.boxes, num_classes=num_classes)
 
 
 def load_input(spec: str) -> Any:

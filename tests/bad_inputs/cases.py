@@ -542,14 +542,16 @@ def _app_cases() -> list[Case]:
 
 
 def all_cases() -> list[Case]:
-    """Every case: library API, CLI and app, the second to fourth sweeps' (``sweep2.py`` … ``sweep4.py``) included."""
+    """Every case: library API, CLI and app, the second to fourth sweeps' (``sweep2.py`` … ``sweep4.py``) and
+    those of every registered model format (``sweep_formats.py``, read from the registry when called) included."""
     from tests.bad_inputs.sweep2 import second_sweep_cases
 
     from tests.bad_inputs.sweep3 import third_sweep_cases
     from tests.bad_inputs.sweep4 import fourth_sweep_cases
+    from tests.bad_inputs.sweep_formats import format_cases
 
     cases = (_api_cases() + _cli_cases() + _app_cases() + second_sweep_cases() + third_sweep_cases()
-             + fourth_sweep_cases())
+             + fourth_sweep_cases() + format_cases())
     ids = [(c.surface, c.id) for c in cases]
     if len(ids) != len(set(ids)):
         raise RuntimeError("duplicate case ids")

@@ -237,6 +237,9 @@ def build(root: Path) -> dict[str, Path]:
     from tests.bad_inputs.sweep4 import fourth_sweep_fixtures
 
     fourth_sweep_fixtures(root, p)
+    from tests.bad_inputs.sweep_formats import format_sweep_fixtures
+
+    format_sweep_fixtures(root, p)
     return p
 
 
