@@ -1,4 +1,4 @@
-"""Shared CLI inputs: one image (a file or ``test:INDEX``), map selectors and drawing options."""
+"""Shared CLI inputs: one image (a file or ``BENCHMARK:INDEX``), map selectors and drawing options."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def add_map_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--head", default=None, help="head index or 'mean' for per-layer methods")
     parser.add_argument("--gamma", type=float, default=None, help="discount for visits/neumann")
     add_target_option(parser, default="predicted", help="class explained by class-explaining maps (default: the "
-                                                        "prediction; label needs a test:INDEX image)")
+                                                        "prediction; label needs a BENCHMARK:INDEX image)")
     parser.add_argument("--scale", default="shared", choices=SCALES,
                         help="colour scale across maps (default shared: one scale after dividing each map "
                              "by its absolute mass)")
@@ -42,6 +42,9 @@ def add_target_option(parser: argparse.ArgumentParser, *, default: str, help: st
                         help=help + "; CLASS is an index or one of the model's class names")
 
 
+#: What a command's IMAGE argument accepts.
+IMAGE_HELP = ("image file, or BENCHMARK:INDEX: image INDEX of a registered benchmark's test split (test:INDEX: the "
+              "default benchmark's)")
 MODEL_HELP = ("a model directory (ours or a transformers save_pretrained one) or a .safetensors state dict "
               "(timm, torchvision, official InfSA) with options as PATH?num_heads=H&variant=V&convert_to=V")
 
@@ -135,17 +138,21 @@ def load_data(args: argparse.Namespace, models: Any = ()) -> Any:
 
 
 def load_input(spec: str) -> Any:
-    """``test:INDEX`` (the cluttered-digits test split, with label and boxes) or an image file."""
-    from ..data import TEST_SIZE, LabelledImages, test_split
+    """``BENCHMARK:INDEX`` (image ``INDEX`` of a registered benchmark's test split, with label and boxes;
+    ``test:INDEX`` names the default benchmark's) or an image file."""
+    from ..data import BENCHMARKS, LabelledImages, data_source
+    from ..data.splits import DEFAULT_BENCHMARK
     from ..images import read_image
 
-    if spec.startswith("test:"):
+    name, colon, text = spec.partition(":")
+    if colon and (name == "test" or name in BENCHMARKS):
+        source = data_source(DEFAULT_BENCHMARK if name == "test" else name)
         try:
-            index = int(spec[5:])
+            index = int(text)
         except ValueError:
-            raise ValueError(f"IMAGE={spec!r}: expected test:INDEX with an integer index") from None
-        if not 0 <= index < TEST_SIZE:
-            raise ValueError(f"IMAGE={spec!r}: index must lie in [0, {TEST_SIZE})")
-        return test_split().subset([index])
+            raise ValueError(f"IMAGE={spec!r}: expected {name}:INDEX with an integer index") from None
+        if not 0 <= index < (source.size or 0):
+            raise ValueError(f"IMAGE={spec!r}: index must lie in [0, {source.size})")
+        return source.labelled().subset([index])
     return LabelledImages(images=[read_image(spec)], labels=np.array([-1]), boxes=[np.zeros((0, 4), np.int64)],
                           names=[spec], description={"name": "file", "path": spec})
