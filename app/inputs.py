@@ -26,7 +26,7 @@ import streamlit as st
 import catalog
 from access import unique_name
 from catalog import ModelEntry
-from infsa_viz.data import BENCHMARKS, LabelledImages, open_image_folder, test_split
+from infsa_viz.data import BENCHMARKS, LabelledImages, data_source
 from infsa_viz.data.layouts import FOLDER_PREFIX
 from infsa_viz.data.splits import DEFAULT_BENCHMARK
 from infsa_viz.images import decode_image
@@ -111,23 +111,41 @@ def image_sets(models: list[ModelEntry], specs: list[str]) -> list[str]:
     return list(dict.fromkeys([*benchmarks, *specs]))
 
 
+def _is_folder(key: str) -> bool:
+    """Whether a set key names a folder this server was started with (``folder:NAME``)."""
+    return key.startswith(FOLDER_PREFIX)
+
+
 def set_title(key: str) -> str:
     """A set's name for people."""
-    return f"{key} test split" if key in BENCHMARKS else f"folder {key.removeprefix(FOLDER_PREFIX)}"
+    return f"folder {key.removeprefix(FOLDER_PREFIX)}" if _is_folder(key) else f"{key} test split"
+
+
+@dataclass(frozen=True, eq=False)
+class _SetData:
+    """A set read once: its images (``None`` with ``error`` when they cannot be read), their class names,
+    and whether they are labelled by a model's class names (a folder) or by classes of their own (a
+    benchmark: only the models trained on it are scored against them)."""
+
+    data: LabelledImages | None
+    classes: tuple[str, ...]
+    error: str | None
+    model_labels: bool
 
 
 @st.cache_resource(show_spinner="Reading the images…", max_entries=8)
-def _set_data(key: str, where: str | None) -> tuple[LabelledImages | None, tuple[str, ...], str | None]:
-    if key in BENCHMARKS:
-        return test_split(benchmark=key), BENCHMARKS[key].classes, None
-    root = Path(str(where))
+def _set_data(key: str, spec: str) -> _SetData:
     try:
-        dataset = open_image_folder(root)
-        data = dataset.labelled(FOLDER_IMAGES)
+        source = data_source(spec)  # the library's one resolver of both kinds
+        opened = source.open()
+        data = opened.labelled(None if source.size else FOLDER_IMAGES)  # a generated split whole (cached)
+        classes = tuple(opened.classes)
     except (ValueError, OSError) as err:  # the reason, with the folder named as links name it
-        return None, (), str(err).splitlines()[0].replace(str(root), set_title(key))
-    relative = [_relative(name, root) for name in data.names]  # exports say where an image is in its folder
-    return dataclasses.replace(data, names=relative), tuple(dataset.classes), None
+        root = spec.removeprefix(FOLDER_PREFIX)
+        return _SetData(None, (), str(err).splitlines()[0].replace(root, set_title(key)), True)
+    if source.root is not None:  # exports say where an image is in its folder, never the server's path
+        data = dataclasses.replace(data, names=[_relative(name, source.root) for name in data.names])
+    return _SetData(data, classes, None, source.model_labels)
 
 
 def _relative(name: str, root: Path) -> str:
@@ -137,22 +155,29 @@ def _relative(name: str, root: Path) -> str:
         return Path(name).name
 
 
-def _where(key: str) -> str | None:
-    return None if key in BENCHMARKS else str(folder_path(key))
+def _spec(key: str) -> str:
+    """The library's data spec of a set key: a benchmark's name, or ``folder:PATH`` on this server."""
+    return FOLDER_PREFIX + str(folder_path(key)) if _is_folder(key) else key
 
 
 def set_data(key: str) -> LabelledImages:
     """The images of a set (read once per server; a folder's image names relative to it);
     ``ValueError`` when a folder cannot be read or is not one this server was started with."""
-    data, _, error = _set_data(key, _where(key))
-    if data is None:
-        raise ValueError(f"{set_title(key)}: {error}")
-    return data
+    found = _set_data(key, _spec(key))
+    if found.data is None:
+        raise ValueError(f"{set_title(key)}: {found.error}")
+    return found.data
 
 
 def set_classes(key: str) -> tuple[str, ...]:
     """The class names of a set's labels."""
-    return _set_data(key, _where(key))[1]
+    return _set_data(key, _spec(key)).classes
+
+
+def own_labels(key: str) -> bool:
+    """Whether a set's labels are classes of its own (a benchmark: they speak of the models trained on
+    it), not a model's class names (a folder: they speak of every model naming its classes)."""
+    return not _set_data(key, _spec(key)).model_labels
 
 
 def class_names(entry: ModelEntry) -> tuple[str, ...]:
@@ -182,7 +207,7 @@ def set_labels(entry: ModelEntry, key: str | None) -> np.ndarray | None:
     its classes: a benchmark it was not trained on, a folder whose classes it does not name."""
     if key is None or catalog.load_error(entry) is not None:
         return None
-    if key in BENCHMARKS:
+    if own_labels(key):
         return set_data(key).labels if catalog.trained_on(entry.path, entry.version) == key else None
     classes, _ = _folder_classes(entry, key)
     return None if classes is None else classes[set_data(key).labels]
@@ -197,7 +222,7 @@ def belongs(entry: ModelEntry, key: str | None) -> bool:
 def mismatch(entry: ModelEntry, key: str) -> str | None:
     """Why a folder's labels are not scored for this model, in a few words (``None``: they are,
     or the set is a benchmark)."""
-    if key in BENCHMARKS or catalog.load_error(entry) is not None:
+    if own_labels(key) or catalog.load_error(entry) is not None:
         return None
     return _folder_classes(entry, key)[1]
 
@@ -255,7 +280,7 @@ class ImageChoice:
 def set_image(key: str, index: int) -> ImageChoice:
     """Image ``index`` of set ``key``: the same pixels whichever page, model or command asks."""
     data = set_data(key)
-    what = f"test image #{index + 1}" if key in BENCHMARKS else f"image #{index + 1} ({data.names[index]})"
+    what = f"image #{index + 1} ({data.names[index]})" if _is_folder(key) else f"test image #{index + 1}"
     return ImageChoice(f"{key}:{index}", what, data.subset([index]), index, key, str(index))
 
 

@@ -96,8 +96,7 @@ def backbone_cost(case: str, *, variants: list[str], methods: list[str], data: s
     Returns:
         The JSON-ready report: ``protocol`` and one entry per variant with a row per method.
     """
-    from infsa_viz.data import open_image_folder
-    from infsa_viz.data.layouts import folder_root
+    from infsa_viz.data import data_source
     from infsa_viz.data.voc import read_class_index
     from infsa_viz.estimate import format_bytes
     from infsa_viz.evaluation import EvalSettings, score_images
@@ -113,7 +112,8 @@ def backbone_cost(case: str, *, variants: list[str], methods: list[str], data: s
         raise ValueError(f"case={case!r} must be one of {list(CASES)}")
     spec = CASES[case]
     data = data or spec.data
-    root = folder_root(data)
+    source = data_source(data)
+    root = source.root
     if root is None:
         raise ValueError(f"data={data!r} must be 'folder:PATH' (photos with VOC boxes)")
     for method in methods:
@@ -121,7 +121,7 @@ def backbone_cost(case: str, *, variants: list[str], methods: list[str], data: s
     variants = ["softmax", *[v for v in variants if v != "softmax"]]
     index = root / "class_names.txt"  # labelme's class list; a folder without one is labelled by class folders
     names = list(read_class_index(index)) if index.is_file() else None
-    folder = open_image_folder(root, classes=names, num_classes=len(names) if names else None)
+    folder = source.open(classes=names, num_classes=len(names) if names else None)
     report: dict[str, Any] = {}
     floor: dict[str, float] = {}
     for variant in variants:

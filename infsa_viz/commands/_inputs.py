@@ -1,4 +1,4 @@
-"""Shared CLI inputs: one image (a file or ``test:INDEX``), map selectors and drawing options."""
+"""Shared CLI inputs: one image (a file or ``BENCHMARK:INDEX``), map selectors and drawing options."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def add_map_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--head", default=None, help="head index or 'mean' for per-layer methods")
     parser.add_argument("--gamma", type=float, default=None, help="discount for visits/neumann")
     add_target_option(parser, default="predicted", help="class explained by class-explaining maps (default: the "
-                                                        "prediction; label needs a test:INDEX image)")
+                                                        "prediction; label needs a BENCHMARK:INDEX image)")
     parser.add_argument("--scale", default="shared", choices=SCALES,
                         help="colour scale across maps (default shared: one scale after dividing each map "
                              "by its absolute mass)")
@@ -42,6 +42,9 @@ def add_target_option(parser: argparse.ArgumentParser, *, default: str, help: st
                         help=help + "; CLASS is an index or one of the model's class names")
 
 
+#: What a command's IMAGE argument accepts.
+IMAGE_HELP = ("image file, or BENCHMARK:INDEX: image INDEX of a registered benchmark's test split (test:INDEX: the "
+              "default benchmark's)")
 MODEL_HELP = ("a model directory (ours or a transformers save_pretrained one) or a .safetensors state dict "
               "(timm, torchvision, official InfSA) with options as PATH?num_heads=H&variant=V&convert_to=V")
 
@@ -91,14 +94,10 @@ def add_model_list(parser: argparse.ArgumentParser, *, help: str) -> None:
 
 def add_data_options(parser: argparse.ArgumentParser, *, n_images: int) -> None:
     """``--data``, ``--boxes``, ``--classes`` and ``--n-images``: the images a command reads."""
-    from ..data import BENCHMARKS, LAYOUTS
+    from ..data.sources import data_specs_help
     from ..data.splits import DEFAULT_BENCHMARK
 
-    layouts = sorted(LAYOUTS.values(), key=lambda layout: layout.fallback)
-    parser.add_argument("--data", default=DEFAULT_BENCHMARK, metavar="BENCHMARK|folder:PATH",
-                        help=f"a registered benchmark's test split ({', '.join(BENCHMARKS)}; default "
-                             f"{DEFAULT_BENCHMARK}) or a folder in a registered layout: "
-                             + "; ".join(f"{layout.description}" for layout in layouts))
+    parser.add_argument("--data", default=DEFAULT_BENCHMARK, metavar="BENCHMARK|folder:PATH", help=data_specs_help())
     parser.add_argument("--boxes", default=None, metavar="XMLDIR",
                         help="Pascal-VOC XML boxes for class-folder data (one <stem>.xml per image)")
     parser.add_argument("--classes", default=None, metavar="FILE",
@@ -116,46 +115,44 @@ def load_data(args: argparse.Namespace, models: Any = ()) -> Any:
     ``models`` (``(name, model)`` pairs) provide class names (when ``--classes`` is not given)
     and the class count for folder data; models that name their classes differently are refused.
     """
-    from ..data import BENCHMARKS, TEST_SIZE, open_image_folder, test_split
-    from ..data.layouts import FOLDER_PREFIX, folder_root
+    from ..data import data_source
     from ..data.voc import read_class_index
 
     if args.n_images < 1:
         raise ValueError(f"--n-images={args.n_images} must be a positive integer")
-    if args.data in BENCHMARKS:
-        for option, value in (("--boxes", args.boxes), ("--classes", args.classes)):
-            if value:
-                raise ValueError(f"{option} applies to folder data only; a generated benchmark carries exact boxes "
-                                 "and labels")
-        if args.n_images > TEST_SIZE:
-            raise ValueError(f"--n-images={args.n_images}: the test split holds {TEST_SIZE} images")
-        return test_split(args.n_images, benchmark=args.data)
-    root = folder_root(args.data)
-    if root is None:
-        raise ValueError(f"--data={args.data!r} must be one of {list(BENCHMARKS)} or '{FOLDER_PREFIX}PATH'")
-    classes = read_class_index(args.classes) if args.classes else None
-    if classes is None:
-        named = {m.config.class_names for _, m in models if m.config.class_names is not None}
-        if len(named) > 1:
-            raise ValueError("the models name their classes differently; pass --classes FILE")
-        classes = next(iter(named), None)
-    counts = [m.config.num_classes for _, m in models]
-    return open_image_folder(root, classes=classes, boxes_dir=args.boxes,
-                             num_classes=min(counts) if counts else None).labelled(args.n_images)
+    source = data_source(args.data)
+    if source.size is not None and args.n_images > source.size:
+        raise ValueError(f"--n-images={args.n_images}: the test split holds {source.size} images")
+    # a generated source refuses --classes and --boxes (its labels and boxes are exact) before any is read
+    classes = read_class_index(args.classes) if args.classes and source.model_labels else args.classes or None
+    num_classes = None
+    if source.model_labels:  # a folder of class names: the models' classes label it
+        if classes is None:
+            named = {m.config.class_names for _, m in models if m.config.class_names is not None}
+            if len(named) > 1:
+                raise ValueError("the models name their classes differently; pass --classes FILE")
+            classes = next(iter(named), None)
+        counts = [m.config.num_classes for _, m in models]
+        num_classes = min(counts) if counts else None
+    return source.labelled(args.n_images, classes=classes, boxes_dir=args.boxes, num_classes=num_classes)
 
 
 def load_input(spec: str) -> Any:
-    """``test:INDEX`` (the cluttered-digits test split, with label and boxes) or an image file."""
-    from ..data import TEST_SIZE, LabelledImages, test_split
+    """``BENCHMARK:INDEX`` (image ``INDEX`` of a registered benchmark's test split, with label and boxes;
+    ``test:INDEX`` names the default benchmark's) or an image file."""
+    from ..data import BENCHMARKS, LabelledImages, data_source
+    from ..data.splits import DEFAULT_BENCHMARK
     from ..images import read_image
 
-    if spec.startswith("test:"):
+    name, colon, text = spec.partition(":")
+    if colon and (name == "test" or name in BENCHMARKS):
+        source = data_source(DEFAULT_BENCHMARK if name == "test" else name)
         try:
-            index = int(spec[5:])
+            index = int(text)
         except ValueError:
-            raise ValueError(f"IMAGE={spec!r}: expected test:INDEX with an integer index") from None
-        if not 0 <= index < TEST_SIZE:
-            raise ValueError(f"IMAGE={spec!r}: index must lie in [0, {TEST_SIZE})")
-        return test_split().subset([index])
+            raise ValueError(f"IMAGE={spec!r}: expected {name}:INDEX with an integer index") from None
+        if not 0 <= index < (source.size or 0):
+            raise ValueError(f"IMAGE={spec!r}: index must lie in [0, {source.size})")
+        return source.labelled().subset([index])
     return LabelledImages(images=[read_image(spec)], labels=np.array([-1]), boxes=[np.zeros((0, 4), np.int64)],
                           names=[spec], description={"name": "file", "path": spec})

@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from ._inputs import add_map_options, add_model_list, add_prompt_options, load_input, load_models
+from ._inputs import IMAGE_HELP, add_map_options, add_model_list, add_prompt_options, load_input, load_models
 from .lists import comma_names, output_file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("image", metavar="IMAGE", help="image file, or test:INDEX for the cluttered-digits test split")
+    parser.add_argument("image", metavar="IMAGE", help=IMAGE_HELP)
     add_model_list(parser, help="comma-separated models (columns)")
     from ..maps.attention import AttentionMap
 
@@ -76,7 +76,7 @@ def render(args: argparse.Namespace, *, extra: Callable[[Any, Any], dict[str, An
     label = int(image.labels[0])
     target = target_for_models(args.target, models, name="--target")
     if label < 0 and target.needs_label:
-        raise ValueError("--target=label needs an image with a label (test:INDEX); this one has none")
+        raise ValueError("--target=label needs an image with a label (BENCHMARK:INDEX); this one has none")
     inputs = {d: prepare(m, image.images) for d, m in models}
     capture = any(check_method(m).reads_attention for m in args.methods)
     records = {d: forward_record(m, inputs[d], labels=[label], target=target, capture=capture) for d, m in models}

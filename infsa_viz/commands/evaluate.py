@@ -123,9 +123,9 @@ def run(args: argparse.Namespace) -> int:
 
         written = {"--out": args.out, **{f"--out (its {s})": str(Path(args.out).with_suffix(s))
                                          for s in (".csv", ".html", ".images.csv")}}
-        from ..data.layouts import folder_root
+        from ..data import data_source
 
-        data_folder = folder_root(args.data)
+        data_folder = data_source(args.data).root
         refuse_overwriting_inputs(written, [*(parse_model_spec(m)[0] for m in args.models), str(data_folder or ""),
                                             args.boxes or "", args.classes or ""])
     settings = dict(select=args.select, seed=args.seed, chunk=args.chunk, batch_size=args.batch_size,

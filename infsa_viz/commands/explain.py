@@ -13,14 +13,14 @@ import argparse
 import logging
 from typing import Any
 
-from ._inputs import MODEL_HELP, add_map_options, add_prompt_options
+from ._inputs import IMAGE_HELP, MODEL_HELP, add_map_options, add_prompt_options
 from .lists import output_file
 
 logger = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("image", metavar="IMAGE", help="image file, or test:INDEX for the cluttered-digits test split")
+    parser.add_argument("image", metavar="IMAGE", help=IMAGE_HELP)
     parser.add_argument("--model", required=True, metavar="MODEL", help=MODEL_HELP)
     parser.add_argument("--method", required=True, help="map method (see infsa_viz.maps.METHODS)")
     parser.add_argument("--out", type=output_file, required=True,

@@ -12,6 +12,8 @@ from .lists import count, learning_rate, seed
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ..data import BENCHMARKS
+
     parser.add_argument("--variant", default=None, choices=VARIANTS,
                         help="attention variant (required without --init; with it, swaps the initial model's)")
     parser.add_argument("--init", default=None, metavar="MODEL",
@@ -26,16 +28,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seed of the training-image stream (default: --seed); fix it to train seeds "
                              "that differ in initial weights and data order only")
     parser.add_argument("--data", default="cluttered-digits", metavar="BENCHMARK|folder:PATH",
-                        help="training data: a built-in benchmark (cluttered-digits, cluttered-digits-hard), "
-                             "or an ImageNet-style folder PATH with train/ and test/ class sub-folders")
+                        help=f"training data: a registered benchmark ({', '.join(BENCHMARKS)}), or folder:PATH, an "
+                             "ImageNet-style folder with train/ and test/ class sub-folders")
     parser.add_argument("--image-size", type=count("--image-size", 8192), default=None,
                         help="image side for folder data (default 224; a benchmark fixes its own)")
     parser.add_argument("--channels", type=int, default=None, choices=(1, 3),
                         help="channels for folder data (default 3; a benchmark fixes its own)")
     parser.add_argument("--patch-size", type=int, default=None, help="patch side (default: the recipe's, 8)")
     parser.add_argument("--images-per-epoch", type=int, default=None,
-                        help="cluttered-digits images per epoch (default: the recipe's)")
-    parser.add_argument("--test-size", type=int, default=None, help="cluttered-digits test images")
+                        help="generated images per epoch (default: the recipe's; a folder: all its training images)")
+    parser.add_argument("--test-size", type=int, default=None, help="held-out images of a generated benchmark (default: the recipe's)")
     parser.add_argument("--batch-size", type=int, default=None)
     parser.add_argument("--lr", type=learning_rate(), default=None, help="peak learning rate (default: the recipe's)")
     parser.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
@@ -46,10 +48,9 @@ def run(args: argparse.Namespace) -> int:
 
     import torch
 
-    from ..data import BENCHMARKS
-    from ..data.layouts import FOLDER_PREFIX, folder_root
+    from ..data import data_source
     from ..io import check_new_folder, replace_folder
-    from ..train.data import cluttered_digits_data, folder_data
+    from ..train.data import training_data
     from ..train.loop import train
     from ..train.recipe import TrainConfig
 
@@ -82,21 +83,12 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--overwrite and --resume exclude each other (replace the model, or continue its run)")
     if not args.resume:
         check_new_folder("--out", args.out, overwrite=args.overwrite)
-    if args.data in BENCHMARKS:
-        for option, value in (("--image-size", args.image_size), ("--channels", args.channels)):
-            if value is not None:
-                raise ValueError(f"{option}={value} applies to folder data only; {args.data} fixes its own images")
-        config = TrainConfig(**{**recipe.to_dict(), **changes, "model": model, "seed": args.seed})
-        data = cluttered_digits_data(config.test_size, benchmark=args.data,
-                                     model_input=model if init is not None else None)
-    elif (root := folder_root(args.data)) is not None:
-        data = folder_data(root, image_size=args.image_size or 224,
-                           channels=args.channels or 3,
-                           model_input=model if init is not None else None)
-        changes.setdefault("images_per_epoch", len(data.epoch(0, 0, args.seed)[1]))
-        config = TrainConfig(**{**recipe.to_dict(), **changes, "model": model, "seed": args.seed})
-    else:
-        raise ValueError(f"--data={args.data!r} must be one of {list(BENCHMARKS)} or '{FOLDER_PREFIX}PATH'")
+    config = TrainConfig(**{**recipe.to_dict(), **changes, "model": model, "seed": args.seed})  # checked first
+    data = training_data(data_source(args.data), config.test_size, model_input=model if init is not None else None,
+                         image_size=args.image_size, channels=args.channels)
+    if data.epoch_size is not None:  # a fixed training set (a folder): one epoch is all of it
+        changes.setdefault("images_per_epoch", data.epoch_size)
+    config = TrainConfig(**{**recipe.to_dict(), **changes, "model": model, "seed": args.seed})
     command = "infsa-viz " + shlex.join(args.argv)
     from ..distributed import init_distributed
 

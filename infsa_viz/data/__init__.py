@@ -1,6 +1,7 @@
 """Datasets of infsa-viz: packaged MNIST digits, cluttered digits and cued digits (each image also a
 :class:`~infsa_viz.data.scenes.Scene` of named objects with masks), bring-your-own image folders in a
-registered layout (:data:`LAYOUTS`: class folders, Pascal VOC, ImageNet val).
+registered layout (:data:`LAYOUTS`: class folders, Pascal VOC, ImageNet val); :func:`data_source` resolves
+a data spec (a benchmark's name or ``folder:PATH``) to one :class:`DataSource` of either kind.
 
 Box convention everywhere in this package: ``(x0, y0, x1, y1)`` in pixels with ``x1``/``y1``
 exclusive, so a box covers ``image[y0:y1, x0:x1]``. Images are decoded ``uint8`` arrays; a
@@ -21,6 +22,7 @@ from .folder import FolderDataset, parse_voc_boxes
 from .layouts import LAYOUTS, Layout, open_image_folder, register_layout
 from .mnist import load_mnist_digits
 from .scenes import Scene, object_names
+from .sources import DataSource, data_source
 from .splits import (
     BENCHMARKS,
     DIGITS,
@@ -37,6 +39,8 @@ from .voc import AnnotatedImages, read_class_index  # registers the two VOC layo
 
 __all__ = [
     "BENCHMARKS",
+    "DataSource",
+    "data_source",
     "LAYOUTS",
     "AnnotatedImages",
     "read_class_index",

@@ -311,4 +311,4 @@ register_layout(Layout(
     lambda root: True,
     lambda root, *, classes=None, boxes_dir=None, num_classes=None: FolderDataset(
         root, boxes_dir=boxes_dir, classes=classes, num_classes=num_classes),
-    fallback=True))
+    fallback=True, splits=("test", "train")))  # train: a root of train/ and test/ class folders

@@ -1,8 +1,9 @@
 """The registry of folder layouts: how a folder of the user's images becomes labelled images.
 
 A data source is either a registered benchmark (:data:`~infsa_viz.data.splits.BENCHMARKS`, generated
-test splits) or ``folder:PATH``, a folder whose *layout* is found here: each :class:`Layout` declares
-how to recognise a folder of its kind and how to open it. :func:`open_image_folder` tries the
+test splits) or ``folder:PATH``, a folder whose *layout* is found here (both resolved by
+:func:`~infsa_viz.data.sources.data_source`): each :class:`Layout` declares how to recognise a folder of
+its kind, how to open it, and what it offers (splits, objects, interventions). :func:`open_image_folder` tries the
 registered layouts in order (fallback layouts last), and the CLI's ``--data``, ``evaluate`` and the
 app's image sets read it, so a new layout (say a CSV of boxes) is one module calling
 :func:`register_layout`, and its test, with no other edit.
@@ -20,12 +21,13 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol
 
+from ..preprocess import Preprocessing
 from .splits import LabelledImages
 
-__all__ = ["FOLDER_PREFIX", "LAYOUTS", "ImageFolder", "Layout", "folder_root", "open_image_folder",
-           "register_layout"]
+__all__ = ["FOLDER_PREFIX", "LAYOUTS", "ImageFolder", "Layout", "find_layout", "folder_root",
+           "open_image_folder", "register_layout"]
 
 #: How a data spec names a folder: ``folder:PATH`` (the CLI) or ``folder:NAME`` (the app's set keys).
 FOLDER_PREFIX = "folder:"
@@ -56,6 +58,12 @@ class Layout:
             folder or ``None``, ``num_classes`` the model's class count or ``None``. It raises ``ValueError``
             for options it cannot use (e.g. ``--boxes`` for a layout that carries its own boxes).
         fallback: tried after every other layout (the class-folder layout matches any folder). Default ``False``.
+        preprocessing: the input normalisation its images need, or ``None`` (default): the model's own applies.
+        splits: the splits a folder of this kind has: ``"test"`` (images to explain and score) and, where a
+            root of ``train/`` and ``test/`` folders of this kind trains a model, ``"train"``. Default ``("test",)``.
+        objects: what its images carry beyond a label: ``"boxes"`` (target boxes) or ``None`` (default).
+        interventions: what its images can be changed by (:data:`~infsa_viz.data.sources.INTERVENTIONS`);
+            default ``("occlude",)`` (a box filled: any image).
     """
 
     name: str
@@ -63,6 +71,10 @@ class Layout:
     detect: Callable[[Path], bool]
     open: Callable[..., ImageFolder]
     fallback: bool = False
+    preprocessing: Preprocessing | None = None
+    splits: tuple[str, ...] = ("test",)
+    objects: Literal["scenes", "boxes"] | None = None
+    interventions: tuple[str, ...] = ("occlude",)
 
 
 #: The folder layouts, by name: filled by :func:`register_layout`. ``--data folder:PATH``, ``evaluate`` and the

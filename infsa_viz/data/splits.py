@@ -50,6 +50,8 @@ class Generator:
         epoch: ``epoch(config, epoch, n, seed) -> (images, labels)``: a training epoch of run seed ``seed``.
         boxes: what the positive and negative boxes are, in words.
         negative_labels: what each negative box's class is, in words.
+        drawn_from: what its training images are drawn from, in words (stored in a trained model's card);
+            default: the generator's name.
     """
 
     name: str
@@ -57,6 +59,7 @@ class Generator:
     epoch: Callable[[Any, int, int, int], tuple[np.ndarray, np.ndarray]]
     boxes: str
     negative_labels: str
+    drawn_from: str = ""
 
 
 def _cluttered_test(config: ClutteredDigitsConfig, n: int, seed: int) -> tuple[np.ndarray, np.ndarray, list[Scene]]:
@@ -72,11 +75,12 @@ def _cluttered_epoch(config: ClutteredDigitsConfig, epoch: int, n: int, seed: in
 #: The generators of the shipped benchmarks, by name.
 GENERATORS: dict[str, Generator] = {g.name: g for g in (
     Generator("generate_cluttered", _cluttered_test, _cluttered_epoch,
-              "target digit (positive); distractor digits are the negative boxes", "each distractor digit's class"),
+              "target digit (positive); distractor digits are the negative boxes", "each distractor digit's class",
+              "MNIST train digits"),
     Generator("generate_cued", lambda config, n, seed: generate_cued(n, split="test", seed=seed, config=config),
               lambda config, epoch, n, seed: cued_epoch(epoch, n=n, seed=seed, config=config),
               "target digit (positive); distractor digits and the cue glyph are the negative boxes",
-              "each distractor digit's class and the class the cue encodes"),
+              "each distractor digit's class and the class the cue encodes", "MNIST train digits"),
 )}
 
 

@@ -155,6 +155,7 @@ def _voc_layout(images: str, annotations: str | None) -> Callable[..., Annotated
 
 register_layout(Layout("voc", "a Pascal-VOC root (JPEGImages/ + Annotations/)",
                        lambda root: (root / "JPEGImages").is_dir() and (root / "Annotations").is_dir(),
-                       _voc_layout("JPEGImages", "Annotations")))
+                       _voc_layout("JPEGImages", "Annotations"), objects="boxes"))
 register_layout(Layout("imagenet-val", "images with <stem>.xml beside them (ImageNet val)",
-                       lambda root: any(f.suffix.lower() == ".xml" for f in root.iterdir()), _voc_layout(".", None)))
+                       lambda root: any(f.suffix.lower() == ".xml" for f in root.iterdir()), _voc_layout(".", None),
+                       objects="boxes"))

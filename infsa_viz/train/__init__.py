@@ -2,13 +2,13 @@
 
 * :mod:`.loop`: :func:`train`, epoch-resumable matched training of the three variants.
 * :mod:`.recipe`: :class:`TrainConfig`, the matched recipe.
-* :mod:`.data`: :class:`TrainData`, :func:`cluttered_digits_data`, :func:`folder_data`.
+* :mod:`.data`: :class:`TrainData`, :func:`benchmark_data`, :func:`folder_data`, :func:`training_data`.
 * :mod:`.checkpoint`: the epoch checkpoint behind ``--resume``.
 * :mod:`.report`: :func:`predict`, :func:`accuracy`, model cards and the accuracy report.
 """
 
 from .checkpoint import CHECKPOINT_DIR, load_checkpoint, save_checkpoint
-from .data import TrainData, cluttered_digits_data, folder_data
+from .data import TrainData, benchmark_data, cluttered_digits_data, folder_data, training_data
 from .loop import train
 from .recipe import TrainConfig
 from .report import CARD_FILE, accuracy, load_card, predict, training_report
@@ -19,8 +19,10 @@ __all__ = [
     "TrainConfig",
     "TrainData",
     "accuracy",
+    "benchmark_data",
     "cluttered_digits_data",
     "folder_data",
+    "training_data",
     "load_card",
     "load_checkpoint",
     "predict",

@@ -1,7 +1,8 @@
 """Data sources for :func:`infsa_viz.train.loop.train`, already in the model's input format.
 
 A :class:`TrainData` holds one epoch's images as a pure function of ``(epoch, n, seed)`` and the
-held-out test split; :func:`cluttered_digits_data` and :func:`folder_data` build one. Importable
+held-out test split; :func:`benchmark_data` and :func:`folder_data` build one (a
+:class:`~infsa_viz.data.sources.DataSource`'s ``training`` picks which). Importable
 from :mod:`infsa_viz.train` as well.
 """
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 from torch import Tensor
@@ -17,7 +18,10 @@ from torch import Tensor
 from ..model.config import ViTConfig
 from ..preprocess import Preprocessing, preprocess
 
-__all__ = ["TrainData", "cluttered_digits_data", "folder_data"]
+if TYPE_CHECKING:
+    from ..data.sources import DataSource
+
+__all__ = ["TrainData", "benchmark_data", "cluttered_digits_data", "folder_data", "training_data"]
 
 
 @dataclass
@@ -32,6 +36,8 @@ class TrainData:
         in_chans, img_size, num_classes: what the model must accept.
         preprocessing: how the images were made model input; stored in the model's config so
             every entry point feeds the trained model the same way.
+        epoch_size: the number of training images when they are a fixed set (a folder), or ``None``
+            (fresh images every epoch, as many as the recipe asks).
     """
 
     epoch: Callable[[int, int, int], tuple[Tensor, Tensor]]
@@ -41,32 +47,34 @@ class TrainData:
     img_size: int
     num_classes: int
     preprocessing: Preprocessing
+    epoch_size: int | None = None
 
 
-def cluttered_digits_data(test_size: int, *, benchmark: str = "cluttered-digits",
-                          model_input: ViTConfig | None = None) -> TrainData:
-    """A generated benchmark (:data:`~infsa_viz.data.BENCHMARKS`): fresh images every epoch, the
-    benchmark's fixed test split.
+def benchmark_data(test_size: int, *, benchmark: str = "cluttered-digits",
+                   model_input: ViTConfig | None = None) -> TrainData:
+    """A generated benchmark (:data:`~infsa_viz.data.BENCHMARKS`), of any registered kind: fresh images every
+    epoch, the benchmark's fixed test split.
 
     Args:
         test_size: images in the held-out split.
         benchmark: a key of :data:`~infsa_viz.data.BENCHMARKS`.
         model_input: the config of a model to fine-tune: images become its input (size,
             channels, preprocessing) through :func:`~infsa_viz.preprocess.prepare`. Default: the
-            benchmark's own gray input with its normalisation.
+            benchmark's own input (the side and channels of its test images) with its normalisation.
     """
     from ..data import check_benchmark, test_split
 
     spec = check_benchmark(benchmark)
     config = spec.config
+    test = test_split(test_size, benchmark=benchmark)
     if model_input is None:
-        model_input = ViTConfig(img_size=config.canvas_size, in_chans=1, preprocessing=spec.preprocessing)
+        side, channels = test.images[0].shape[0], 1 if test.images[0].ndim == 2 else test.images[0].shape[2]
+        model_input = ViTConfig(img_size=side, in_chans=channels, preprocessing=spec.preprocessing)
 
     def epoch(index: int, n: int, seed: int) -> tuple[Tensor, Tensor]:
         images, labels = spec.training_images(index, n=n, seed=seed)
         return preprocess(model_input, images), torch.as_tensor(labels, dtype=torch.int64)
 
-    test = test_split(test_size, benchmark=benchmark)
     return TrainData(
         epoch=epoch,
         test=(preprocess(model_input, test.images), torch.as_tensor(test.labels, dtype=torch.int64)),
@@ -74,16 +82,20 @@ def cluttered_digits_data(test_size: int, *, benchmark: str = "cluttered-digits"
             "name": benchmark,
             "settings": config.to_dict(),
             "settings_hash": config.settings_hash(),
-            "train": "fresh images each epoch from MNIST train digits; image i of epoch e depends only on "
-                     "(seed, e, i)",
+            "train": f"fresh images each epoch from {spec.generator.drawn_from or spec.generator.name}; image i of "
+                     "epoch e depends only on (seed, e, i)",
             "test": f"test_split({test_size}): the first {test_size} images of the test split, seed "
                     f"{test.description['seed']}",
         },
         in_chans=model_input.in_chans,
         img_size=model_input.img_size,
-        num_classes=10,
+        num_classes=len(spec.classes),
         preprocessing=model_input.preprocessing,
     )
+
+
+#: The former name of :func:`benchmark_data` (saved scripts call it).
+cluttered_digits_data = benchmark_data
 
 
 def folder_data(root: Path, *, image_size: int, channels: int = 3, model_input: ViTConfig | None = None) -> TrainData:
@@ -129,4 +141,31 @@ def folder_data(root: Path, *, image_size: int, channels: int = 3, model_input: 
         img_size=image_size,
         num_classes=max(len(classes), int(train_labels.max()) + 1),
         preprocessing=preprocessing,
+        epoch_size=len(train_labels),
     )
+
+
+def training_data(source: "DataSource", test_size: int, *, model_input: ViTConfig | None = None,
+                  image_size: int | None = None, channels: int | None = None) -> TrainData:
+    """What ``infsa-viz train --data`` reads from a resolved data source (:func:`~infsa_viz.data.data_source`):
+    a generated benchmark's fresh epochs (:func:`benchmark_data`) or a folder's ``train/`` and ``test/``
+    (:func:`folder_data`).
+
+    Args:
+        source: the data source; it must declare a ``"train"`` split.
+        test_size: images of a generated benchmark's held-out split (a folder holds out its ``test/``).
+        model_input: the config of a model to fine-tune (its input format), or ``None``.
+        image_size, channels: a new model's input on folder data (default 224 and 3); a generated
+            benchmark fixes its own.
+
+    Raises:
+        ValueError: no ``"train"`` split, or an option the source cannot use.
+    """
+    if "train" not in source.splits:
+        raise ValueError(f"--data={source.spec!r} has no training split (its splits: {list(source.splits)})")
+    if source.root is not None:
+        return folder_data(source.root, image_size=image_size or 224, channels=channels or 3, model_input=model_input)
+    for option, value in (("--image-size", image_size), ("--channels", channels)):
+        if value is not None:
+            raise ValueError(f"{option}={value} applies to folder data only; {source.name} fixes its own images")
+    return benchmark_data(test_size, benchmark=source.name, model_input=model_input)

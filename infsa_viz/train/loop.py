@@ -31,7 +31,7 @@ from ..model.vit import VisionTransformer, count_parameters
 from ..progress import progress
 from ..weights import file_sha256
 from .checkpoint import CHECKPOINT_DIR, load_checkpoint, save_checkpoint
-from .data import TrainData, cluttered_digits_data
+from .data import TrainData, benchmark_data
 from .recipe import TrainConfig
 from .report import CARD_FILE, accuracy
 
@@ -89,7 +89,7 @@ def train(
     dist = dist or Dist()
     if config.batch_size % dist.world_size:
         raise ValueError(f"batch_size={config.batch_size} must be divisible by the {dist.world_size} ranks")
-    data = data or cluttered_digits_data(config.test_size)
+    data = data or benchmark_data(config.test_size)
     names = config.model.class_names
     if init is not None:  # the labels are the data's classes now: their names, else the initial model's
         classes = data.description.get("classes")

@@ -13,7 +13,7 @@ from torch import Tensor, nn
 
 from ..io import read_json
 from ..progress import progress
-from .data import cluttered_digits_data
+from .data import benchmark_data
 
 __all__ = ["CARD_FILE", "accuracy", "finished_card", "load_card", "predict", "training_report"]
 
@@ -85,11 +85,11 @@ def training_report(model_dirs: list[str | Path], *, batch_size: int = 256) -> d
         card = load_card(directory)
         benchmark = card.get("data", {}).get("name")
         if benchmark not in BENCHMARKS:
-            raise ValueError(f"{directory}: training report supports cluttered-digits benchmarks only "
+            raise ValueError(f"{directory}: training report supports registered benchmarks only "
                              f"({list(BENCHMARKS)}), not {benchmark!r}")
         size = int(card["test_size"])
         if (benchmark, size) not in test_cache:
-            test_cache[benchmark, size] = cluttered_digits_data(size, benchmark=benchmark).test
+            test_cache[benchmark, size] = benchmark_data(size, benchmark=benchmark).test
         images, labels = test_cache[benchmark, size]
         rows.append({
             "model": str(directory),
