@@ -18,7 +18,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import catalog
 import inputs
@@ -29,10 +29,11 @@ import torch
 from catalog import ModelEntry
 from inputs import ImageChoice
 
+from infsa_viz.estimate import Estimate, Workload, available_memory, check_estimate
 from infsa_viz.evaluation import EvalSettings, ImageRecord, score_images
 from infsa_viz.forward import ForwardRecord
 from infsa_viz.io import read_json
-from infsa_viz.maps import METHODS, MapResult, attribute, attribute_images
+from infsa_viz.maps import METHODS, MapResult, attribute
 from infsa_viz.metrics.registry import image_metrics
 from infsa_viz.preprocess import Prepared, prepare
 from infsa_viz.spectral import LayerSpectrum, layer_spectra
@@ -43,8 +44,10 @@ from infsa_viz.spectral import LayerSpectrum, layer_spectra
 if "OMP_NUM_THREADS" not in os.environ:
     torch.set_num_threads(1)
 
-#: Images per forward pass when a whole set is classified.
+#: Images per forward pass of a whole set (one cached record each, :func:`_set_record`).
 BATCH = 64
+#: The most memory the captured attention of one model on one whole set may take (see :func:`_set_captures`).
+SET_ATTENTION_BYTES = 1 << 30
 # ---------------------------------------------------------------------------- model inputs
 @st.cache_data(show_spinner=False, max_entries=256)
 def _prepared(path: str, version: int, image_key: str, _image: ImageChoice) -> Prepared:
@@ -121,22 +124,74 @@ def class_index(entry: ModelEntry, image: ImageChoice, target: targets.Target) -
 
 
 # ------------------------------------------------------------------------- whole image sets
-@st.cache_data(show_spinner=False, max_entries=256)
-def _chunk_probabilities(path: str, version: int, set_key: str, start: int) -> np.ndarray:
+@st.cache_data(show_spinner=False, max_entries=64)
+def _set_captures(path: str, version: int, set_key: str) -> bool:
+    """Whether the forward of a whole set captures its attention: when every image's ``q`` and ``k``
+    (:meth:`~infsa_viz.estimate.Workload.capture`) fit in :data:`SET_ATTENTION_BYTES` and a quarter of the
+    memory available (the shipped models on the 2000-image test split: about 150 MB)."""
+    model = catalog.model_at(path, version)[0]
+    work = Workload.of(model, batch=len(inputs.set_data(set_key)))
+    return work is not None and work.capture() <= min(SET_ATTENTION_BYTES, available_memory() / 4)
+
+
+@st.cache_resource(show_spinner=False, max_entries=256)  # a 2000-image set is 32 of them
+def _set_record(path: str, version: int, set_key: str, start: int, _entry: ModelEntry) -> ForwardRecord:
+    """The one forward of the model on images ``start … start + BATCH`` of a set, as it sees them (its
+    own preprocessing), attention captured as it goes where the whole set's fits (:func:`_set_captures`):
+    every page of the set reads its logits and attention (a resource: it holds the shared model). Its
+    labels are the set's as the model's classes, ``-1`` where they are not (:func:`inputs.set_labels`);
+    its target the prediction. ``ValueError`` when the forward would not fit in memory."""
     model, lock = catalog.model_at(path, version)
     data = inputs.set_data(set_key)
-    images = data.images[start:start + BATCH]
-    with lock, torch.no_grad():
-        z = model(prepare(model.config, images).tensor).double()
-    return torch.softmax(z, -1).float().numpy()
+    stop = min(start + BATCH, len(data))
+    prepared = prepare(model.config, data.images[start:stop])
+    capture = _set_captures(path, version, set_key)
+    work = Workload.of(model, prepared.tensor)
+    if work is not None:  # refused before anything is allocated, as every map and metric is
+        check_estimate(Estimate(work.forward() + (work.capture() if capture else 0.0),
+                                "one forward" + (" and every layer's q, k" if capture else "")),
+                       work, subject="the forward of the set")
+    labels = inputs.set_labels(_entry, set_key)
+    forward = ForwardRecord(model, prepared.tensor, labels=None if labels is None else labels[start:stop],
+                            prepared=prepared, capture=capture, name="class")
+    with lock:
+        forward.logits  # runs it: the logits and, with capture, every layer's attention
+    return forward
+
+
+def set_rows(entry: ModelEntry, set_key: str, indices: Sequence[int]) -> ForwardRecord:
+    """The :class:`~infsa_viz.forward.ForwardRecord` of the set's images at ``indices`` (in that order),
+    read from the set's one forward (its batches of :data:`BATCH` images, :func:`_set_record`): no forward
+    of its own (where the set's attention was not captured, reading
+    :attr:`~infsa_viz.forward.ForwardRecord.attention` runs one on these images). Its target is the
+    prediction; its ``prepared`` is ``None`` (:func:`set_prepared` has each image's)."""
+    batches: dict[int, list[int]] = {}
+    for i in indices:
+        batches.setdefault(int(i) - int(i) % BATCH, []).append(int(i))
+    joined = ForwardRecord.join([_set_record(entry.source, entry.version, set_key, start, entry).take(
+        [i - start for i in rows]) for start, rows in batches.items()])
+    order = [i for rows in batches.values() for i in rows]
+    position = {i: k for k, i in enumerate(order)}
+    return joined if order == list(indices) else joined.take([position[int(i)] for i in indices])
+
+
+def set_prepared(entry: ModelEntry, set_key: str, index: int) -> tuple[Prepared, int]:
+    """``(prepared batch, row)``: how the model sees image ``index`` of a set in its one forward."""
+    record = _set_record(entry.source, entry.version, set_key, index - index % BATCH, entry)
+    return record.prepared, index % BATCH  # type: ignore[return-value]
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _chunk_probabilities(path: str, version: int, set_key: str, start: int, _entry: ModelEntry) -> np.ndarray:
+    return _set_record(path, version, set_key, start, _entry).probabilities.float().numpy()
 
 
 def set_probabilities(entry: ModelEntry, set_key: str, stop: int | None = None) -> np.ndarray:
     """``(n, classes)`` float32: the model's probabilities on the first ``stop`` images of a set
-    (default all), computed once per batch of :data:`BATCH` images."""
+    (default all), read from the set's one forward (:func:`_set_record`, :data:`BATCH` images a batch)."""
     n = len(inputs.set_data(set_key))
     stop = n if stop is None else min(stop, n)
-    return np.concatenate([_chunk_probabilities(entry.source, entry.version, set_key, s)
+    return np.concatenate([_chunk_probabilities(entry.source, entry.version, set_key, s, entry)
                            for s in range(0, stop, BATCH)])[:stop]
 
 
@@ -156,7 +211,7 @@ def first_all_correct(entries: list[ModelEntry], set_key: str) -> int | None:
     if not judged:
         return None
     for start in range(0, len(judged[0][1]), BATCH):
-        right = np.logical_and.reduce([_chunk_probabilities(e.source, e.version, set_key, start).argmax(-1)
+        right = np.logical_and.reduce([_chunk_probabilities(e.source, e.version, set_key, start, e).argmax(-1)
                                        == labels[start:start + BATCH] for e, labels in judged])
         if right.any():
             return start + int(np.argmax(right))
@@ -260,25 +315,29 @@ def explain(entry: ModelEntry, image: ImageChoice, method: str, options: dict[st
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _set_views(path: str, version: int, set_key: str, indices: tuple[int, ...], method: str, options_json: str,
-               labelled: bool) -> list[MapView]:
-    model, lock = catalog.model_at(path, version)
-    data = inputs.set_data(set_key).subset(list(indices))
-    prepared = prepare(model.config, data.images)
+               labelled: bool, _entry: ModelEntry) -> list[MapView]:
+    _, lock = catalog.model_at(path, version)
+    data = inputs.set_data(set_key)
+    forward = set_rows(_entry, set_key, indices)  # the set's one forward, read
     with lock:
-        result = attribute_images(model, prepared.tensor, method, **json.loads(options_json))
+        result = attribute(forward, method, **json.loads(options_json))
     none = np.zeros((0, 4), np.int64)
-    return [MapView(map=result.maps[i].numpy(), options=result.options, metadata={}, validity=None,
-                    target=None if result.target is None else int(result.target[i]), display=prepared.display[i],
-                    boxes=prepared.boxes(i, data.boxes[i]) if labelled else none, negative_boxes=None)
-            for i in range(len(indices))]
+    views = []
+    for k, i in enumerate(indices):
+        prepared, row = set_prepared(_entry, set_key, i)
+        views.append(MapView(map=result.maps[k].numpy(), options=result.options, metadata={}, validity=None,
+                             target=None if result.target is None else int(result.target[k]),
+                             display=prepared.display[row], negative_boxes=None,
+                             boxes=prepared.boxes(row, data.boxes[i]) if labelled else none))
+    return views
 
 
 def set_views(entry: ModelEntry, set_key: str, indices: list[int], method: str,
               options: dict[str, Any]) -> list[MapView]:
-    """Maps of many images of a set in one batch (class-explaining methods explain the prediction);
-    the set's boxes only for a model that belongs to it."""
+    """Maps of many images of a set in one batch, read from the set's one forward (:func:`set_rows`;
+    class-explaining methods explain the prediction); the set's boxes only for a model that belongs to it."""
     return _set_views(entry.source, entry.version, set_key, tuple(indices), method, json.dumps(options, sort_keys=True),
-                      inputs.belongs(entry, set_key))
+                      inputs.belongs(entry, set_key), entry)
 
 
 # --------------------------------------------------------------------------------- spectra

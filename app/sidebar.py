@@ -200,7 +200,11 @@ def _set_image(models: list[ModelEntry], set_key: str) -> tuple[ImageChoice | No
         return None, safe.md(err)
     judged = [e for e in catalog.loaded(models) if inputs.belongs(e, set_key)]
     if "image_number" not in st.session_state:  # first screen: an image every model gets right
-        st.session_state["image_number"] = (compute.first_all_correct(judged, set_key) or 0) + 1
+        try:
+            first = compute.first_all_correct(judged, set_key)
+        except ValueError:  # a model's forward of the set does not fit in memory (said where it is shown)
+            first = None
+        st.session_state["image_number"] = (first or 0) + 1
     only_wrong = sb.checkbox("Only misclassified", key="only_wrong", disabled=not judged,
                              help="Browse the images a model gets wrong (predictions computed once per model); "
                                   "for models trained on this set's classes")
@@ -208,8 +212,11 @@ def _set_image(models: list[ModelEntry], set_key: str) -> tuple[ImageChoice | No
         by_path = {e.path: e for e in judged}
         _keep("wrong_model", list(by_path), judged[0].path)
         path = sb.selectbox("…by model", list(by_path), key="wrong_model", format_func=lambda p: by_path[p].label)
-        with st.spinner("Classifying the whole set…"):
-            wrong = compute.misclassified(by_path[path], set_key)
+        try:
+            with st.spinner("Classifying the whole set…"):
+                wrong = compute.misclassified(by_path[path], set_key)
+        except ValueError as err:  # the set's forward does not fit in memory
+            return None, safe.md(err)
         if not len(wrong):
             return None, f"{by_path[path].label} classifies every image of this set correctly."
         key, count, label = "wrong_number", len(wrong), f"Misclassified image (1 … {len(wrong)})"

@@ -68,7 +68,7 @@ def cues(set_key: str, n: int) -> np.ndarray | None:
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def _chunk(path: str, version: int, set_key: str, start: int, stop: int, labels_json: str | None, method: str,
-           options_json: str, metrics: tuple[str, ...], target: Any) -> dict[str, np.ndarray]:
+           options_json: str, metrics: tuple[str, ...], target: Any, _entry: ModelEntry) -> dict[str, np.ndarray]:
     model, lock = catalog.model_at(path, version)
     data = inputs.set_data(set_key).subset(range(start, stop))
     if labels_json is not None:
@@ -79,23 +79,26 @@ def _chunk(path: str, version: int, set_key: str, start: int, stop: int, labels_
         data = LabelledImages(images=data.images, labels=np.full(len(data), -1), boxes=[np.zeros((0, 4), np.int64)]
                               * len(data), names=data.names)
     protocol = EvalSettings(metrics=metrics, select="all", target=target)
+    record = compute.set_rows(_entry, set_key, range(start, stop))  # the set's one forward, read
+    record = record.explaining(target=protocol.target)
     with lock:
         records, _, _ = score_images(model, data, method, protocol=protocol, indices=list(range(start, stop)),
-                                     options=json.loads(options_json))
+                                     options=json.loads(options_json), record=record)
     return {f.key: np.array([getattr(r, f.key) for r in records], dtype=np.float64) for f in figures_of(metrics)}
 
 
 def figures(entry: ModelEntry, set_key: str, n: int, method: str, options: dict[str, Any],
             metrics: Sequence[str], target: Any) -> dict[str, np.ndarray]:
     """Figure key → ``(n,)`` values of ``method``'s maps of the first ``n`` images for ``entry``
-    (``nan`` where undefined), computed :data:`CHUNK` images at a time and cached."""
+    (``nan`` where undefined), computed :data:`CHUNK` images at a time and cached, every chunk reading the
+    set's one forward (:func:`compute.set_rows`)."""
     labels = inputs.set_labels(entry, set_key)
     out: dict[str, list[np.ndarray]] = {}
     for start in range(0, n, CHUNK):
         stop = min(start + CHUNK, n)
         labelled = None if labels is None else json.dumps(labels[start:stop].tolist())
         part = _chunk(entry.source, entry.version, set_key, start, stop, labelled, method,
-                      json.dumps(options, sort_keys=True), tuple(metrics), target)
+                      json.dumps(options, sort_keys=True), tuple(metrics), target, entry)
         for key, values in part.items():
             out.setdefault(key, []).append(values)
     return {key: np.concatenate(parts) for key, parts in out.items()}

@@ -173,6 +173,35 @@ class ForwardRecord:
         out._attention, out._capture = self._attention, self._capture
         return out
 
+    @staticmethod
+    def join(parts: Sequence[ForwardRecord]) -> ForwardRecord:
+        """One record of the images of ``parts``, in order (records of one model and one target, e.g. parts
+        of consecutive batches taken with :meth:`take`): their inputs and labels, and the logits, classes
+        and attention of their forwards where every part holds them, so the joined record runs no forward
+        of its own for what every part has (the app joins the rows a page shows from a set's batches).
+
+        Raises:
+            ValueError: no parts, or parts of different models, targets or input sizes.
+        """
+        if not parts:
+            raise ValueError("parts is empty; expected at least one ForwardRecord")
+        first = parts[0]
+        for part in parts[1:]:
+            same = part.model is first.model and part.target == first.target
+            if not same or part.inputs.shape[1:] != first.inputs.shape[1:]:
+                raise ValueError(f"parts hold inputs {tuple(part.inputs.shape)} of {type(part.model).__name__} "
+                                 f"explaining {part.target} beside {tuple(first.inputs.shape)} explaining "
+                                 f"{first.target}; expected records of one model, one target and one input size")
+        out = ForwardRecord(first.model, torch.cat([p.inputs for p in parts]),
+                            labels=np.concatenate([p.labels for p in parts]), target=first.target,
+                            logits=torch.cat([p._logits for p in parts]) if all(p._logits is not None for p in parts)
+                            else None, capture=any(p._capture for p in parts),
+                            classes=torch.cat([p._classes for p in parts])
+                            if all(p._classes is not None for p in parts) else None, name=first.name)
+        if all(p._attention is not None for p in parts):
+            out._attention = [AttentionRecord.join(layer) for layer in zip(*(p._attention for p in parts))]
+        return out
+
     # -- the forward ----------------------------------------------------------------------------
     def _num_classes(self) -> int | None:
         num = getattr(getattr(self.model, "config", None), "num_classes", None)

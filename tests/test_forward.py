@@ -143,3 +143,37 @@ def test_a_record_for_a_model_without_attention_modules_is_refused_when_attentio
     assert record.logits.shape == (2, 3)
     with pytest.raises(RuntimeError, match="no recordable attention"):
         record.attention
+
+
+@pytest.mark.parametrize("variant", ["softmax", "pure_infsa", "linear_infsa"])
+def test_joined_parts_are_the_record_of_all_their_images(make_config, variant):
+    """Parts of two batches' records, joined, hold what one record of all their images holds (logits,
+    attention, maps) and run no forward; the joined attention is take's inverse."""
+    model = VisionTransformer(make_config(variant)).eval()
+    x = prepare(model, _images(6)).tensor
+    first = forward_record(model, x[:4], labels=[0, 1, 2, 0], capture=True)
+    second = forward_record(model, x[4:], labels=[1, -1], capture=True)
+    first.logits, second.logits
+    whole = forward_record(model, x[[3, 1, 5]], labels=[0, 1, -1], capture=True)
+    whole.logits
+    with counting(model) as forwards:
+        joined = ForwardRecord.join([first.take([3, 1]), second.take([1])])
+        got = attribute(joined, "visits").maps
+        assert joined.labels.tolist() == [0, 1, -1]
+        torch.testing.assert_close(joined.logits, whole.logits)
+        torch.testing.assert_close(joined.explained, whole.explained)
+    assert forwards.total == 0
+    torch.testing.assert_close(got, attribute(whole, "visits").maps)
+    for layer, part in zip(joined.attention, first.attention):
+        torch.testing.assert_close(layer.take(torch.tensor([0, 1])).q, part.take(torch.tensor([3, 1])).q)
+
+
+def test_join_refuses_records_of_other_models_or_targets(model, make_config):
+    x = prepare(model, _images(2)).tensor
+    with pytest.raises(ValueError, match="parts is empty"):
+        ForwardRecord.join([])
+    other = VisionTransformer(make_config("softmax")).eval()
+    with pytest.raises(ValueError, match="one model, one target"):
+        ForwardRecord.join([forward_record(model, x), forward_record(other, x)])
+    with pytest.raises(ValueError, match="one model, one target"):
+        ForwardRecord.join([forward_record(model, x), forward_record(model, x, target="label", labels=[0, 1])])

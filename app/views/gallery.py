@@ -31,8 +31,12 @@ entry = by_path[top[0].selectbox("Model", list(by_path), key="gallery_model", fo
 set_labels = inputs.set_labels(entry, set_key)
 judged = set_labels is not None
 names = inputs.class_names(entry)
-with st.spinner(f"Classifying {len(data)} images with {entry.name}…"):
-    probs = compute.set_probabilities(entry, set_key)
+try:
+    with st.spinner(f"Classifying {len(data)} images with {entry.name}…"):
+        probs = compute.set_probabilities(entry, set_key)
+except ValueError as err:  # the set's forward does not fit in memory
+    st.error(safe.line(f"{safe.md(entry.label)}: {safe.md(err)}"))
+    st.stop()
 predicted, confidence = probs.argmax(-1), probs.max(-1)
 labels = set_labels if judged else data.labels
 correct = predicted == labels if judged else None

@@ -40,7 +40,11 @@ predicted_names, right, figure_columns = [], [], {}
 with st.spinner(f"Classifying and scoring {n} images…"):
     for entry in sel.models:
         names = inputs.class_names(entry)
-        predicted, confidence, labels = slicing.predictions(entry, set_key, n)
+        try:
+            predicted, confidence, labels = slicing.predictions(entry, set_key, n)
+        except ValueError as err:  # the set's forward does not fit in memory
+            st.error(safe.line(f"{safe.md(entry.label)}: {safe.md(err)}"))
+            continue
         called = np.array([names[c] if c < len(names) else str(c) for c in predicted])
         columns[f"prediction · {entry.name}"] = called
         columns[f"p · {entry.name}"] = confidence

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -91,6 +91,31 @@ class AttentionRecord:
         Linear-InfSA tensors indexed; ``rho`` is per head and shared)."""
         linear = None if self.linear is None else tuple(t[rows] for t in self.linear)
         return dataclasses.replace(self, q=self.q[rows], k=self.k[rows], linear=linear)  # type: ignore[arg-type]
+
+    @staticmethod
+    def join(parts: Sequence[AttentionRecord]) -> AttentionRecord:
+        """One layer's records of consecutive batches as one record of all their images, in order (the
+        batch dimensions of ``q``, ``k`` and the Linear-InfSA tensors joined): :meth:`take`'s inverse.
+
+        Raises:
+            ValueError: no parts, or parts of different layers, variants or token counts.
+        """
+        if not parts:
+            raise ValueError("parts is empty; expected at least one AttentionRecord")
+        first = parts[0]
+        for part in parts[1:]:
+            if (part.layer, part.variant, part.q.shape[1:], part.k.shape[1:], part.num_prefix_tokens, part.grid) != (
+                    first.layer, first.variant, first.q.shape[1:], first.k.shape[1:], first.num_prefix_tokens,
+                    first.grid) or (part.linear is None) != (first.linear is None):
+                raise ValueError(f"parts hold layer {part.layer} ({part.variant}, q {tuple(part.q.shape)}) beside "
+                                 f"layer {first.layer} ({first.variant}, q {tuple(first.q.shape)}); expected records "
+                                 "of one layer of one model")
+        if len(parts) == 1:
+            return first
+        linear = None if first.linear is None else tuple(torch.cat([p.linear[i] for p in parts])  # type: ignore[index]
+                                                         for i in range(len(first.linear)))
+        return dataclasses.replace(first, q=torch.cat([p.q for p in parts]), k=torch.cat([p.k for p in parts]),
+                                   linear=linear)  # type: ignore[arg-type]
 
     def linear_estimate(self) -> Tensor:
         """Linear-InfSA's vector ``a`` ``(B, H, N)`` from this layer's q and k (O(N·D))."""

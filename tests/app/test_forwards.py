@@ -9,6 +9,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Iterator
 
+import numpy as np
 import pytest
 import torch
 
@@ -92,3 +93,141 @@ def test_every_page_reads_one_forward_per_model_and_image(shipped_models, monkey
         model, _ = app.catalog.get_model(app.catalog.model_entry(shipped.path))
         clean, captured = log.of(model)
     assert (clean, captured) == (1, 1), (clean, captured)
+
+
+class _PerImage:
+    """How often each image of a set went through a model in a clean forward (no gradient, the image as
+    the model sees it), and in a clean forward that captured attention, by model; a perturbed copy or
+    another image is not one of the set's."""
+
+    def __init__(self, images: torch.Tensor) -> None:
+        self.index = {row.numpy().tobytes(): i for i, row in enumerate(images)}
+        self.clean: dict[int, np.ndarray] = {}
+        self.captured: dict[int, np.ndarray] = {}
+        self.recording = 0
+
+    def __call__(self, module: torch.nn.Module, args: tuple) -> None:
+        x = args[0] if args else None
+        if (not hasattr(module, "forward_features") or torch.is_grad_enabled() or not isinstance(x, torch.Tensor)
+                or x.dim() != 4 or not len(x)):
+            return
+        rows = [self.index.get(row.detach().cpu().numpy().tobytes()) for row in x]
+        if any(r is None for r in rows):
+            return
+        for seen in (self.clean, *((self.captured,) if self.recording else ())):
+            np.add.at(seen.setdefault(id(module), np.zeros(len(self.index), np.int64)), rows, 1)
+
+    def of(self, model: torch.nn.Module) -> tuple[np.ndarray, np.ndarray]:
+        """``(clean forwards, of which with attention captured)`` of each image, for ``model``."""
+        zero = np.zeros(len(self.index), np.int64)
+        return self.clean.get(id(model), zero).copy(), self.captured.get(id(model), zero).copy()
+
+
+@contextmanager
+def _per_image(monkeypatch, images: torch.Tensor) -> Iterator[_PerImage]:
+    log = _PerImage(images)
+    original = capture.record_attention
+
+    @contextmanager
+    def counted(*args, **kwargs):
+        with original(*args, **kwargs) as recorder:
+            log.recording += 1
+            try:
+                yield recorder
+            finally:
+                log.recording -= 1
+
+    for module in ("infsa_viz.model.capture", "infsa_viz.forward", "infsa_viz.model"):
+        monkeypatch.setattr(f"{module}.record_attention", counted, raising=False)
+    handle = torch.nn.modules.module.register_module_forward_pre_hook(log)
+    try:
+        yield log
+    finally:
+        handle.remove()
+
+
+def test_the_set_pages_read_one_forward_per_model_and_image_set(shipped_models, monkeypatch, app):
+    """The pages of a whole set (gallery, slice) and the sidebar's set browsing, with a method that reads
+    attention (visits) and a gradient one (saliency): every image of the set goes through the model once,
+    in a forward of its batch that captures its attention, and a second render of each page runs no
+    forward of them. The images the sidebar shows also have their single-image record (the one forward
+    of the single-image pages, :func:`test_every_page_reads_one_forward_per_model_and_image`)."""
+    import streamlit as st
+
+    shipped = shipped_models[0]
+    images = prepare(load_model(shipped.path).config, test_split().images).tensor  # (2000, C, H, W)
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    with _per_image(monkeypatch, images) as log:
+        at = _app()
+        at.query_params.update(models=shipped.name)
+        at.run()
+        _ok(at)
+        shown = [at.number_input(key="image_number").value - 1]
+        model, _ = app.catalog.get_model(app.catalog.model_entry(shipped.path))
+        renders = []
+        for method in ("visits", "saliency"):
+            at.selectbox(key="method").set_value(method).run()
+            for page in ("gallery", "slice", "gallery", "slice"):
+                at.switch_page(f"views/{page}.py").run()
+                _ok(at)
+                renders.append(log.of(model))
+        at.checkbox(key="only_wrong").check().run()  # the sidebar's browsing of the model's errors
+        _ok(at)
+        wrong_number = at.number_input(key="wrong_number").value
+        clean, captured = log.of(model)
+    with torch.no_grad():
+        wrong = np.flatnonzero(model(images).argmax(-1).numpy() != test_split().labels)
+    shown.append(int(wrong[wrong_number - 1]))
+    expected = np.ones(len(images), np.int64)
+    np.add.at(expected, shown, 1)  # the single-image record of each image the sidebar showed
+    assert (clean == expected).all(), (np.flatnonzero(clean != expected), clean[clean != expected])
+    assert (captured == expected).all(), (np.flatnonzero(captured != expected), captured[captured != expected])
+    for before, after in zip(renders, renders[1:]):  # the first render ran them all; the others none
+        assert all((b == a).all() for b, a in zip(before, after))
+
+
+def test_the_set_pages_maps_are_the_librarys_of_those_images(shipped_models, app):
+    """The gallery's maps, read from the set's record for images of several of its batches in any order,
+    are what the library draws for a batch of those images alone (the seeded random map included)."""
+    from infsa_viz.maps import attribute_images
+
+    shipped = shipped_models[-1]
+    entry = app.catalog.model_entry(shipped.path)
+    model, _ = app.catalog.get_model(entry)
+    key = app.inputs.DEFAULT_BENCHMARK
+    indices = [130, 3, 64, 65, 2, 1999]
+    x = prepare(model.config, test_split().images[indices])
+    for method in ("visits", "random", "saliency"):
+        views = app.compute.set_views(entry, key, indices, method, {})
+        expected = attribute_images(model, x.tensor, method)
+        torch.testing.assert_close(torch.as_tensor(np.stack([v.map for v in views])), expected.maps)
+        assert [v.target for v in views] == (None if expected.target is None else expected.target.tolist()) or (
+            expected.target is None and all(v.target is None for v in views))
+        for view, display in zip(views, x.display):
+            np.testing.assert_array_equal(view.display, display)
+
+
+def test_a_set_forward_that_does_not_fit_is_refused_before_it_runs(shipped_models, monkeypatch, app):
+    """With (almost) no memory left, the gallery and the slice say why in one line, and no image of the set
+    went through the model in a batch."""
+    import streamlit as st
+
+    shipped = shipped_models[0]
+    images = prepare(load_model(shipped.path).config, test_split().images).tensor
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    monkeypatch.setattr("infsa_viz.estimate.available_memory", lambda: 3e6)  # the model loads, a batch does not
+    with _per_image(monkeypatch, images) as log:
+        at = _app()
+        at.query_params.update(models=shipped.name)
+        at.run()
+        for page in ("gallery", "slice"):
+            at.switch_page(f"views/{page}.py").run()
+            _ok(at)
+            assert any("over the" in e.value and "memory available" in e.value for e in at.error), (page, [e.value for e in at.error])
+        model, _ = app.catalog.get_model(app.catalog.model_entry(shipped.path))
+        clean, _ = log.of(model)
+    assert clean.sum() <= 1  # at most the one image the first screen shows alone
+    st.cache_data.clear()
+    st.cache_resource.clear()
