@@ -228,13 +228,13 @@ def figures_row(record: Any, shown: Sequence[Figure] | None = None) -> dict[str,
     (``n/a`` where undefined).
 
     Figures whose row mean counts only the ``"scored"`` images are shown only where the model
-    predicts the class they track (``scored``), as the evaluation scores them only on correctly
+    predicts the class they track (``explained``), as the evaluation scores them only on correctly
     classified images: from a class of tiny probability, removing patches can multiply it and an
     area normalised by that probability means nothing."""
-    predicted = int(np.argmax(record.logits)) if getattr(record, "logits", None) is not None else record.scored
+    predicted = int(np.argmax(record.logits)) if getattr(record, "logits", None) is not None else record.explained
     row = {}
     for figure in image_figures() if shown is None else shown:
-        if figure.images == "scored" and predicted != record.scored:
+        if figure.images == "scored" and predicted != record.explained:
             row[figure.key] = "n/a (not the predicted class)"
         else:
             row[figure.key] = figure.format_value(getattr(record, figure.key, math.nan))

@@ -96,7 +96,7 @@ def _importance(path: str, version: int, image_key: str, target: int, _scene: Sc
                 index: int | None) -> ObjectImportance:
     model, lock = catalog.model_at(path, version)
     with lock:
-        return object_importance(model, [_scene], target=[target], indices=None if index is None else [index])
+        return object_importance(model, [_scene], explained=[target], indices=None if index is None else [index])
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,7 @@ def metric_cost(models: dict[str, tuple[str, str]], *, n_images: int = 20, repea
     for label, (directory, benchmark) in models.items():
         model = load_model(directory).eval()
         data = test_split(n_images, benchmark=benchmark)
-        evidence = object_importance(model, data, target=data.labels)
+        evidence = object_importance(model, data, explained=data.labels)
 
         def context():
             return scoring_context(model, data, method, protocol=everything, evidence=evidence)[0]
@@ -66,7 +66,7 @@ def metric_cost(models: dict[str, tuple[str, str]], *, n_images: int = 20, repea
         per_metric = {m.name: round(1000 * _median_seconds(lambda m=m: m.score(ctx), repeats) / n_images, 3)
                       for m in metrics}
         base = _median_seconds(context, repeats)
-        importance = _median_seconds(lambda: object_importance(model, data, target=data.labels), repeats)
+        importance = _median_seconds(lambda: object_importance(model, data, explained=data.labels), repeats)
         x = ctx.images
         greedy = _median_seconds(lambda: attribute_images(model, x, "greedy_deletion", target=torch.as_tensor(data.labels)),
                                  1)

@@ -98,7 +98,7 @@ def ceiling_of_model(model: Any, data: Any, maps: list[str], *, target: str = "l
                      "beam_alt_forwards_per_image_mean": round(float(alt.forwards_per_image.mean()), 1),
                      "beam_alt_seconds_per_image": round(alt_seconds / len(y), 3),
                      "threads": torch.get_num_threads()},
-            "protocol": {"morf": {**morf, "score": "target"}, "search": beam.protocol["search"],
+            "protocol": {"morf": {**morf, "explained": "target"}, "search": beam.protocol["search"],
                          "alt_search": alt.protocol["search"], "target": target}}
 
 

@@ -48,7 +48,7 @@ def measure(model_dir: Path, benchmark: str, *, batch_size: int) -> dict[str, An
     behaviour = cue_reliance(model, data, batch_size=batch_size)
     out: dict[str, Any] = {"model": str(model_dir), "variant": model.config.attention, **behaviour.summary()}
     for explained, classes in (("predicted", behaviour.predicted), ("label", behaviour.labels)):
-        importance = object_importance(model, data, target=classes, batch_size=batch_size)
+        importance = object_importance(model, data, explained=classes, batch_size=batch_size)
         out[f"top_object_{explained}"] = top_object_summary(importance, behaviour.conditions)
     return out
 

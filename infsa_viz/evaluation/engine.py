@@ -137,7 +137,7 @@ def scoring_context(
     negatives = None if data.negative_boxes is None else [prepared.boxes(i, b) for i, b in enumerate(data.negative_boxes)]
     positions = np.arange(len(record)) if indices is None else np.asarray([int(i) for i in indices], dtype=np.int64)
     if evidence is None and data.scenes is not None and needs_evidence(protocol, [method]):
-        evidence = object_importance(model, data, target=record.explained, indices=positions,
+        evidence = object_importance(model, data, explained=record.explained, indices=positions,
                                      batch_size=protocol.batch_size)
     truth = _truth(prepared, data, evidence)
     shared = {k: v for k, v in protocol.resolved().items() if k in spec.from_settings}
@@ -199,14 +199,14 @@ def score_images(
     if "fractions" in protocols.get("perturbation", {}):
         steps = protocols["perturbation"]
         protocols["steps"] = (np.asarray(steps["fractions"]), np.asarray(steps["removed"]))
-    explained = ctx.classes  # the class every metric scored: the record's explained class
+    explained = ctx.explained  # the class every metric scored
     names = list(data.names) if data.names else [str(i) for i in positions]
     variant = getattr(getattr(model, "config", None), "attention", "unknown")
     maps = result.maps.double()
     records = [ImageRecord(
         model=name, variant=variant, method=method, index=int(position), name=names[i],
         label=int(labels[i]) if known[i] else None, logits=logits[i].numpy(),
-        target=None if result.target is None else int(result.target[i]), scored=int(explained[i]),
+        target=None if result.target is None else int(result.target[i]), explained=int(explained[i]),
         figures={k: float(v[i]) for k, v in figures.items()}, curves={k: v[i] for k, v in curves.items()},
         map_min=float(maps[i].min()), map_max=float(maps[i].max()), map_mass=float(maps[i].abs().sum()),
         validity=None if result.validity is None else result.validity.for_image(i),
@@ -339,7 +339,7 @@ def evaluate(
                 if record is None:
                     record = chunk_record(model, part_data, protocol, capture=capture)
                 if evidence_wanted and evidence is None:
-                    evidence = object_importance(model, part_data, target=record.explained, indices=chunk,
+                    evidence = object_importance(model, part_data, explained=record.explained, indices=chunk,
                                                  batch_size=protocol.batch_size)
                 entry = score_images(model, part_data, method, protocol=protocol, name=name, indices=chunk,
                                      evidence=evidence, record=record)

@@ -39,7 +39,7 @@ class ObjectImportance:
     Attributes:
         objects: object names in index order (``target``, ``distractor_1`` …, ``background``).
         indices: ``(B,) int64`` the images' positions in their data set.
-        target: ``(B,) int64`` the explained class.
+        explained: ``(B,) int64`` the explained class.
         clean_prob: ``(B,) float64`` its softmax probability on the clean image.
         clean_logit: ``(B,) float64`` its logit on the clean image.
         prob_drop: ``(B, O) float64`` clean − changed probability, per object.
@@ -52,7 +52,7 @@ class ObjectImportance:
 
     objects: tuple[str, ...]
     indices: np.ndarray
-    target: np.ndarray
+    explained: np.ndarray
     clean_prob: np.ndarray
     clean_logit: np.ndarray
     prob_drop: np.ndarray
@@ -61,12 +61,12 @@ class ObjectImportance:
     protocol: dict[str, Any] = field(default_factory=dict)
 
     def __len__(self) -> int:
-        return int(self.target.shape[0])
+        return int(self.explained.shape[0])
 
     def for_image(self, i: int) -> dict[str, Any]:
         """Image ``i``'s importance as JSON-ready builtins (masks as pixel counts)."""
         return {
-            "index": int(self.indices[i]), "target": int(self.target[i]),
+            "index": int(self.indices[i]), "explained": int(self.explained[i]),
             "clean_prob": float(self.clean_prob[i]), "clean_logit": float(self.clean_logit[i]),
             "objects": {name: {"prob_drop": float(self.prob_drop[i, k]), "logit_drop": float(self.logit_drop[i, k]),
                                "mask_pixels": int(self.masks[i, k].sum())}
@@ -92,7 +92,7 @@ def object_importance(
     model: nn.Module,
     scenes: Sequence[Scene] | LabelledImages,
     *,
-    target: Tensor | np.ndarray | Sequence[int],
+    explained: Tensor | np.ndarray | Sequence[int],
     indices: Sequence[int] | None = None,
     batch_size: int = 256,
 ) -> ObjectImportance:
@@ -102,7 +102,7 @@ def object_importance(
         model: a classifier with a preprocessing config (a :class:`~infsa_viz.model.vit.VisionTransformer`,
             or any module with ``config`` as :func:`~infsa_viz.preprocess.prepare` reads it), in eval mode.
         scenes: ``B`` scenes of one benchmark, or a :class:`~infsa_viz.data.LabelledImages` holding them.
-        target: ``(B,)`` the class each image's map explains (e.g. the labels).
+        explained: ``(B,)`` the class each image's map explains (e.g. the labels).
         indices: the images' positions in their data set (default ``0 .. B-1``).
         batch_size: images per forward pass (does not change the results). Default 256.
 
@@ -110,14 +110,14 @@ def object_importance(
         :class:`ObjectImportance`.
 
     Raises:
-        ValueError: no scenes, scenes of different benchmarks, a bad ``target`` / ``indices`` /
+        ValueError: no scenes, scenes of different benchmarks, a bad ``explained`` / ``indices`` /
             ``batch_size``, or a model in training mode.
     """
     found = _scenes_of(scenes)
     B, O = len(found), found[0].num_objects
-    classes = np.asarray(target.detach().cpu() if isinstance(target, Tensor) else target)
+    classes = np.asarray(explained.detach().cpu() if isinstance(explained, Tensor) else explained)
     if classes.shape != (B,) or not np.issubdtype(classes.dtype, np.integer) or (B and classes.min() < 0):
-        raise ValueError(f"target has shape {classes.shape} and dtype {classes.dtype}; expected ({B},) classes >= 0")
+        raise ValueError(f"explained has shape {classes.shape} and dtype {classes.dtype}; expected ({B},) classes >= 0")
     positions = np.arange(B) if indices is None else np.asarray(indices, dtype=np.int64)
     if positions.shape != (B,):
         raise ValueError(f"indices has shape {positions.shape}; expected one position per scene ({B},)")
@@ -136,12 +136,12 @@ def object_importance(
             masks.extend(prepared.masks(j * (O + 1), s.masks()) for j, s in enumerate(chunk))
     out = torch.cat(logits)  # (B, O+1, M)
     if classes.max() >= out.shape[-1]:
-        raise ValueError(f"target has class {int(classes.max())}; expected classes in [0, {out.shape[-1]})")
+        raise ValueError(f"explained has class {int(classes.max())}; expected classes in [0, {out.shape[-1]})")
     index = torch.tensor(classes, dtype=torch.long)[:, None, None].expand(B, O + 1, 1)
     logit = out.gather(2, index)[..., 0].numpy()  # (B, O+1)
     prob = torch.softmax(out, dim=-1).gather(2, index)[..., 0].numpy()
     return ObjectImportance(
-        objects=found[0].object_names, indices=positions, target=classes.astype(np.int64),
+        objects=found[0].object_names, indices=positions, explained=classes.astype(np.int64),
         clean_prob=prob[:, 0], clean_logit=logit[:, 0],
         prob_drop=prob[:, :1] - prob[:, 1:], logit_drop=logit[:, :1] - logit[:, 1:],
         masks=np.stack(masks),

@@ -121,6 +121,22 @@ def _decode(value: Any) -> Any:
     return value
 
 
+def migrate_chunk(entry: dict[str, Any]) -> dict[str, Any]:
+    """A decoded chunk file in today's names (chunks keep their keys: no name below is hashed into one).
+
+    Chunks written before the explained class had one name (issue 46) hold ``ImageRecord.scored`` and
+    perturbation protocols with ``"score": "target" | "predicted"``; both are now ``explained``.
+    """
+    def renamed(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {("explained" if k == "score" and v in ("target", "predicted") else k): renamed(v)
+                    for k, v in value.items()}
+        return [renamed(v) for v in value] if isinstance(value, list) else value
+
+    records = [{("explained" if k == "scored" else k): v for k, v in r.items()} for r in entry["records"]]
+    return {**entry, "records": records, "protocols": renamed(entry["protocols"])}
+
+
 def _jsonable(d: dict[str, Any]) -> dict[str, Any]:
     """The entries the row protocol keeps (see ``engine._merged``); others cannot be journalled."""
     return {k: v for k, v in d.items() if isinstance(v, (str, int, float, bool, list)) or v is None}
@@ -286,7 +302,7 @@ class Journal:
         if not path.is_file():
             return None
         try:
-            entry = _decode(read_json(path))
+            entry = migrate_chunk(_decode(read_json(path)))
             records = [ImageRecord(**r) for r in entry["records"]]
         except (ValueError, TypeError, KeyError):
             log.warning("%s is damaged; recomputing that chunk", path)

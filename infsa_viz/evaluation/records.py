@@ -42,10 +42,11 @@ class ImageRecord:
         label: ground-truth class, or ``None`` (an upload).
         logits: ``(classes,)`` the model's logits on the clean image.
         target: the class the map explains (methods that explain a class), else ``None``.
-        scored: the class whose probability the perturbation curves track.
+        explained: the class explained and scored, whose probability the perturbation curves track (the
+            record's :attr:`ForwardRecord.explained <infsa_viz.forward.ForwardRecord.explained>`).
         figures: figure key (:attr:`Figure.key <infsa_viz.metrics.registry.Figure.key>`) → value.
         curves: per-image curves of the metrics (``morf``, ``lerf``: ``(K + 1,)`` probabilities of
-            ``scored`` as patches are removed; ``precision``: interpolated precision at
+            ``explained`` as patches are removed; ``precision``: interpolated precision at
             :data:`~infsa_viz.metrics.RECALL_GRID`).
         map_min, map_max, map_mass: the map's minimum, maximum and ``Σ|m|``.
         validity: where the absorbing-chain reading of the map's graph holds
@@ -60,7 +61,7 @@ class ImageRecord:
     label: int | None
     logits: np.ndarray
     target: int | None
-    scored: int
+    explained: int
     figures: dict[str, float] = field(default_factory=dict)
     curves: dict[str, np.ndarray] = field(default_factory=dict)
     map_min: float = math.nan
@@ -129,11 +130,11 @@ def _measured(records: Sequence[ImageRecord]) -> list[Metric]:
 
 def scored_mask(records: Sequence[ImageRecord], *, select: str) -> np.ndarray:
     """``(n,) bool``: the images a ``"scored"`` figure counts — the ``select`` images (``"correct"``:
-    the clean prediction equals the label, or the scored class where the label is unknown) with a
+    the clean prediction equals the label, or the explained class where the label is unknown) with a
     defined MoRF score where MoRF was measured."""
     keep = np.ones(len(records), dtype=bool)
     if select == "correct":
-        keep = np.array([r.predicted == (r.scored if r.label is None else r.label) for r in records], dtype=bool)
+        keep = np.array([r.predicted == (r.explained if r.label is None else r.label) for r in records], dtype=bool)
     if any("morf_aoc" in r.figures for r in records):
         keep &= np.isfinite(np.array([r.figures.get("morf_aoc", math.nan) for r in records], dtype=np.float64))
     return keep
@@ -148,7 +149,7 @@ def per_image_figures(records: Sequence[ImageRecord], *, select: str) -> dict[st
     """Each row figure's per-image values, ``nan`` where the image is not in the row's mean.
 
     The row figure is the mean of these values over the finite ones: ``"scored"`` figures count
-    the ``select`` images (``"correct"``: the clean prediction equals the label, or the scored
+    the ``select`` images (``"correct"``: the clean prediction equals the label, or the explained
     class where the label is unknown) with a defined score, the others the images where they are
     defined, accuracy the labelled images. Paired tests and intervals read the same values.
 
@@ -157,7 +158,7 @@ def per_image_figures(records: Sequence[ImageRecord], *, select: str) -> dict[st
     """
     eligible = np.ones(len(records), dtype=bool)
     if select == "correct":
-        eligible = np.array([r.predicted == (r.scored if r.label is None else r.label) for r in records], dtype=bool)
+        eligible = np.array([r.predicted == (r.explained if r.label is None else r.label) for r in records], dtype=bool)
     out = {"accuracy": np.array([math.nan if r.label is None else float(r.correct) for r in records])}
     for figure in interval_figures(records):
         values = np.array([r.figures.get(figure.key, math.nan) for r in records], dtype=np.float64)

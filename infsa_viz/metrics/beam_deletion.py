@@ -3,7 +3,7 @@
 MoRF-AOC (:func:`~.scores.morf_aoc`) of a removal order depends only on the nested sets ``S_k`` of
 patches removed after each step ``k`` (``|S_k| = n_k``, :func:`~.perturbation.removed_counts`):
 ``AOC = 100·Σ_k (f_k − f_{k−1})·(1 − (p_{k−1} + p_k) / 2p_0)`` with ``f_k = n_k / N`` and ``p_k`` the
-scored class's probability with ``S_k`` removed. Maximising it is minimising the weighted sum
+explained class's probability with ``S_k`` removed. Maximising it is minimising the weighted sum
 ``Σ_k c_k·p_k`` with the trapezoid weights ``c_k = (f_{k+1} − f_{k−1}) / 2`` (``c_K = (f_K − f_{K−1}) / 2``).
 The greedy oracle (:mod:`.greedy_deletion`) picks each ``S_k`` by the next probability alone, one
 patch at a time; this search is less myopic:
@@ -47,7 +47,7 @@ from torch import Tensor, nn
 from .._checks import check_int
 from .greedy_deletion import order_search
 from .perturbation import PerturbationCurves, perturbed_probabilities, removed_counts
-from .protocol import Baseline, PerturbationProtocol, Score
+from .protocol import Baseline, Explained, PerturbationProtocol
 
 __all__ = ["BeamDeletion", "beam_deletion", "beam_forwards", "step_weights", "window_shapes"]
 
@@ -123,7 +123,7 @@ def beam_deletion(
     baseline: Baseline = "mean",
     baseline_value: float | None = None,
     blur_sigma: float | None = None,
-    score: Score = "target",
+    explained: Explained = "target",
     seed: int = 0,
     batch_size: int = 256,
     device: str | torch.device | None = None,
@@ -131,9 +131,9 @@ def beam_deletion(
     """The best MoRF order a beam search finds per image, as a map MoRF can score (module doc).
 
     Args:
-        model, images, targets, patch_size, steps, baseline, baseline_value, blur_sigma, score,
+        model, images, targets, patch_size, steps, baseline, baseline_value, blur_sigma, explained,
             seed, batch_size, device: as :func:`~.perturbation.perturbation_curves` (``order`` is
-            MoRF); the same values give the same removal unit, baseline, steps and scored class.
+            MoRF); the same values give the same removal unit, baseline, steps and explained class.
         width: partial orders kept after each step (default 4), besides the greedy path.
         expand: groups tried per kept order and step (default 8).
 
@@ -148,14 +148,14 @@ def beam_deletion(
     if width > 64 or expand > 256:
         raise ValueError(f"width={width}, expand={expand} is too large; expected width <= 64 and expand <= 256")
     search = order_search(model, images, targets, steps=steps, patch_size=patch_size, baseline=baseline,
-                          baseline_value=baseline_value, blur_sigma=blur_sigma, score=score, seed=seed,
+                          baseline_value=baseline_value, blur_sigma=blur_sigma, explained=explained, seed=seed,
                           batch_size=batch_size, device=device)
-    B, N = len(search.scored), len(search.perm)
+    B, N = len(search.explained), len(search.perm)
     beam = _Search(model, search.protocol, search.perm, width, expand)
     order = np.zeros((B, N), dtype=np.int64)
     forwards = np.zeros(B, dtype=np.int64)
     for b in range(B):
-        order[b], forwards[b] = beam.run(search.x[b:b + 1], search.fill[b:b + 1], int(search.scored[b]))
+        order[b], forwards[b] = beam.run(search.x[b:b + 1], search.fill[b:b + 1], int(search.explained[b]))
     maps, curves = search.finish(model, images, targets, np.argsort(order, axis=1))
     return BeamDeletion(
         maps=maps, order=order, curves=curves, forwards_per_image=forwards,
@@ -180,15 +180,15 @@ class _Search:
         self.removed = removed_counts(protocol.steps, self.N)
         self.weights = step_weights(protocol.steps, self.N)
 
-    def _probs(self, x: Tensor, fill: Tensor, sets: np.ndarray, scored: int) -> np.ndarray:
-        """Probability of ``scored`` with each row of ``sets`` (``(P, N)`` bool) removed → ``(P,)``."""
+    def _probs(self, x: Tensor, fill: Tensor, sets: np.ndarray, explained: int) -> np.ndarray:
+        """Probability of ``explained`` with each row of ``sets`` (``(P, N)`` bool) removed → ``(P,)``."""
         ranks = np.where(sets, 0, 1)[None]  # (1, P, N): removed patches rank below the count 1
         P = len(sets)
         return perturbed_probabilities(self.model, x.expand(P, *x.shape[1:]), fill.expand(P, *fill.shape[1:]), ranks,
-                                       np.array([1]), np.full(P, scored), self.protocol.patch_size,
+                                       np.array([1]), np.full(P, explained), self.protocol.patch_size,
                                        self.protocol.batch_size)[0, :, 0]
 
-    def run(self, x: Tensor, fill: Tensor, scored: int) -> tuple[np.ndarray, int]:
+    def run(self, x: Tensor, fill: Tensor, explained: int) -> tuple[np.ndarray, int]:
         """``(order (N,), forwards)`` of the best order found for one image."""
         states = [_State(0.0, 1.0, np.zeros(self.N, dtype=bool), [], True)]
         spent = 0
@@ -205,7 +205,7 @@ class _Search:
                 block = probe[i * M:(i + 1) * M]
                 block[:] = s.removed
                 block[np.arange(M), cand] = True
-            singles = self._probs(x, fill, probe, scored).reshape(len(states), M)  # (S, M)
+            singles = self._probs(x, fill, probe, explained).reshape(len(states), M)  # (S, M)
             spent += probe.shape[0]
             children, groups = [], []
             for s, cand, p in zip(states, present, singles, strict=True):
@@ -231,7 +231,7 @@ class _Search:
                 for row, c in enumerate(groups):
                     sets[row] = children[c][0].removed
                     sets[row, children[c][1]] = True
-                found = self._probs(x, fill, sets, scored)
+                found = self._probs(x, fill, sets, explained)
                 spent += len(groups)
                 for row, c in enumerate(groups):
                     s, group, _, greedy = children[c]

@@ -3,7 +3,7 @@
 MoRF (:func:`~.perturbation.perturbation_curves`) removes patches in a map's order, ``n_k`` of them
 after step ``k``. The greedy oracle asks the model instead: at step ``k`` it tries, one at a time,
 every patch still present on top of the patches already removed, and removes the ``g_k = n_k −
-n_{k−1}`` patches whose single removal left the scored class's probability lowest (the best group
+n_{k−1}`` patches whose single removal left the explained class's probability lowest (the best group
 of a step is approximated by its best single patches, exactly the greedy order when ``g_k = 1``,
 i.e. ``steps = h·w``). Patches are removed with the same baseline as MoRF, and ties keep the order
 of MoRF's seeded tie-breaking permutation. The result is a map whose MoRF removal order *is* the
@@ -33,7 +33,7 @@ from .perturbation import (
     removed_counts,
 )
 from .removal import resolve_device
-from .protocol import Baseline, PerturbationProtocol, Score
+from .protocol import Baseline, Explained, PerturbationProtocol
 
 __all__ = ["GreedyDeletion", "OrderSearch", "greedy_deletion", "greedy_forwards", "order_search"]
 
@@ -66,14 +66,14 @@ class OrderSearch:
 
     Attributes:
         protocol: MoRF's resolved protocol (grid, steps, baseline, tie seed, batch size).
-        scored: ``(B,) int64`` the class whose probability is tracked.
+        explained: ``(B,) int64`` the explained class, whose probability is tracked.
         x: ``(B, C, H, W)`` the images on the forward device; ``fill``: their baseline images.
         perm: ``(h·w,)`` MoRF's seeded tie order.
         options: the keyword arguments of :func:`~.perturbation.perturbation_curves` it was given.
     """
 
     protocol: PerturbationProtocol
-    scored: np.ndarray
+    explained: np.ndarray
     x: Tensor
     fill: Tensor
     perm: np.ndarray
@@ -102,7 +102,7 @@ def order_search(model: nn.Module, images: Tensor, targets: Any, *, steps: int, 
     x = images.to(resolve_device(model, images, options["device"]))
     fill = baseline_images(images, protocol).to(device=x.device, dtype=images.dtype)
     perm = np.random.default_rng([protocol.seed, _STREAM_TIES]).permutation(h * w)  # (N,) MoRF's tie order
-    return OrderSearch(protocol, check.scored_class, x, fill, perm, options)
+    return OrderSearch(protocol, check.explained, x, fill, perm, options)
 
 
 def greedy_forwards(steps: int, num_patches: int) -> int:
@@ -121,7 +121,7 @@ def greedy_deletion(
     baseline: Baseline = "mean",
     baseline_value: float | None = None,
     blur_sigma: float | None = None,
-    score: Score = "target",
+    explained: Explained = "target",
     seed: int = 0,
     batch_size: int = 256,
     device: str | torch.device | None = None,
@@ -129,9 +129,9 @@ def greedy_deletion(
     """The model's greedy MoRF order per image, as a map MoRF can score (module doc).
 
     Args:
-        model, images, targets, patch_size, steps, baseline, baseline_value, blur_sigma, score,
+        model, images, targets, patch_size, steps, baseline, baseline_value, blur_sigma, explained,
             seed, batch_size, device: as :func:`~.perturbation.perturbation_curves` (``order`` is
-            MoRF); the same values give the same removal unit, baseline, steps and scored class.
+            MoRF); the same values give the same removal unit, baseline, steps and explained class.
 
     Returns:
         :class:`GreedyDeletion`.
@@ -140,10 +140,10 @@ def greedy_deletion(
         TypeError, ValueError: as :func:`~.perturbation.perturbation_curves`.
     """
     search = order_search(model, images, targets, steps=steps, patch_size=patch_size, baseline=baseline,
-                          baseline_value=baseline_value, blur_sigma=blur_sigma, score=score, seed=seed,
+                          baseline_value=baseline_value, blur_sigma=blur_sigma, explained=explained, seed=seed,
                           batch_size=batch_size, device=device)
     protocol, x, fill, perm = search.protocol, search.x, search.fill, search.perm
-    B, N = len(search.scored), len(perm)
+    B, N = len(search.explained), len(perm)
     removed = removed_counts(protocol.steps, N)
     position = np.full((B, N), N, dtype=np.int64)  # greedy position of each patch; N = still present
     for k in range(1, protocol.steps + 1):
@@ -155,7 +155,7 @@ def greedy_deletion(
         M = candidates.shape[1]
         ranks = np.where(position < N, position, N + 1)[None].repeat(M, axis=0)  # (M, B, N): removed first
         ranks[np.arange(M)[:, None], np.arange(B)[None], candidates.T] = before  # candidate m next
-        probs = perturbed_probabilities(model, x, fill, ranks, np.array([before + 1]), search.scored,
+        probs = perturbed_probabilities(model, x, fill, ranks, np.array([before + 1]), search.explained,
                                          protocol.patch_size, protocol.batch_size)[..., 0]  # (M, B)
         best = np.argsort(probs.T, axis=1, kind="stable")[:, :group]  # (B, g) lowest probability first
         chosen = np.take_along_axis(candidates, best, axis=1)

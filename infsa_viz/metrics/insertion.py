@@ -3,7 +3,7 @@ negative perturbation (Chefer, Gur & Wolf, CVPR 2021), on ViT patches in map ord
 
 * deletion: start from the image, replace the most relevant patches first by the blurred image;
   insertion: start from the blurred image, put back the most relevant patches first. The score
-  is the area under the probability of the scored class over the fraction of patches
+  is the area under the probability of the explained class over the fraction of patches
   (trapezoid); deletion lower is better, insertion higher.
 * positive / negative perturbation: remove (baseline fill, default 0 = the dataset mean after
   normalisation) the most / least relevant patches first at fractions ``0, 0.1, …, 0.9`` and
@@ -99,7 +99,7 @@ def deletion_insertion(model: nn.Module, images: Tensor, maps: Any, targets: Any
         model: classifier in eval mode.
         images: ``(B, C, H, W)`` model inputs.
         maps: ``(B, h, w)`` maps.
-        targets: ``(B,)`` scored classes.
+        targets: ``(B,)`` the explained classes.
         patch_size: the ViT patch side.
         steps: ``K`` (default 20).
         blur_sigma: Gaussian sigma in pixels (default ``patch_size / 2``).

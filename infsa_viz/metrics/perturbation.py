@@ -3,7 +3,7 @@
 Removal unit = one ViT patch. Patches are ranked by the map (descending for MoRF, ascending for
 LeRF, ties by one seeded random order), removed cumulatively in ``steps`` steps over the fraction
 of patches removed, and replaced by a baseline; the curve is the softmax probability of the
-scored class after each step. All perturbed copies are built with tensor ops and pushed through
+explained class after each step. All perturbed copies are built with tensor ops and pushed through
 the model ``batch_size`` at a time. See :class:`~infsa_viz.metrics.protocol.PerturbationProtocol`
 for the resolved record returned with every curve.
 """
@@ -20,7 +20,7 @@ import torch
 from torch import Tensor, nn
 
 from ._checks import check_choice, check_float, check_images, check_int, check_maps
-from .protocol import STEP_GRIDS, Baseline, Order, PerturbationProtocol, Score
+from .protocol import STEP_GRIDS, Baseline, Explained, Order, PerturbationProtocol
 from .removal import check_targets, resolve_device
 
 __all__ = ["AUTO_COSINE_STEPS", "AUTO_UNIFORM_MAX_PATCHES", "PerturbationCurves", "perturbation_curves",
@@ -38,11 +38,11 @@ class PerturbationCurves:
         fractions: ``(K + 1,) float64`` fraction of patches removed at each step, ``n_k / (h w)``
             (0 first, 1 last).
         removed: ``(K + 1,) int64`` number of patches removed at each step, ``n_k``.
-        probs: ``(B, K + 1) float64`` softmax probability of the scored class; column 0 is the
+        probs: ``(B, K + 1) float64`` softmax probability of the explained class; column 0 is the
             clean image.
         targets: ``(B,) int64`` labels given by the caller.
         predicted: ``(B,) int64`` the model's argmax class on the clean images.
-        scored_class: ``(B,) int64`` the class whose probability ``probs`` tracks.
+        explained: ``(B,) int64`` the explained class, whose probability ``probs`` tracks.
         protocol: The resolved protocol (:meth:`PerturbationProtocol.to_dict`).
     """
 
@@ -52,7 +52,7 @@ class PerturbationCurves:
     probs: np.ndarray
     targets: np.ndarray
     predicted: np.ndarray
-    scored_class: np.ndarray
+    explained: np.ndarray
     protocol: dict[str, Any]
 
     @property
@@ -166,7 +166,7 @@ def perturbed_forwards(steps: int, num_patches: int, grid: str = "uniform", *, o
 def perturbation_curves(
     model: nn.Module, images: Tensor, maps: Any, targets: Any, *, patch_size: int,
     order: Literal["morf", "lerf"] = ..., steps: int = ..., step_grid: str = ..., baseline: Baseline = ...,
-    baseline_value: float | None = ..., blur_sigma: float | None = ..., score: Score = ...,
+    baseline_value: float | None = ..., blur_sigma: float | None = ..., explained: Explained = ...,
     seed: int = ..., batch_size: int = ..., device: str | torch.device | None = ..., logits: Tensor | None = ...,
     memo: dict[Any, float] | None = ...,
 ) -> PerturbationCurves: ...
@@ -174,7 +174,7 @@ def perturbation_curves(
 def perturbation_curves(
     model: nn.Module, images: Tensor, maps: Any, targets: Any, *, patch_size: int,
     order: Literal["both"], steps: int = ..., step_grid: str = ..., baseline: Baseline = ...,
-    baseline_value: float | None = ..., blur_sigma: float | None = ..., score: Score = ...,
+    baseline_value: float | None = ..., blur_sigma: float | None = ..., explained: Explained = ...,
     seed: int = ..., batch_size: int = ..., device: str | torch.device | None = ..., logits: Tensor | None = ...,
     memo: dict[Any, float] | None = ...,
 ) -> dict[str, PerturbationCurves]: ...
@@ -193,7 +193,7 @@ def perturbation_curves(
     baseline: Baseline = "mean",
     baseline_value: float | None = None,
     blur_sigma: float | None = None,
-    score: Score = "target",
+    explained: Explained = "target",
     seed: int = 0,
     batch_size: int = 256,
     device: str | torch.device | None = None,
@@ -204,7 +204,7 @@ def perturbation_curves(
 
     At step ``k = 0..K`` (``K = steps``) the first ``n_k`` patches of the removal order
     (:func:`removal_order`) are replaced by the baseline, cumulatively, and the softmax probability of
-    the scored class is recorded; ``n_k = floor(k·h·w/K + 1/2)`` on the uniform step grid, or the cosine
+    the explained class is recorded; ``n_k = floor(k·h·w/K + 1/2)`` on the uniform step grid, or the cosine
     grid of :func:`removed_counts`. Steps with equal ``n_k`` (``K > h·w``) repeat a value. Each distinct
     perturbed copy (an image with a set of patches removed) runs once: a copy that both orders, or
     several maps sharing ``memo``, remove alike is read back. The work is batched over (image × step) copies: each chunk of
@@ -239,7 +239,7 @@ def perturbation_curves(
         baseline: ``"mean"`` (default), ``"zero"``, ``"blur"`` or ``"uniform"``.
         baseline_value: Fill value for ``baseline="zero"`` (required there, rejected elsewhere).
         blur_sigma: Gaussian sigma in pixels for ``baseline="blur"`` (rejected elsewhere).
-        score: ``"target"`` (default): probability of ``targets``; ``"predicted"``: of the
+        explained: the explained class: ``"target"`` (default): ``targets``; ``"predicted"``: the
             model's argmax on the clean image.
         seed: Non-negative seed for tie-breaking and uniform noise. Default 0.
         batch_size: Perturbed copies per forward pass. Default 256.
@@ -249,7 +249,7 @@ def perturbation_curves(
             forward pass of its own.
         memo: probabilities of perturbed copies already scored, shared by calls on the same ``images``
             and ``model`` (e.g. every map of one :class:`~infsa_viz.forward.ForwardRecord`); keyed by the
-            fill, the image's row, its scored class and the set of patches removed, so only identical copies
+            fill, the image's row, its explained class and the set of patches removed, so only identical copies
             are read back. Default: shared within this call only.
 
     Returns:
@@ -290,7 +290,7 @@ def perturbation_curves(
         patch_size=patch_size, grid=(h, w), order=order, steps=steps, baseline=baseline,
         baseline_value=0.0 if baseline == "mean" else baseline_value,
         blur_sigma=(patch_size / 2 if blur_sigma is None else blur_sigma) if baseline == "blur" else blur_sigma,
-        score=score, seed=seed, batch_size=batch_size, device=str(device), step_grid=step_grid,
+        explained=explained, seed=seed, batch_size=batch_size, device=str(device), step_grid=step_grid,
     )
     names = ["morf", "lerf"] if order == "both" else [order]
     ranks = np.stack([np.argsort(_removal_order(values, name, seed), axis=1) for name in names])  # (O, B, N)
@@ -305,21 +305,21 @@ def perturbation_curves(
     if labels.max() >= clean.shape[1]:
         raise ValueError(f"targets has class {int(labels.max())}; expected classes in [0, {clean.shape[1]})")
     predicted = clean.argmax(axis=1)
-    scored = labels if score == "target" else predicted
+    classes = labels if explained == "target" else predicted  # (B,) the explained classes
 
     counts = np.unique(removed[removed > 0])  # (U,) distinct positive counts, each run once
     partial = counts[counts < h * w]
     found = np.empty((len(names), B, len(counts)))  # (O, B, U)
     fill_key = (baseline, protocol.baseline_value, protocol.blur_sigma, seed if baseline == "uniform" else None,
                 patch_size, str(x.dtype), str(device))
-    image_keys = [(fill_key, b, int(scored[b])) for b in range(B)]
-    found[..., :len(partial)] = perturbed_probabilities(model, x, fill, ranks, partial, scored, patch_size, batch_size,
+    image_keys = [(fill_key, b, int(classes[b])) for b in range(B)]
+    found[..., :len(partial)] = perturbed_probabilities(model, x, fill, ranks, partial, classes, patch_size, batch_size,
                                                         memo=memo, image_keys=image_keys)
     if len(partial) < len(counts):  # every patch removed: the fill itself, whatever the order (and, for a constant
-        found[..., -1] = _filled_probabilities(model, fill, scored, constant=baseline in ("mean", "zero"),
+        found[..., -1] = _filled_probabilities(model, fill, classes, constant=baseline in ("mean", "zero"),
                                                batch_size=batch_size)  # fill, whatever the image)
 
-    p0 = clean[np.arange(B), scored]  # (B,)
+    p0 = clean[np.arange(B), classes]  # (B,)
     column = np.searchsorted(counts, removed)  # (K + 1,) index into counts for n_k > 0
     results = {}
     for i, name in enumerate(names):
@@ -331,7 +331,7 @@ def perturbation_curves(
             probs=curve,  # (B, K + 1)
             targets=labels.copy(),
             predicted=predicted,
-            scored_class=scored.copy(),
+            explained=classes.copy(),
             protocol={**protocol.to_dict(), "order": name},
         )
     return results if order == "both" else results[order]
@@ -343,14 +343,14 @@ def perturbed_probabilities(
     fill: Tensor,
     ranks: np.ndarray,
     counts: np.ndarray,
-    scored: np.ndarray,
+    explained: np.ndarray,
     patch_size: int,
     batch_size: int,
     *,
     memo: dict[Any, float] | None = None,
     image_keys: Sequence[Any] | None = None,
 ) -> np.ndarray:
-    """Probability of the scored class for every (order, image, count) work package.
+    """Probability of the explained class for every (order, image, count) work package.
 
     Each distinct perturbed copy runs once: packages whose image key and removed patch set agree (the
     two orders, a count repeated, another map's copy already in ``memo``) share one forward.
@@ -360,10 +360,10 @@ def perturbed_probabilities(
         fill: ``(B, C, H, W)`` baseline images on the same device.
         ranks: ``(O, B, N)`` position of each patch in each removal order.
         counts: ``(U,)`` numbers of removed patches to evaluate.
-        scored: ``(B,)`` scored class per image.
+        explained: ``(B,)`` the explained class per image.
         memo: copy key → probability, read and filled (default: a new one for this call).
-        image_keys: ``(B,)`` hashable keys naming each image, its fill and its scored class in ``memo``
-            (default: its row and scored class; pass keys with the fill whenever ``memo`` outlives a call).
+        image_keys: ``(B,)`` hashable keys naming each image, its fill and its explained class in ``memo``
+            (default: its row and explained class; pass keys with the fill whenever ``memo`` outlives a call).
 
     Returns:
         ``(O, B, U) float64``.
@@ -372,7 +372,7 @@ def perturbed_probabilities(
     h, w = x.shape[2] // patch_size, x.shape[3] // patch_size
     device = x.device
     memo = {} if memo is None else memo
-    image_keys = [(b, int(scored[b])) for b in range(B)] if image_keys is None else list(image_keys)
+    image_keys = [(b, int(explained[b])) for b in range(B)] if image_keys is None else list(image_keys)
     grid = np.meshgrid(np.arange(O), np.arange(B), np.arange(len(counts)), indexing="ij")
     jobs = np.stack(grid, axis=-1).reshape(-1, 3)  # (O*B*U, 3): (order, image, count)
     keys = _copy_keys(ranks, counts, jobs, image_keys)  # (J,) one key per distinct perturbed copy
@@ -383,7 +383,7 @@ def perturbed_probabilities(
     pending = np.fromiter(first.values(), dtype=np.int64, count=len(first))  # the first job of each new copy
     ranks_t = torch.from_numpy(ranks).to(device)
     counts_t = torch.from_numpy(counts).to(device)
-    scored_t = torch.from_numpy(scored).to(device)
+    explained_t = torch.from_numpy(explained).to(device)
     with torch.inference_mode():
         for start in range(0, len(pending), batch_size):
             rows = pending[start:start + batch_size]
@@ -395,7 +395,7 @@ def perturbed_probabilities(
             )  # (P, 1, H, W)
             copies = torch.where(pixel_mask, fill[b], x[b])  # (P, C, H, W)
             probs = _softmax(model, copies)  # (P, M)
-            for j, p in zip(rows.tolist(), probs.gather(1, scored_t[b, None])[:, 0].cpu().numpy().tolist()):
+            for j, p in zip(rows.tolist(), probs.gather(1, explained_t[b, None])[:, 0].cpu().numpy().tolist()):
                 memo[keys[j]] = p
     found = np.fromiter((memo[key] for key in keys), dtype=np.float64, count=len(keys))
     return found.reshape(O, B, len(counts))
@@ -413,13 +413,13 @@ def _copy_keys(ranks: np.ndarray, counts: np.ndarray, jobs: np.ndarray, image_ke
     return keys
 
 
-def _filled_probabilities(model: nn.Module, fill: Tensor, scored: np.ndarray, *, constant: bool,
+def _filled_probabilities(model: nn.Module, fill: Tensor, explained: np.ndarray, *, constant: bool,
                           batch_size: int) -> np.ndarray:
-    """``(B,)`` probability of each image's scored class once every patch is removed: one forward of the
+    """``(B,)`` probability of each image's explained class once every patch is removed: one forward of the
     fill per image, or one for all images when the fill is the same constant everywhere."""
     probs = _probabilities(model, fill[:1] if constant else fill, batch_size)  # (1 or B, M)
-    rows = np.zeros(len(scored), dtype=np.int64) if constant else np.arange(len(scored))
-    return probs[rows, scored]
+    rows = np.zeros(len(explained), dtype=np.int64) if constant else np.arange(len(explained))
+    return probs[rows, explained]
 
 
 def baseline_images(images: Tensor, protocol: PerturbationProtocol) -> Tensor:

@@ -16,8 +16,8 @@ from ._checks import check_choice, check_float, check_int
 
 __all__ = [
     "BASELINES",
+    "EXPLAINED_CLASSES",
     "ORDERS",
-    "SCORES",
     "SELECTIONS",
     "STEP_GRIDS",
     "BoxAUCProtocol",
@@ -27,7 +27,7 @@ __all__ = [
 
 Order = Literal["morf", "lerf", "both"]
 Baseline = Literal["mean", "zero", "blur", "uniform"]
-Score = Literal["target", "predicted"]
+Explained = Literal["target", "predicted"]
 Selection = Literal["correct", "all"]
 Level = Literal["pixel", "patch"]
 Upsample = Literal["bilinear", "nearest"]
@@ -37,7 +37,7 @@ StepGrid = Literal["uniform", "cosine"]
 # The option lists, read from the aliases so that each list is written once.
 ORDERS: tuple[str, ...] = get_args(Order)
 BASELINES: tuple[str, ...] = get_args(Baseline)
-SCORES: tuple[str, ...] = get_args(Score)
+EXPLAINED_CLASSES: tuple[str, ...] = get_args(Explained)
 SELECTIONS: tuple[str, ...] = get_args(Selection)
 LEVELS: tuple[str, ...] = get_args(Level)
 UPSAMPLES: tuple[str, ...] = get_args(Upsample)
@@ -78,8 +78,8 @@ class PerturbationProtocol:
         baseline_value: The constant fill value (``"mean"``: 0.0; ``"zero"``: the caller's
             value); ``None`` for ``"blur"`` and ``"uniform"``.
         blur_sigma: Gaussian sigma in pixels for ``"blur"``; ``None`` otherwise.
-        score: Class whose softmax probability is tracked: ``"target"`` (the label) or
-            ``"predicted"`` (the model's argmax on the clean image).
+        explained: The explained class, whose softmax probability is tracked: ``"target"`` (the
+            classes given, e.g. the labels) or ``"predicted"`` (the model's argmax on the clean image).
         seed: Seed of the tie-breaking order and of the ``"uniform"`` noise.
         batch_size: Perturbed copies per forward pass (does not change the results).
         device: Device the forward passes ran on.
@@ -94,7 +94,7 @@ class PerturbationProtocol:
     baseline: str
     baseline_value: float | None
     blur_sigma: float | None
-    score: str
+    explained: str
     seed: int
     batch_size: int
     device: str
@@ -106,7 +106,7 @@ class PerturbationProtocol:
         check_int("steps", self.steps, minimum=1)
         check_choice("step_grid", self.step_grid, STEP_GRIDS)
         check_choice("baseline", self.baseline, BASELINES)
-        check_choice("score", self.score, SCORES)
+        check_choice("explained", self.explained, EXPLAINED_CLASSES)
         check_int("seed", self.seed, minimum=0)
         check_int("batch_size", self.batch_size, minimum=1)
         if self.baseline == "zero":

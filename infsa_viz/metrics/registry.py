@@ -105,9 +105,10 @@ class Scoring(_OnRecord):
     redraw: Callable[[np.ndarray, np.ndarray], Tensor]
 
     @property
-    def classes(self) -> np.ndarray:
-        """``(B,)`` the class each image is scored for (the record's explained class: its label, or the
-        prediction where the label is unknown, unless the run's target names another)."""
+    def explained(self) -> np.ndarray:
+        """``(B,)`` the class each image is explained and scored for (the record's
+        :attr:`~infsa_viz.forward.ForwardRecord.explained`: its label, or the prediction where the label is
+        unknown, unless the run's target names another)."""
         return self.record.explained.numpy()
 
     @property

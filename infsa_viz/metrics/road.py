@@ -105,7 +105,7 @@ def noisy_linear_imputation(images: Tensor, masks: Any, *, noise: float = 0.01, 
 
 @dataclass(frozen=True, eq=False)
 class ROADCurves:
-    """Probabilities ``(B, F)`` of the scored class at ``fractions`` (``0`` = clean) and the scores ``(B,)``."""
+    """Probabilities ``(B, F)`` of the explained class at ``fractions`` (``0`` = clean) and the scores ``(B,)``."""
 
     fractions: np.ndarray
     morf: np.ndarray

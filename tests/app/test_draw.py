@@ -82,7 +82,7 @@ def test_validity_line_states_the_share_and_never_rounds_a_failure_up(app):
 class _Record:
     morf_aoc, lerf_auc, aopc, pointing_hit = 12.34, 56.78, 0.1, math.nan
     box_roc_auc, box_pr_auc = math.nan, 0.5
-    scored = 3
+    explained = 3
     logits = np.array([0.0, 0.0, 0.0, 5.0])
 
 
@@ -100,8 +100,8 @@ def test_figures_table_shows_undefined_figures_as_na(app):
 
 
 def test_figures_table_leaves_out_curves_of_a_class_the_model_does_not_predict(app):
-    class Record(_Record):  # a tiny probability for the scored class: MoRF-AOC −760 means nothing
-        morf_aoc, pointing_hit, scored = -760.0, 1.0, 7
+    class Record(_Record):  # a tiny probability for the explained class: MoRF-AOC −760 means nothing
+        morf_aoc, pointing_hit, explained = -760.0, 1.0, 7
         logits = np.eye(10)[2]
 
     row = app.draw.figures_row(Record())

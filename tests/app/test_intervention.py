@@ -75,7 +75,7 @@ def test_the_pages_numbers_equal_object_importance_on_the_same_scene(shipped_mod
         model = load_model(m.path).eval()
         with torch.no_grad():
             cls = int(model(prepare(model.config, [scene.render()]).tensor).argmax())  # the prediction: explained
-        truth = object_importance(model, [scene], target=[cls])
+        truth = object_importance(model, [scene], explained=[cls])
         visible = truth.masks[0].reshape(truth.masks.shape[1], -1).sum(-1) > 0
         assert list(table["object"]) == [o for o, v in zip(truth.objects, visible) if v]  # absent objects hidden
         np.testing.assert_allclose(full["Δp alone"], truth.prob_drop[0][visible], rtol=0, atol=1e-12)

@@ -239,7 +239,7 @@ def _copied_chunk(paths: Paths) -> str | None:
     data = test_split(2)
     folder = paths["root"] / "journal_copied"
     record = ImageRecord(model="a", variant="softmax", method="attention", index=0, name="test:0", label=1,
-                         logits=np.zeros(10, np.float32), target=1, scored=1)
+                         logits=np.zeros(10, np.float32), target=1, explained=1)
     with Journal(folder, {"run": 1}, models={"a": "digest-a", "b": "digest-b"}, data=data) as journal:
         journal.save("a", "attention", [0, 1], [record], SimpleNamespace(options={}, metadata={}), {})
         if journal.load("a", "attention", [0, 1]) is None:

@@ -141,7 +141,7 @@ def test_target_option_and_per_image_records(tmp_path, models):
         expected = {"label": [r["label"] for r in saliency], "7": ["7"] * 6,
                     "predicted": [str(max(range(10), key=lambda c: z[c])) for z in logits]}[target]
         assert [r["target"] for r in saliency] == expected
-        assert [r["scored"] for r in saliency] == expected  # the class a map explains is the class it is scored for
+        assert [r["explained"] for r in saliency] == expected  # the class a map explains is the class it is scored for
         visits = [r for r in records if r["method"] == "visits"]
         assert all(r["target"] == "" and r["validity"] in ("True", "False") for r in visits)
     visits_row = next(r for r in rows if r["method"] == "visits")

@@ -18,6 +18,6 @@ def image_record(model: str, method: str, index: int, *, morf: float, pr: float,
     figures = {"morf_aoc": morf, "lerf_auc": nan, "aopc": nan, "box_roc_auc": pr, "box_pr_auc": pr,
                "distractor_roc_auc": nan, "positive_fraction": 0.1, "pointing_hit": nan}
     return ImageRecord(model=model, variant=variant, method=method, index=index, name=str(index), label=label,
-                       logits=logits, target=None, scored=label, figures=figures,
+                       logits=logits, target=None, explained=label, figures=figures,
                        curves={"morf": np.ones(3), "lerf": np.ones(3), "precision": np.full(3, nan)},
                        map_min=0.0, map_max=1.0, map_mass=1.0)

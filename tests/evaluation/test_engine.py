@@ -72,7 +72,7 @@ def test_unknown_labels_score_and_explain_the_prediction(model):
         predicted = model(preprocess(model, data.images)).argmax(-1).tolist()
     assert [r.label for r in records] == [None, None, 0, 1]
     assert [r.target for r in records] == predicted[:2] + [0, 1]
-    assert [r.scored for r in records] == predicted[:2] + [0, 1]
+    assert [r.explained for r in records] == predicted[:2] + [0, 1]
     assert records[0].correct is None and records[2].scalars()["label"] == 0
 
 

@@ -18,7 +18,7 @@ from tests.evaluation.planted import PlantedModel, block_scene
 @pytest.mark.parametrize("obj", [0, 1, 2, 3])
 def test_a_planted_classifier_gets_importance_on_its_object_alone(obj):
     scene = block_scene()
-    result = object_importance(PlantedModel(obj).eval(), [scene, scene], target=np.array([1, 0]))
+    result = object_importance(PlantedModel(obj).eval(), [scene, scene], explained=np.array([1, 0]))
     assert result.objects == ("target", "distractor_1", "distractor_2", "background")
     for drops in (result.prob_drop, result.logit_drop):
         others = np.delete(drops, obj, axis=1)
@@ -35,8 +35,8 @@ def _vit() -> VisionTransformer:
 def test_importance_equals_forwards_of_the_changed_images_and_batching_does_not_matter():
     data = test_split(5)
     model = _vit()
-    one = object_importance(model, data, target=torch.as_tensor(data.labels), batch_size=1)
-    many = object_importance(model, data.scenes, target=data.labels, batch_size=256, indices=range(10, 15))
+    one = object_importance(model, data, explained=torch.as_tensor(data.labels), batch_size=1)
+    many = object_importance(model, data.scenes, explained=data.labels, batch_size=256, indices=range(10, 15))
     for name in ("prob_drop", "logit_drop", "clean_prob", "clean_logit"):
         np.testing.assert_allclose(getattr(one, name), getattr(many, name), rtol=0, atol=1e-6)
     np.testing.assert_array_equal(one.masks, many.masks)
@@ -52,7 +52,7 @@ def test_importance_equals_forwards_of_the_changed_images_and_batching_does_not_
 
 def test_each_image_is_json_ready():
     data = test_split(2)
-    result = object_importance(_vit(), data, target=data.labels)
+    result = object_importance(_vit(), data, explained=data.labels)
     record = json.loads(json.dumps(result.for_image(1)))
     assert record["index"] == 1 and list(record["objects"]) == list(result.objects)
     assert record["objects"]["target"]["mask_pixels"] == int(data.scenes[1].masks()[0].sum())
@@ -64,17 +64,17 @@ def test_bad_inputs_are_refused():
     data = test_split(2)
     model = _vit()
     with pytest.raises(ValueError, match="no scenes"):
-        object_importance(model, data.subset([0]).__class__(data.images, data.labels, data.boxes), target=[0, 0])
-    with pytest.raises(ValueError, match="target"):
-        object_importance(model, data, target=[1])
-    with pytest.raises(ValueError, match="target has class"):
-        object_importance(model, data, target=[1, 10])
+        object_importance(model, data.subset([0]).__class__(data.images, data.labels, data.boxes), explained=[0, 0])
+    with pytest.raises(ValueError, match="explained has shape"):
+        object_importance(model, data, explained=[1])
+    with pytest.raises(ValueError, match="explained has class"):
+        object_importance(model, data, explained=[1, 10])
     with pytest.raises(ValueError, match="indices"):
-        object_importance(model, data, target=data.labels, indices=[0])
+        object_importance(model, data, explained=data.labels, indices=[0])
     with pytest.raises(ValueError, match="different objects"):
-        object_importance(model, [data.scenes[0], block_scene()], target=[0, 0])
+        object_importance(model, [data.scenes[0], block_scene()], explained=[0, 0])
     with pytest.raises(ValueError, match="different objects"):
         object_importance(model, [data.scenes[0], test_split(1, benchmark="cluttered-digits-hard").scenes[0]],
-                          target=[0, 0])
+                          explained=[0, 0])
     with pytest.raises(ValueError, match="training mode"):
-        object_importance(model.train(), data, target=data.labels)
+        object_importance(model.train(), data, explained=data.labels)

@@ -280,3 +280,37 @@ def test_a_users_stray_run_json_is_not_called_an_older_journal(tmp_path):
     with pytest.raises(ValueError, match=r"holds files this toolkit did not write \(run.json\)"):
         Journal(tmp_path / "j", {"run": 1})
     assert (tmp_path / "j" / "run.json").read_text() == '{"my": "experiment"}'
+
+
+def _old_format(value):
+    """A decoded chunk as journals wrote it before the explained class had one name (issue 46): records
+    with ``scored``, perturbation protocols with ``score``."""
+    if isinstance(value, dict):
+        return {("scored" if k == "explained" and isinstance(v, int) else
+                 "score" if k == "explained" else k): _old_format(v) for k, v in value.items()}
+    return [_old_format(v) for v in value] if isinstance(value, list) else value
+
+
+def test_a_chunk_written_before_the_explained_rename_is_read_back(tmp_path, make_config):
+    journal = _saved(tmp_path, make_config)
+    [chunk] = [p for p in journal.run_directory.glob("*.json") if p.name != "run.json"]
+    new = _decode(json.loads(chunk.read_text()))
+    chunk.write_text(json.dumps(_encode(_old_format(new))))
+    text = chunk.read_text()
+    assert '["scored", ' in text and '["score", "target"]' in text and '"explained"' not in text
+    again = Journal(tmp_path / "j", {"run": 1})
+    records, _, protocols = again.load("m", "attention", [0, 1])  # same file name and key: not recomputed
+    assert again.resumed == 1 and [r.explained for r in records] == [r["explained"] for r in new["records"]]
+    assert json.dumps(_encode(protocols)) == json.dumps(_encode(new["protocols"]))  # "score" read as "explained"
+
+
+def test_migrate_chunk_renames_only_the_explained_class():
+    from infsa_viz.evaluation.journal import migrate_chunk
+
+    old = {"key": "k", "records": [{"model": "m", "target": None, "scored": 3}],
+           "protocols": {"perturbation": {"score": "predicted", "steps": 4},
+                         "insertion": {"score": "trapz(top-1 correct, f) / (f_max - f_min)"}}}
+    assert migrate_chunk(old) == {"key": "k", "records": [{"model": "m", "target": None, "explained": 3}],
+                                  "protocols": {"perturbation": {"explained": "predicted", "steps": 4},
+                                                "insertion": {"score": "trapz(top-1 correct, f) / (f_max - f_min)"}}}
+    assert migrate_chunk(migrate_chunk(old)) == migrate_chunk(old)

@@ -59,7 +59,7 @@ def test_a_cue_reader_is_decided_by_the_cue_on_every_conflicting_image(data):
 def test_a_cue_reader_has_all_its_evidence_on_the_cue_and_its_oracle_scores_one(data):
     model = CueReader().eval()
     predicted = cue_reliance(model, data).predicted
-    importance = object_importance(model, data, target=predicted)
+    importance = object_importance(model, data, explained=predicted)
     cue = importance.objects.index("cue")
     expected = np.exp(6) / (np.exp(6) + 9) - 0.1  # the cue's class alone at 6, then a uniform output
     np.testing.assert_allclose(importance.prob_drop[:, cue], expected, rtol=1e-9)
@@ -82,7 +82,7 @@ def test_a_cue_reader_has_all_its_evidence_on_the_cue_and_its_oracle_scores_one(
 
 def test_top_objects_skip_absent_objects_and_conditions_must_match(data):
     model = CueReader().eval()
-    importance = object_importance(model, data, target=np.zeros(N, dtype=np.int64))  # class 0: drops <= 0
+    importance = object_importance(model, data, explained=np.zeros(N, dtype=np.int64))  # class 0: drops <= 0
     top = top_objects(importance)
     present = importance.masks.any(axis=(2, 3))
     assert present[np.arange(N), top].all()

@@ -55,7 +55,7 @@ def test_image_names_that_look_like_formulas_are_escaped_in_the_per_image_csv():
     from infsa_viz.evaluation.records import ImageRecord
 
     records = [ImageRecord(model="=m", variant="softmax", method="attention", index=i, name=name, label=1,
-                           logits=np.array([-1.0, 2.0]), target=None, scored=1, figures={"morf_aoc": -0.5},
+                           logits=np.array([-1.0, 2.0]), target=None, explained=1, figures={"morf_aoc": -0.5},
                            curves={}, map_min=-1.0, map_max=1.0, map_mass=2.0, validity=None)
                for i, name in enumerate(("=cmd|' /C calc'!A0", "+1.png", "-2.png", "@x.png", "ok.png"))]
     rows = list(csv.DictReader(io.StringIO(records_csv(records))))

@@ -70,7 +70,7 @@ def test_the_grey_fill_oracle_finds_what_a_planted_classifier_reads(obj):
 
     model, data = PlantedModel(obj, bias=100.0 / 255.0).eval(), planted_data(4)
     prepared = prepare(model, data.images)
-    importance = object_importance(model, data, target=np.ones(4, np.int64))
+    importance = object_importance(model, data, explained=np.ones(4, np.int64))
     truth = GroundTruth(boxes=[b for b in data.boxes], objects=importance.objects, masks=importance.masks,
                         importance=importance.prob_drop, scenes=list(data.scenes))
     maps = attribute_images(model, prepared.tensor, "evidence_oracle_greyfill", target=torch.ones(4, dtype=torch.long),

@@ -82,7 +82,7 @@ def make_curve(probs, *, order: str = "morf", correct=None, fractions=None) -> P
     correct = np.ones(B, dtype=bool) if correct is None else np.asarray(correct)
     return PerturbationCurves(
         order=order, fractions=fractions, removed=np.arange(points), probs=probs, targets=targets,
-        predicted=np.where(correct, 0, 1), scored_class=targets, protocol={"order": order},
+        predicted=np.where(correct, 0, 1), explained=targets, protocol={"order": order},
     )
 
 

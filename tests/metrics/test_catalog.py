@@ -86,7 +86,7 @@ def test_road_row_mean_is_over_the_curve_selection_only():
         logits = np.zeros(3)
         logits[predicted] = 1.0
         return ImageRecord(model="m", variant="softmax", method="attention", index=index, name=str(index), label=0,
-                           logits=logits, target=None, scored=0,
+                           logits=logits, target=None, explained=0,
                            figures={"morf_aoc": 10.0, "road_morf_aoc": road, "road_lerf_auc": road,
                                     "deletion_auc": deletion, "insertion_auc": math.nan})
 
@@ -133,7 +133,7 @@ def test_evidence_figures_are_the_evidence_functions_on_the_shared_importance(ma
     data = test_split(6)
     protocol = EvalSettings(metrics=["evidence"], chunk=3)
     result = evaluate([("m", model)], ["attention", "evidence_oracle"], data, protocol=protocol)
-    found = object_importance(model, data, target=data.labels)
+    found = object_importance(model, data, explained=data.labels)
     x = preprocess(model, data.images)
     expected = evidence_scores(attribute_images(model, x, "attention").maps, found.masks, found.prob_drop)
     records = [r for r in result.records if r.method == "attention"]

@@ -85,7 +85,7 @@ def test_a_random_map_sits_at_chance_in_expectation(real_masks):
 @pytest.mark.parametrize("obj", [0, 1, 3])
 def test_planted_evidence_oracle_scores_one_and_a_map_on_another_object_the_floor(obj):
     scene = block_scene()
-    result = object_importance(PlantedModel(obj).eval(), [scene], target=[1])
+    result = object_importance(PlantedModel(obj).eval(), [scene], explained=[1])
     importance = result.prob_drop
     assert importance[0, obj] > 0 and np.count_nonzero(importance) == 1
     oracle = evidence_oracle(result.masks, importance, patch_size=PATCH)

@@ -98,17 +98,17 @@ def test_many_steps_repeat_values(one_patch_model):
 
 def test_score_predicted_tracks_clean_argmax(vit, images, tied_maps):
     targets = np.array([0, 0, 0, 0, 0, 0])
-    curves = perturbation_curves(vit, images, tied_maps, targets, patch_size=PATCH, score="predicted", steps=2)
+    curves = perturbation_curves(vit, images, tied_maps, targets, patch_size=PATCH, explained="predicted", steps=2)
     with torch.no_grad():
         probs = torch.softmax(vit(images).double(), -1).numpy()
-    np.testing.assert_array_equal(curves.scored_class, probs.argmax(1))
+    np.testing.assert_array_equal(curves.explained, probs.argmax(1))
     np.testing.assert_allclose(curves.probs[:, 0], probs.max(1), atol=1e-7)
     np.testing.assert_array_equal(curves.correct, probs.argmax(1) == 0)
 
 
 def test_baseline_mean_and_zero_fill_constants(images):
     mean = PerturbationProtocol(patch_size=4, grid=(4, 4), order="morf", steps=2, baseline="mean", baseline_value=0.0,
-                                blur_sigma=None, score="target", seed=0, batch_size=8, device="cpu")
+                                blur_sigma=None, explained="target", seed=0, batch_size=8, device="cpu")
     assert (baseline_images(images, mean) == 0).all()
     zero = PerturbationProtocol(**{**mean.__dict__, "baseline": "zero", "baseline_value": -0.8128})
     assert (baseline_images(images, zero) == -0.8128).all()
@@ -116,7 +116,7 @@ def test_baseline_mean_and_zero_fill_constants(images):
 
 def test_baseline_blur_is_cv2_gaussian(images):
     protocol = PerturbationProtocol(patch_size=4, grid=(4, 4), order="morf", steps=2, baseline="blur",
-                                    baseline_value=None, blur_sigma=1.5, score="target", seed=0, batch_size=8,
+                                    baseline_value=None, blur_sigma=1.5, explained="target", seed=0, batch_size=8,
                                     device="cpu")
     expected = cv2.GaussianBlur(images[2, 0].numpy(), (0, 0), 1.5, borderType=cv2.BORDER_REFLECT_101)
     np.testing.assert_allclose(baseline_images(images, protocol)[2, 0].numpy(), expected, atol=1e-6)
@@ -124,7 +124,7 @@ def test_baseline_blur_is_cv2_gaussian(images):
 
 def test_baseline_uniform_is_seeded_and_within_image_range(images):
     protocol = PerturbationProtocol(patch_size=4, grid=(4, 4), order="morf", steps=2, baseline="uniform",
-                                    baseline_value=None, blur_sigma=None, score="target", seed=5, batch_size=8,
+                                    baseline_value=None, blur_sigma=None, explained="target", seed=5, batch_size=8,
                                     device="cpu")
     fill = baseline_images(images, protocol)
     lo = images.amin(dim=(1, 2, 3)).double()
@@ -165,7 +165,7 @@ def test_device_argument_and_protocol(vit, images, tied_maps):
         ({"baseline": "blur", "baseline_value": 0.5}, "only used with baseline='zero'"),
         ({"blur_sigma": 1.0}, "only used with baseline='blur'"),
         ({"baseline": "blur", "blur_sigma": 0.0}, "blur_sigma=0.0"),
-        ({"score": "label"}, "score='label'"),
+        ({"explained": "label"}, "explained='label'"),
         ({"seed": -1}, "seed=-1"),
         ({"batch_size": 0}, "batch_size=0"),
     ],

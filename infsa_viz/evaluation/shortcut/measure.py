@@ -182,7 +182,7 @@ def measure_model(model: nn.Module, scenes: Sequence[Scene], *, methods: Sequenc
         prepared = prepare(model, images)
         record = ForwardRecord(model, prepared.tensor, prepared=prepared)
         explained = record.explained.numpy()
-        importance = object_importance(model, shown, target=explained, indices=positions, batch_size=batch_size)
+        importance = object_importance(model, shown, explained=explained, indices=positions, batch_size=batch_size)
         c = shown[0].names.index(CUE)  # type: ignore[union-attr]
         regions = np.stack([prepared.masks(i, cue_regions(scene, box)) for i, (scene, box) in enumerate(changed)])
         truth = GroundTruth(boxes=[np.zeros((0, 4), np.int64)] * len(shown), objects=importance.objects,

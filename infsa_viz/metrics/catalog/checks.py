@@ -43,7 +43,7 @@ class ClassSwitch(Metric):
         out = {f.key: np.full(len(ctx), np.nan) for f in self.figures}
         if ctx.negatives is None or ctx.negative_labels is None:
             return Scores(out)
-        which, classes = switch_classes(ctx.classes, list(ctx.negative_labels))
+        which, classes = switch_classes(ctx.explained, list(ctx.negative_labels))
         rows = np.flatnonzero(which >= 0)
         if not rows.size:
             return Scores(out)

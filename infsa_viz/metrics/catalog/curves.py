@@ -17,7 +17,7 @@ __all__ = ['PatchPerturbation']
 class PatchPerturbation(Metric):
     """MoRF / LeRF patch removal (Samek et al., IEEE TNNLS 2016). ViT patches are replaced by the
     baseline (the dataset mean by default) in the map's order, most relevant first (MoRF) or least
-    relevant first (LeRF), over ``steps`` cumulative steps, and the probability of the scored class is
+    relevant first (LeRF), over ``steps`` cumulative steps, and the probability of the explained class is
     read after each. MoRF-AOC is the area over ``p_k / p_0`` (higher: the map found what the model
     needs), LeRF-AUC the area under it (higher: the map's low end is truly unimportant), AOPC the
     mean drop. Both are averaged over the correctly classified images. The steps fall on the grid
@@ -43,9 +43,9 @@ class PatchPerturbation(Metric):
                description="average drop of the probability over the MoRF steps"),
     )
     curves = (
-        Curve("morf", "MoRF", "perturbation", "fractions", "share of patches removed", "p(scored class)",
+        Curve("morf", "MoRF", "perturbation", "fractions", "share of patches removed", "p(explained class)",
               figure="morf_aoc", percent=(True, True), mean="morf_mean", mean_x="fractions"),
-        Curve("lerf", "LeRF", "perturbation", "fractions", "share of patches removed", "p(scored class)",
+        Curve("lerf", "LeRF", "perturbation", "fractions", "share of patches removed", "p(explained class)",
               figure="lerf_auc", dash=True, percent=(True, True), mean="lerf_mean", mean_x="fractions"),
     )
     settings = (
@@ -66,9 +66,9 @@ class PatchPerturbation(Metric):
         s = ctx.settings
         h, w = ctx.maps.shape[-2:]
         grid, steps, why = resolve_step_grid(s["step_grid"], s["steps"], int(h) * int(w))
-        curves = perturbation_curves(ctx.model, ctx.images, ctx.maps, ctx.classes, patch_size=ctx.model.patch_size,
+        curves = perturbation_curves(ctx.model, ctx.images, ctx.maps, ctx.explained, patch_size=ctx.model.patch_size,
                                      order="both", steps=steps, step_grid=grid, baseline=s["baseline"],
-                                     score="target", seed=s["seed"], batch_size=s["batch_size"],
+                                     explained="target", seed=s["seed"], batch_size=s["batch_size"],
                                      logits=ctx.record.logits, memo=ctx.record.memo("perturbation"))
         with quiet():
             values = {"morf_aoc": morf_aoc(curves["morf"], select="all").per_image,

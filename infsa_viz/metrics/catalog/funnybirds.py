@@ -77,7 +77,7 @@ class FunnyBirdsChecks(Metric):
         batch, logits = ctx.settings["batch_size"], _record_logits(ctx, inputs)
         with quiet():
             checks = completeness_checks(ctx.model, scenes, ctx.maps, batch_size=batch, inputs=inputs, logits=logits)
-        independence = background_independence(ctx.model, scenes, ctx.classes, batch_size=batch, inputs=inputs,
+        independence = background_independence(ctx.model, scenes, ctx.explained, batch_size=batch, inputs=inputs,
                                                logits=logits)
         return Scores({"preservation_check": checks.preservation, "deletion_check": checks.deletion,
                        "background_independence": independence},
@@ -120,7 +120,7 @@ class TargetSensitivityCheck(Metric):
         if "target" not in inputs.objects:
             return _undefined(self, len(ctx))
         target = inputs.objects.index("target")
-        which, classes = switch_classes(ctx.classes, list(ctx.negative_labels))
+        which, classes = switch_classes(ctx.explained, list(ctx.negative_labels))
         objects = np.full(len(ctx), -1)
         others = [k for k, name in enumerate(inputs.objects) if k != target and name != "background"]
         for i in np.flatnonzero(which >= 0):  # the scene object that fills the distractor's box
@@ -135,7 +135,7 @@ class TargetSensitivityCheck(Metric):
         part = ctx.take(rows)
         logits = _record_logits(ctx, inputs)
         with quiet():
-            found = target_sensitivity(ctx.model, part.truth.scenes, part.maps, switched, part.classes,
+            found = target_sensitivity(ctx.model, part.truth.scenes, part.maps, switched, part.explained,
                                        classes[rows], np.full(len(rows), target), objects[rows],
                                        batch_size=ctx.settings["batch_size"], inputs=inputs.take(rows),
                                        logits=None if logits is None else logits[rows])

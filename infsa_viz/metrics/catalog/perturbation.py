@@ -12,7 +12,7 @@ __all__ = ['DeletionInsertionMetric', 'PositiveNegativeMetric', 'ROAD']
 
 @register_metric
 class DeletionInsertionMetric(Metric):
-    """Deletion / insertion (Petsiuk, Das & Saenko, RISE, BMVC 2018): the probability of the scored
+    """Deletion / insertion (Petsiuk, Das & Saenko, RISE, BMVC 2018): the probability of the explained
     class as patches are replaced by a blurred copy in map order (deletion, lower is better) or put
     back into the blurred copy (insertion, higher is better), as areas under the curve. The blur
     keeps the perturbed images closer to the data than a constant fill."""
@@ -37,7 +37,7 @@ class DeletionInsertionMetric(Metric):
 
     def score(self, ctx: Scoring) -> Scores:
         s = ctx.settings
-        di = deletion_insertion(ctx.model, ctx.images, ctx.maps, ctx.classes, patch_size=ctx.model.patch_size,
+        di = deletion_insertion(ctx.model, ctx.images, ctx.maps, ctx.explained, patch_size=ctx.model.patch_size,
                                 steps=s["insertion_steps"], blur_sigma=s["blur_sigma"], seed=s["seed"],
                                 batch_size=s["batch_size"])
         return Scores({"deletion_auc": di.deletion_auc, "insertion_auc": di.insertion_auc}, di.protocol)
@@ -64,7 +64,7 @@ class PositiveNegativeMetric(Metric):
 
     def score(self, ctx: Scoring) -> Scores:
         s = ctx.settings
-        pn = positive_negative_perturbation(ctx.model, ctx.images, ctx.maps, ctx.classes,
+        pn = positive_negative_perturbation(ctx.model, ctx.images, ctx.maps, ctx.explained,
                                             patch_size=ctx.model.patch_size, seed=s["seed"],
                                             batch_size=s["batch_size"])
         return Scores({"positive_perturbation_auc": pn.positive_auc, "negative_perturbation_auc": pn.negative_auc},
@@ -100,7 +100,7 @@ class ROAD(Metric):
 
     def score(self, ctx: Scoring) -> Scores:
         s = ctx.settings
-        rc = road_curves(ctx.model, ctx.images, ctx.maps, ctx.classes, patch_size=ctx.model.patch_size,
+        rc = road_curves(ctx.model, ctx.images, ctx.maps, ctx.explained, patch_size=ctx.model.patch_size,
                          steps=s["road_steps"], noise=s["road_noise"], seed=s["seed"], batch_size=s["batch_size"],
                          image_ids=ctx.positions)
         return Scores({"road_morf_aoc": rc.morf_aoc, "road_lerf_auc": rc.lerf_auc}, rc.protocol)

@@ -69,7 +69,7 @@ def meta_evaluate_model(model: Any, data: Any, *, protocol: Any = None, metrics:
     chosen = [m for m in protocol.image_metrics() if not m.redraws and (metrics is None or m.name in metrics)]
     figures = [f for m in chosen for f in m.figures if f.table and f.higher_is_better is not None]
     eligible = (np.ones(len(ctx), dtype=bool) if protocol.select == "all"
-                else logits.argmax(-1).numpy() == ctx.classes)
+                else logits.argmax(-1).numpy() == ctx.explained)
 
     def closure(base: Any, stream: int):
         rng = np.random.default_rng([seed, stream])
