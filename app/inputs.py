@@ -131,6 +131,7 @@ class _SetData:
     classes: tuple[str, ...]
     error: str | None
     model_labels: bool
+    objects: str | None = None
 
 
 @st.cache_resource(show_spinner="Reading the images…", max_entries=8)
@@ -142,10 +143,10 @@ def _set_data(key: str, spec: str) -> _SetData:
         classes = tuple(opened.classes)
     except (ValueError, OSError) as err:  # the reason, with the folder named as links name it
         root = spec.removeprefix(FOLDER_PREFIX)
-        return _SetData(None, (), str(err).splitlines()[0].replace(root, set_title(key)), True)
+        return _SetData(None, (), str(err).splitlines()[0].replace(root, set_title(key)), True, None)
     if source.root is not None:  # exports say where an image is in its folder, never the server's path
         data = dataclasses.replace(data, names=[_relative(name, source.root) for name in data.names])
-    return _SetData(data, classes, None, source.model_labels)
+    return _SetData(data, classes, None, source.model_labels, source.objects)
 
 
 def _relative(name: str, root: Path) -> str:
@@ -172,6 +173,12 @@ def set_data(key: str) -> LabelledImages:
 def set_classes(key: str) -> tuple[str, ...]:
     """The class names of a set's labels."""
     return _set_data(key, _spec(key)).classes
+
+
+def set_objects(key: str) -> str | None:
+    """What a set's images carry beyond their labels, as its data source declares it: ``"scenes"`` (a target
+    and distractors, each with a box), ``"boxes"`` (target boxes) or ``None``."""
+    return _set_data(key, _spec(key)).objects
 
 
 def own_labels(key: str) -> bool:

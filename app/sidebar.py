@@ -236,8 +236,9 @@ def _set_image(models: list[ModelEntry], set_key: str) -> tuple[ImageChoice | No
     scored = "scored for every selected model" if len(judged) == len(models) else (
         f"scored only for {', '.join(e.name for e in judged)}" if judged else "not scored: no selected model "
         "was trained on these classes")
-    sb.caption(f"{safe.md(image.source)}: shows {safe.md(shows)} ({safe.md(scored)}); target box green, "
-               "distractors red")
+    legend = {"scenes": "; target box green, distractors red", "boxes": "; target boxes green"}.get(
+        inputs.set_objects(set_key), "")  # as the set's data source declares its objects
+    sb.caption(f"{safe.md(image.source)}: shows {safe.md(shows)} ({safe.md(scored)}){legend}")
     for entry in models:  # a folder whose classes a model lacks: said once, here
         if (why := inputs.mismatch(entry, set_key)) is not None:
             sb.caption(safe.line(f"not scored for {safe.md(entry.name)}: {safe.md(why)}"))

@@ -41,6 +41,7 @@ def test_its_test_split_is_offered_with_its_classes(at):
     assert at.radio(key="image_set").value == "squares"
     shown = _text(at)
     assert any(f"shows {q}" in shown for q in QUADRANTS), shown[:2000]
+    assert "target box green, distractors red" in shown  # its source declares scenes
     assert "digit" not in shown
 
 
