@@ -95,7 +95,8 @@ for entry in entries:
         column.html(draw.colour_bar(scale, 0, unit))
         exported[f"{entry.name} {name}"] = m
         drawn.append((f"{entry.name}: {name.split()[0]}", tile))
-    gamma = f"γ = {reading.gamma:.3g} ({reading.gamma_source})"
+    source = reading.gamma_source  # "learned rho", "given", or a fixed value with its reason
+    gamma = f"γ = {source}" if source.startswith(f"{reading.gamma:g} ") else f"γ = {reading.gamma:.3g} ({source})"
     text = (f"absorbing-chain reading on this token's row: γ·Σ_j A_tj = {reading.row_mass:.3f} "
             f"{'≤' if reading.row_mass <= 1 else '>'} 1; holds on {reading.share:.0%} of all rows; {gamma}")
     st.markdown(f":green[{text}]" if reading.row_mass <= 1 and reading.share == 1 else f":orange[{text}]")
@@ -108,7 +109,8 @@ for entry in entries:
                        "spatial maps above show the patches only.")
             st.dataframe({"layer": [f"L{li}" for li in range(len(values))],
                           **{name: values[:, i] for i, name in enumerate(names)}},
-                         hide_index=True)
+                         hide_index=True, column_config={name: st.column_config.NumberColumn(format="%.4f")
+                                                         for name in names})  # one precision in every cell
 
     with st.expander(f"Every layer × head of {safe.md(entry.name)}", expanded=entry is first):
         st.caption(f"Row of token {token} in every layer (rows) and head (columns; 'mean' = head mean), on one raw "

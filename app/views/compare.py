@@ -18,6 +18,9 @@ import targets
 import urlstate
 from infsa_viz.maps import METHODS
 
+#: Overlay columns at least (one model's overlay takes half the width, as two models' do).
+MIN_COLUMNS = 2
+
 sel = sidebar.selection()
 st.title("Side by side")
 sidebar.require_inputs(sel)
@@ -37,7 +40,9 @@ if show_figures and spec.explains_class:  # a gradient map is costly: compute it
 else:  # the maps first (milliseconds), the figures under them
     explained, views = None, sidebar.each_model(sel, compute.map_view, sel.method, sel.options)
 pngs, scale = draw.tiles(sel.display, sel.method, views)
-columns = st.columns(len(views))
+# one model's overlay at the whole width (804 px of a 1280 px window) would push its prediction and
+# figures below the first screen
+columns = st.columns(max(len(views), MIN_COLUMNS))
 for column, (entry, view) in zip(columns, views):
     with column:
         if isinstance(view, str):
@@ -89,7 +94,7 @@ if not resized:
     st.caption("Model input: the image as it is (already each model's input size and channels).")
 else:
     with st.expander("Model input: the exact pixels each model sees"):
-        for column, (entry, prepared) in zip(st.columns(len(resized)), resized):
+        for column, (entry, prepared) in zip(st.columns(max(len(resized), MIN_COLUMNS)), resized):
             model = catalog.get_model(entry)[0]
             column.image(draw.input_png(prepared.display[0]), caption=f"{safe.md(entry.label)}: model input", width="stretch",
                          output_format="PNG")

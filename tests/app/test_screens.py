@@ -1,0 +1,35 @@
+"""What the pages' screenshots at 1280 × 800 showed wrong once (AppTest): one model's overlay at the
+whole width on the side-by-side page, the token table's values at mixed precision, and the discount's
+source written twice ("γ = 0.9 (0.9 (the layer learns no rho))")."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from tests.app.test_apptest import _app, _ok
+
+
+def test_one_models_overlay_takes_half_the_width(shipped_models):
+    at = _app()
+    at.query_params.update(models=shipped_models[0].name)
+    at.run()
+    _ok(at)
+    overlays = [c for c in at.main.columns if any(type(x).__name__ == "Image" for x in c.children.values())]
+    assert len(overlays) == 1
+    assert overlays[0].proto.weight == 0.5  # one of two columns, the second empty
+
+
+def test_the_discount_is_said_once_and_the_token_table_has_one_precision(shipped_models):
+    at = _app()
+    at.query_params.update(models=shipped_models[0].name)
+    at.run()
+    at.switch_page("views/attention.py").run()
+    _ok(at)
+    (line,) = [m.value for m in at.markdown if "absorbing-chain reading" in m.value]
+    assert re.search(r"γ = [0-9.]+ \((learned rho|the layer learns no rho)\)", line), line
+    assert "((" not in line.replace(" ", "") and line.count("(") == line.count(")")
+    (table,) = at.dataframe
+    config = json.loads(table.proto.columns)  # the column configuration
+    assert {k: v["type_config"]["format"] for k, v in config.items() if "type_config" in v} == {
+        name: "%.4f" for name in table.value.columns if name != "layer"}
