@@ -46,7 +46,7 @@ def shown_objects(scene: Scene) -> list[str]:
 def rule(scene: Scene, name: str) -> str:
     """What the intervention on one object does, in two or three words."""
     if name == "background":
-        return "swap photo"
+        return "swap"
     return "swap digit" if scene.replacements[scene.object_names.index(name)] is not None else "remove"
 
 

@@ -102,6 +102,14 @@ def _load(path: Path, options: LoadOptions) -> VisionTransformer:
     return VisionTransformer(config)
 
 
-TOY_FORMAT = register_format(ModelFormat("toy", detect=_detect, load=_load,
+def _sample(folder: Path) -> str:
+    """A small ``.toyvit`` file (what the conformance checks load)."""
+    config = ViTConfig(img_size=16, in_chans=1, patch_size=4, embed_dim=16, depth=2, num_heads=2, num_classes=3)
+    path = folder / "m.toyvit"
+    path.write_text(json.dumps({"config": config.to_dict(), "seed": 0}))
+    return str(path)
+
+
+TOY_FORMAT = register_format(ModelFormat("toy", detect=_detect, load=_load, sample=_sample,
                                          expects="a .toyvit JSON file: {'config': ViTConfig dict, 'seed': int}"),
                              replace=True)

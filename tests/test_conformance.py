@@ -2,7 +2,7 @@
 
 Each test loops over what the registry holds, so a new metric, map method or model format is
 checked with no edit here (the format check also runs with the toy plugin's format registered); a
-format needs a small sample (:data:`SAMPLES`), and one without is named by the test that fails.
+format declares its own small sample, and one without is named by the test that fails.
 
 * every **metric**: its declaration (category, rule, figures with a direction where ranked, settings
   whose default passes their own check), per-image values of the right shape, finite or ``nan``,
@@ -10,14 +10,14 @@ format needs a small sample (:data:`SAMPLES`), and one without is named by the t
   scores better than the same map turned upside down;
 * every **map method**: a finite ``(B, h, w)`` map with its declared options and target, and the
   forwards its ``cost`` declares ("none": no forward; "1 forward": one);
-* every **model format**: its sample is detected as it (and by no other format first), loads as a
-  model that runs, and a path of another kind is refused or detected as another format.
+* every **model format**: the sample it declares (:attr:`~infsa_viz.formats.ModelFormat.sample`) is
+  detected as it (and by no other format first), loads as a model that runs, and a path of another
+  kind is refused or detected as another format.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pytest
@@ -27,7 +27,7 @@ from infsa_viz.formats import FORMATS, detect, load_model
 from infsa_viz.forward import forward_record
 from infsa_viz.maps import METHODS, GroundTruth, attribute
 from infsa_viz.metrics.registry import CATEGORIES, METRICS, RowMetric, RowScoring, Scoring, resolve_settings
-from infsa_viz.model import VisionTransformer, ViTConfig, save_model
+from infsa_viz.model import VisionTransformer
 from tests.conftest import tiny_config
 from tests.counting import counting
 
@@ -146,54 +146,6 @@ def test_every_method_gives_a_finite_map_for_what_it_costs(method):
         assert forwards.total >= 1, spec.cost
 
 
-def _ours(folder: Path) -> Path:
-    return save_model(_model(), folder / "ours")
-
-
-def _transformers(folder: Path) -> Path:
-    from tests.formats.test_hf import build_hf
-
-    build_hf(folder / "hf")
-    return folder / "hf"
-
-
-def _timm(folder: Path) -> str:
-    from safetensors.torch import save_file
-
-    from infsa_viz.formats.timm import to_timm_state_dict
-
-    model = VisionTransformer(ViTConfig(img_size=16, in_chans=3, patch_size=4, embed_dim=16, depth=1, num_heads=2,
-                                        num_classes=3))
-    save_file({k: v.contiguous() for k, v in to_timm_state_dict(model).items()}, folder / "timm.safetensors")
-    return f"{folder / 'timm.safetensors'}?num_heads=2"
-
-
-def _official(infsa: bool) -> Callable[[Path], str]:
-    def build(folder: Path) -> str:
-        from safetensors.torch import save_file
-
-        from tests.formats.test_official import HEADS, official_state
-
-        save_file(official_state(infsa=infsa), folder / "state.safetensors")
-        return f"{folder / 'state.safetensors'}?num_heads={HEADS}" + ("&variant=pure_infsa" if infsa else "")
-    return build
-
-
-def _toy(folder: Path) -> Path:
-    import json
-
-    path = folder / "m.toyvit"
-    path.write_text(json.dumps({"config": tiny_config("softmax").to_dict(), "seed": 0}))
-    return path
-
-
-#: A small sample of each format: name → builder(folder) → path (with ``?options``).
-SAMPLES: dict[str, Callable[[Path], Path | str]] = {
-    "infsa-viz": _ours, "transformers": _transformers, "timm": _timm, "torchvision": _official(False),
-    "official-infsa": _official(True), "toy": _toy,
-}
-
-
 @pytest.fixture(params=["built-in", "with the toy plugin"])
 def formats(request, toy_plugin):
     if request.param == "built-in":
@@ -202,13 +154,13 @@ def formats(request, toy_plugin):
 
 
 def test_every_format_is_detected_loaded_and_refuses_the_others(tmp_path, formats):
-    missing = [name for name in formats if name not in SAMPLES]
-    assert not missing, f"formats without a sample in tests/test_conformance.py SAMPLES: {missing}"
+    missing = [name for name in formats if FORMATS[name].sample is None]
+    assert not missing, f"formats registered without a sample (ModelFormat.sample): {missing}"
     paths = {}
     for name in formats:
         folder = tmp_path / name
         folder.mkdir()
-        paths[name] = str(SAMPLES[name](folder))
+        paths[name] = str(FORMATS[name].sample(folder))
     for name, spec in paths.items():
         path = spec.split("?")[0]
         assert detect(path) == name, (name, path)  # no format registered before it claims it

@@ -105,6 +105,10 @@ class ModelFormat:
             recording the format; checks every size before building anything.
         expects: what a path of this format looks like, for messages.
         options: the :data:`FORMAT_OPTIONS` the loader reads; the others are refused for it.
+        sample: ``folder → spec``: writes a small model of this format into an existing empty folder and
+            returns what :func:`~infsa_viz.formats.load_model` takes for it (its path, with ``?options``
+            where the format needs them). The conformance checks and the bad-input sweep read it, so a
+            format registered with one is checked with no edit to them; ``None``: the checks name it.
     """
 
     name: str
@@ -112,6 +116,7 @@ class ModelFormat:
     load: Callable[[Path, LoadOptions], VisionTransformer]
     expects: str
     options: frozenset[str] = field(default_factory=frozenset)
+    sample: Callable[[Path], str] | None = None
 
     def __post_init__(self) -> None:
         unknown = set(self.options) - FORMAT_OPTIONS

@@ -282,8 +282,53 @@ def from_transformers(directory: str | Path, *, map_location: str = "cpu") -> Vi
 
 READERS.update({"vit": _read_vit, "deit": _read_vit})
 
+
+def _sample(folder: Path) -> str:
+    """A softmax :func:`~._sample.sample_model` as a ``ViTForImageClassification`` ``save_pretrained``
+    directory (the inverse of :func:`convert_state`), without transformers."""
+    import json
+
+    from ..io import atomic_write
+    from ._sample import sample_model, write_state
+
+    model = sample_model()
+    c, top, layers = model.config, {v: k for k, v in _TOP_KEYS.items()}, {v: k for k, v in _LAYER_KEYS.items()}
+    state = {}
+    for key, tensor in model.state_dict().items():
+        layer = re.match(r"^blocks\.(\d+)\.(.+)\.(\w+)$", key)
+        if key in top:
+            state[f"vit.{top[key]}"] = tensor
+        elif key == "patch_embed.proj.weight":
+            state["vit.embeddings.patch_embeddings.projection.weight"] = tensor.reshape(
+                c.embed_dim, c.in_chans, c.patch_size, c.patch_size)
+        elif key.startswith("head."):
+            state[f"classifier.{key[5:]}"] = tensor
+        elif layer and layer[2] == "attn.qkv":
+            for part, chunk in zip(("query", "key", "value"), tensor.chunk(3)):
+                state[f"vit.encoder.layer.{layer[1]}.attention.attention.{part}.{layer[3]}"] = chunk
+        elif layer and layer[2] in layers:
+            state[f"vit.encoder.layer.{layer[1]}.{layers[layer[2]]}.{layer[3]}"] = tensor
+        else:
+            raise ValueError(f"weight {key!r} has no place in a transformers ViT")
+    directory = folder / "hf"
+    write_state(directory / "model.safetensors", state)
+    atomic_write(directory / "config.json", json.dumps({
+        "model_type": "vit", "architectures": ["ViTForImageClassification"], "hidden_size": c.embed_dim,
+        "num_hidden_layers": c.depth, "num_attention_heads": c.num_heads,
+        "intermediate_size": model.blocks[0].mlp.fc1.out_features, "image_size": c.img_size,
+        "patch_size": c.patch_size, "num_channels": c.in_chans,
+        "layer_norm_eps": c.norm_eps, "hidden_act": "gelu", "qkv_bias": True,
+        "id2label": {str(i): f"class {i}" for i in range(c.num_classes)}}))
+    atomic_write(directory / PREPROCESSOR_FILE, json.dumps({
+        "image_processor_type": "ViTImageProcessor", "do_resize": True,
+        "size": {"height": c.img_size, "width": c.img_size},
+        "resample": 2, "do_rescale": True, "rescale_factor": 1 / 255, "do_normalize": True,
+        "image_mean": [0.5] * c.in_chans, "image_std": [0.5] * c.in_chans}))
+    return str(directory)
+
+
 FORMAT = register_format(ModelFormat(
-    "transformers", detect=_detect,
+    "transformers", detect=_detect, sample=_sample,
     load=lambda path, options: from_transformers(path, map_location=str(options.map_location)),
     expects="a save_pretrained directory of a ViT/DeiT classifier, DINOv2 (± registers) or CLIP "
             "(config.json with model_type)"))

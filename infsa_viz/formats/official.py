@@ -36,7 +36,8 @@ from ..weights import check_floating
 from ._registry import LoadOptions, ModelFormat, register_format
 from ._state import block_count, flat_conv, fuse_qkv, load_state, read_safetensors, require
 
-__all__ = ["OFFICIAL_EPS", "TORCHVISION_IMAGENET", "from_torchvision_state_dict", "is_torchvision_state"]
+__all__ = ["OFFICIAL_EPS", "TORCHVISION_IMAGENET", "from_torchvision_state_dict", "is_torchvision_state",
+           "to_torchvision_state_dict"]
 
 #: ε of the official InfSA code's normalisations.
 OFFICIAL_EPS = 1e-6
@@ -148,6 +149,46 @@ def from_torchvision_state_dict(
                       "encoder_layer_0 give")
 
 
+def to_torchvision_state_dict(model: VisionTransformer) -> dict[str, Tensor]:
+    """The inverse of :func:`from_torchvision_state_dict`: a softmax model in torchvision's names
+    (``in_proj_weight``), an InfSA one in the official InfSA code's (``q_proj`` … and ``rho_logit``).
+
+    Raises:
+        ValueError: a weight torchvision's ViT has no place for (registers, a distillation head).
+    """
+    c, infsa = model.config, model.config.attention != "softmax"
+    top, block = {v: k for k, v in _TOP.items()}, {v: k for k, v in _BLOCK.items() if "linear" not in k}
+    out: dict[str, Tensor] = {}
+    for key, tensor in model.state_dict().items():
+        layer = re.match(r"^blocks\.(\d+)\.(.+)\.(\w+)$", key)
+        if key in top:
+            out[top[key]] = tensor
+        elif key == "patch_embed.proj.weight":
+            out["conv_proj.weight"] = tensor.reshape(c.embed_dim, c.in_chans, c.patch_size, c.patch_size)
+        elif layer and layer[2] in block:
+            out[f"encoder.layers.encoder_layer_{layer[1]}.{block[layer[2]]}.{layer[3]}"] = tensor
+        elif layer and layer[2] == "attn.qkv":
+            p = f"encoder.layers.encoder_layer_{layer[1]}.self_attention."
+            if infsa:
+                out.update({f"{p}{part}_proj.{layer[3]}": chunk for part, chunk in zip("qkv", tensor.chunk(3))})
+            else:
+                out[f"{p}in_proj_{layer[3]}"] = tensor
+        elif layer and f"{layer[2]}.{layer[3]}" == "attn.rho_logit":
+            out[f"encoder.layers.encoder_layer_{layer[1]}.self_attention.rho_logit"] = tensor.reshape(())
+        else:
+            raise ValueError(f"weight {key!r} has no place in a torchvision ViT state dict")
+    return out
+
+
+def _sample(variant: str, query: str):
+    def write(folder: Path) -> str:
+        from ._sample import SAMPLE_HEADS, sample_model, write_state
+
+        path = write_state(folder / "vit.safetensors", to_torchvision_state_dict(sample_model(variant)))
+        return f"{path}?num_heads={SAMPLE_HEADS}{query}"
+    return write
+
+
 def _is_official(keys: frozenset[str]) -> bool:
     return any(k.endswith("self_attention.rho_logit") for k in keys)
 
@@ -163,7 +204,9 @@ def _load(path: Path, options: LoadOptions) -> VisionTransformer:
 _OPTIONS = frozenset({"num_heads", "variant", "preprocessing"})
 TORCHVISION = register_format(ModelFormat(
     "torchvision", detect=lambda c: is_torchvision_state(c.keys) and not _is_official(c.keys), load=_load,
-    options=_OPTIONS, expects="a .safetensors torchvision ViT state dict (conv_proj.*, encoder.layers.*)"))
+    options=_OPTIONS, sample=_sample("softmax", ""),
+    expects="a .safetensors torchvision ViT state dict (conv_proj.*, encoder.layers.*)"))
 OFFICIAL_INFSA = register_format(ModelFormat(
     "official-infsa", detect=lambda c: is_torchvision_state(c.keys) and _is_official(c.keys), load=_load,
-    options=_OPTIONS, expects="the same with the official InfSA code's self_attention.rho_logit"))
+    options=_OPTIONS, sample=_sample("pure_infsa", "&variant=pure_infsa"),
+    expects="the same with the official InfSA code's self_attention.rho_logit"))

@@ -93,5 +93,12 @@ def _load(path: Path, options: LoadOptions) -> VisionTransformer:
     return load_directory(path, map_location=options.map_location)
 
 
-FORMAT = register_format(ModelFormat("infsa-viz", detect=_detect, load=_load,
+def _sample(folder: Path) -> str:
+    from ..model.files import save_model
+    from ._sample import sample_model
+
+    return str(save_model(sample_model(), folder / "model"))
+
+
+FORMAT = register_format(ModelFormat("infsa-viz", detect=_detect, load=_load, sample=_sample,
                                      expects=f"a directory of {CONFIG_FILE} + {WEIGHTS_FILE} written by save_model"))

@@ -169,6 +169,12 @@ def _load(path: Path, options: LoadOptions) -> VisionTransformer:
     return model
 
 
-FORMAT = register_format(ModelFormat("timm", detect=_detect, load=_load, options=frozenset({"num_heads", "variant",
-                                                                                           "preprocessing"}),
+def _sample(folder: Path) -> str:
+    from ._sample import SAMPLE_HEADS, sample_model, write_state
+
+    return f"{write_state(folder / 'timm.safetensors', to_timm_state_dict(sample_model()))}?num_heads={SAMPLE_HEADS}"
+
+
+FORMAT = register_format(ModelFormat("timm", detect=_detect, load=_load, sample=_sample,
+                                     options=frozenset({"num_heads", "variant", "preprocessing"}),
                                      expects="a .safetensors timm ViT state dict (patch_embed.proj.weight)"))

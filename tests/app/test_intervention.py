@@ -113,7 +113,7 @@ def test_the_cued_benchmark_removes_the_cue_and_swaps_the_target(shipped_models,
     at.switch_page("views/intervention.py").run()
     _ok(at)
     options = at.multiselect(key="intervene_objects").options
-    assert "cue (remove)" in options and "target (swap digit)" in options and "background (swap photo)" in options
+    assert "cue (remove)" in options and "target (swap digit)" in options and "background (swap)" in options
     index = at.number_input(key="image_number").value - 1  # numbered from 1
     scene = test_split(benchmark="cued-digits-p10").scenes[index]
     assert len(options) == int(scene.present.sum())  # absent distractor slots are not offered

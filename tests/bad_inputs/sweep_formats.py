@@ -4,6 +4,8 @@ A format forced on a path (``load_model(path, format=name)``, ``PATH?format=name
 detection, so its own loader meets whatever the path holds. For every format registered when
 :func:`format_cases` runs (a plugin's included), each path of :data:`WRONG_PATHS` forced as that
 format must be refused with one line naming the path, by the library and by ``infsa-viz info``.
+A format that declares a sample (:attr:`ModelFormat.sample`) also gets its sample with every file cut
+to half (an interrupted download or copy), which must be refused with one line naming a file of it.
 A new format needs no edit here; the options a format reads (:attr:`ModelFormat.options`) decide
 whether the cases pass ``num_heads``.
 """
@@ -11,6 +13,7 @@ whether the cases pass ``num_heads``.
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 from typing import Any, Callable
 
@@ -50,9 +53,26 @@ def _load(fixture: str, query: str) -> Callable[[Paths], Any]:
     return lambda p: load_model(str(p[fixture]) + query)
 
 
+def _truncated_sample(name: str, slug: str) -> Callable[[Paths], Any]:
+    """Write ``name``'s sample under ``samples/<slug>``, cut every file of it to half, load it."""
+    def call(p: Paths) -> Any:
+        from infsa_viz import load_model
+        from infsa_viz.formats import FORMATS
+
+        folder = p["root"] / "samples" / slug
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        spec = FORMATS[name].sample(folder)
+        for file in [f for f in folder.rglob("*") if f.is_file()]:
+            data = file.read_bytes()
+            file.write_bytes(data[:len(data) // 2])
+        return load_model(spec)
+    return call
+
+
 def format_cases() -> list[Case]:
-    """For every registered format, every :data:`WRONG_PATHS` forced as it (library), and the garbage
-    file forced as it (``infsa-viz info``)."""
+    """For every registered format, every :data:`WRONG_PATHS` forced as it (library), the garbage file
+    forced as it (``infsa-viz info``) and, where it declares a sample, its sample cut short (library)."""
     from infsa_viz.formats import FORMATS
 
     cases = []
@@ -63,4 +83,7 @@ def format_cases() -> list[Case]:
                               call=_load(fixture, _query(name))))
         cases.append(Case(f"info-garbage-as-{slug}", "cli", f"formats/{re.escape(WRONG_PATHS['wrong_garbage'])}",
                           argv=("info", "{wrong_garbage}" + _query(name))))
+        if FORMATS[name].sample is not None:
+            cases.append(Case(f"load-truncated-sample-as-{slug}", "api", f"samples/{slug}/",
+                              call=_truncated_sample(name, slug)))
     return cases

@@ -28,7 +28,13 @@ def _load(path, options):
         raise ValueError(f"{path}: not a .toyfmt JSON config ({type(error).__name__})") from None
 
 
-register_format(ModelFormat("toy-tmp", detect=lambda c: c.path.suffix == ".toyfmt", load=_load,
+def _sample(folder):
+    config = ViTConfig(img_size=16, in_chans=1, patch_size=4, embed_dim=16, depth=1, num_heads=2, num_classes=3)
+    (folder / "m.toyfmt").write_text(json.dumps(config.to_dict()))
+    return str(folder / "m.toyfmt")
+
+
+register_format(ModelFormat("toy-tmp", detect=lambda c: c.path.suffix == ".toyfmt", load=_load, sample=_sample,
                             expects="a .toyfmt JSON config"))
 """
 
@@ -57,13 +63,14 @@ def test_every_reader_has_a_declared_size_bomb_under_the_memory_limit(paths):
 
 
 def test_a_format_registered_by_a_plugin_is_swept_with_no_other_edit(paths, tmp_path, registries):
-    from infsa_viz.formats import FORMATS
+    from infsa_viz.formats import FORMATS, load_model
     from infsa_viz.plugins import load_plugins
 
     (tmp_path / "toy_format.py").write_text(TOY_FORMAT)
     assert load_plugins([str(tmp_path / "toy_format.py")]) == [] and "toy-tmp" in FORMATS
     cases = [c for c in all_cases() if c.id.endswith("-as-toy-tmp")]
-    assert sorted(c.surface for c in cases) == ["api"] * len(WRONG_PATHS) + ["cli"]
+    assert sorted(c.surface for c in cases) == ["api"] * (len(WRONG_PATHS) + 1) + ["cli"]  # + its sample cut short
+    assert load_model(FORMATS["toy-tmp"].sample(tmp_path)).config.depth == 1  # the sample is a model
     for case in cases:
         outcome = run_case(case, paths)
         assert outcome.passed, f"{case.id}: {outcome.why}: {outcome.message!r}"
