@@ -98,21 +98,24 @@ def test_every_page_reads_one_forward_per_model_and_image(shipped_models, monkey
 class _PerImage:
     """How often each image of a set went through a model in a clean forward (no gradient, the image as
     the model sees it), and in a clean forward that captured attention, by model; a perturbed copy or
-    another image is not one of the set's."""
+    another image is not one of the set's. The model's other forwards (new work: gradients, perturbed
+    copies, other images) are counted apart."""
 
     def __init__(self, images: torch.Tensor) -> None:
         self.index = {row.numpy().tobytes(): i for i, row in enumerate(images)}
         self.clean: dict[int, np.ndarray] = {}
         self.captured: dict[int, np.ndarray] = {}
+        self.other: dict[int, int] = {}
         self.recording = 0
 
     def __call__(self, module: torch.nn.Module, args: tuple) -> None:
-        x = args[0] if args else None
-        if (not hasattr(module, "forward_features") or torch.is_grad_enabled() or not isinstance(x, torch.Tensor)
-                or x.dim() != 4 or not len(x)):
+        if not hasattr(module, "forward_features"):  # models only, not their blocks
             return
-        rows = [self.index.get(row.detach().cpu().numpy().tobytes()) for row in x]
-        if any(r is None for r in rows):
+        x = args[0] if args else None
+        rows = [self.index.get(row.detach().cpu().numpy().tobytes()) for row in x] if (
+            isinstance(x, torch.Tensor) and x.dim() == 4 and len(x)) else [None]
+        if torch.is_grad_enabled() or any(r is None for r in rows):
+            self.other[id(module)] = self.other.get(id(module), 0) + 1
             return
         for seen in (self.clean, *((self.captured,) if self.recording else ())):
             np.add.at(seen.setdefault(id(module), np.zeros(len(self.index), np.int64)), rows, 1)
@@ -121,6 +124,10 @@ class _PerImage:
         """``(clean forwards, of which with attention captured)`` of each image, for ``model``."""
         zero = np.zeros(len(self.index), np.int64)
         return self.clean.get(id(model), zero).copy(), self.captured.get(id(model), zero).copy()
+
+    def new_work(self, model: torch.nn.Module) -> int:
+        """Forwards of ``model`` that are not clean forwards of the set's images."""
+        return self.other.get(id(model), 0)
 
 
 @contextmanager
@@ -171,7 +178,7 @@ def test_the_set_pages_read_one_forward_per_model_and_image_set(shipped_models, 
             for page in ("gallery", "slice", "gallery", "slice"):
                 at.switch_page(f"views/{page}.py").run()
                 _ok(at)
-                renders.append(log.of(model))
+                renders.append((*log.of(model), log.new_work(model)))
         at.checkbox(key="only_wrong").check().run()  # the sidebar's browsing of the model's errors
         _ok(at)
         wrong_number = at.number_input(key="wrong_number").value
@@ -184,7 +191,10 @@ def test_the_set_pages_read_one_forward_per_model_and_image_set(shipped_models, 
     assert (clean == expected).all(), (np.flatnonzero(clean != expected), clean[clean != expected])
     assert (captured == expected).all(), (np.flatnonzero(captured != expected), captured[captured != expected])
     for before, after in zip(renders, renders[1:]):  # the first render ran them all; the others none
-        assert all((b == a).all() for b, a in zip(before, after))
+        assert all((b == a).all() for b, a in zip(before[:2], after[:2]))
+    for method in range(2):  # new work (gradients, the slice's perturbed copies) once per page and method
+        first_gallery, first_slice, gallery, again = renders[4 * method: 4 * method + 4]
+        assert first_slice[2] >= first_gallery[2] and gallery[2] == again[2] == first_slice[2], renders
 
 
 def test_the_set_pages_maps_are_the_librarys_of_those_images(shipped_models, app):
