@@ -64,13 +64,25 @@ def model_input(entry: ModelEntry, image: ImageChoice) -> Prepared:
 @st.cache_resource(show_spinner=False, max_entries=32)  # q and k of every layer: ~15 MB an image at ViT-B/16
 def _forward(path: str, version: int, image_key: str, _image: ImageChoice) -> ForwardRecord:
     """The one forward of the model on the image as it sees it, attention captured as it goes: every
-    page reads its logits and attention (a resource, not data: it holds the shared model)."""
+    page reads its logits and attention (a resource, not data: it holds the shared model). An image of a
+    set, as the model's own preprocessing gives it, is its row of the set's record (:func:`_set_record`)
+    where that captured attention: one forward of each image of a set, whichever page shows it."""
     model, lock = catalog.model_at(path, version)
-    prepared = _prepared(path, version, image_key, _image)
-    forward = ForwardRecord(model, prepared.tensor, labels=[-1 if _image.label is None else _image.label],
-                            prepared=prepared, capture=True, name="class")
+    label = [-1 if _image.label is None else _image.label]
+    forward = None
+    if _image.set_key is not None and _image.index is not None and inputs.input_config(model, _image) is \
+            model.config and _set_captures(path, version, _image.set_key):  # its set's record, read
+        start = _image.index - _image.index % BATCH
+        try:
+            forward = _set_record(path, version, _image.set_key, start).take([_image.index - start])
+            forward = forward.explaining(labels=label)
+        except ValueError:  # the set's batch does not fit in memory: this image alone may
+            forward = None
+    if forward is None:  # an upload, a letterbox, a set whose attention is not kept: its own forward
+        prepared = _prepared(path, version, image_key, _image)
+        forward = ForwardRecord(model, prepared.tensor, labels=label, prepared=prepared, capture=True, name="class")
     with lock:
-        forward.attention  # runs it: the logits and every layer's attention
+        forward.attention  # runs it (or reads the set's): the logits and every layer's attention
     return forward
 
 
@@ -135,11 +147,11 @@ def _set_captures(path: str, version: int, set_key: str) -> bool:
 
 
 @st.cache_resource(show_spinner=False, max_entries=256)  # a 2000-image set is 32 of them
-def _set_record(path: str, version: int, set_key: str, start: int, _entry: ModelEntry) -> ForwardRecord:
+def _set_record(path: str, version: int, set_key: str, start: int) -> ForwardRecord:
     """The one forward of the model on images ``start … start + BATCH`` of a set, as it sees them (its
     own preprocessing), attention captured as it goes where the whole set's fits (:func:`_set_captures`):
-    every page of the set reads its logits and attention (a resource: it holds the shared model). Its
-    labels are the set's as the model's classes, ``-1`` where they are not (:func:`inputs.set_labels`);
+    every page reads its logits and attention, the single-image pages too where it captured (a resource:
+    it holds the shared model). Its labels are unknown (readers give theirs: ``explaining(labels=…)``),
     its target the prediction. ``ValueError`` when the forward would not fit in memory."""
     model, lock = catalog.model_at(path, version)
     data = inputs.set_data(set_key)
@@ -151,9 +163,7 @@ def _set_record(path: str, version: int, set_key: str, start: int, _entry: Model
         check_estimate(Estimate(work.forward() + (work.capture() if capture else 0.0),
                                 "one forward" + (" and every layer's q, k" if capture else "")),
                        work, subject="the forward of the set")
-    labels = inputs.set_labels(_entry, set_key)
-    forward = ForwardRecord(model, prepared.tensor, labels=None if labels is None else labels[start:stop],
-                            prepared=prepared, capture=capture, name="class")
+    forward = ForwardRecord(model, prepared.tensor, prepared=prepared, capture=capture, name="class")
     with lock:
         forward.logits  # runs it: the logits and, with capture, every layer's attention
     return forward
@@ -163,12 +173,12 @@ def set_rows(entry: ModelEntry, set_key: str, indices: Sequence[int]) -> Forward
     """The :class:`~infsa_viz.forward.ForwardRecord` of the set's images at ``indices`` (in that order),
     read from the set's one forward (its batches of :data:`BATCH` images, :func:`_set_record`): no forward
     of its own (where the set's attention was not captured, reading
-    :attr:`~infsa_viz.forward.ForwardRecord.attention` runs one on these images). Its target is the
-    prediction; its ``prepared`` is ``None`` (:func:`set_prepared` has each image's)."""
+    :attr:`~infsa_viz.forward.ForwardRecord.attention` runs one on these images). Its labels are unknown,
+    its target the prediction; its ``prepared`` is ``None`` (:func:`set_prepared` has each image's)."""
     batches: dict[int, list[int]] = {}
     for i in indices:
         batches.setdefault(int(i) - int(i) % BATCH, []).append(int(i))
-    joined = ForwardRecord.join([_set_record(entry.source, entry.version, set_key, start, entry).take(
+    joined = ForwardRecord.join([_set_record(entry.source, entry.version, set_key, start).take(
         [i - start for i in rows]) for start, rows in batches.items()])
     order = [i for rows in batches.values() for i in rows]
     position = {i: k for k, i in enumerate(order)}
@@ -177,13 +187,13 @@ def set_rows(entry: ModelEntry, set_key: str, indices: Sequence[int]) -> Forward
 
 def set_prepared(entry: ModelEntry, set_key: str, index: int) -> tuple[Prepared, int]:
     """``(prepared batch, row)``: how the model sees image ``index`` of a set in its one forward."""
-    record = _set_record(entry.source, entry.version, set_key, index - index % BATCH, entry)
+    record = _set_record(entry.source, entry.version, set_key, index - index % BATCH)
     return record.prepared, index % BATCH  # type: ignore[return-value]
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def _chunk_probabilities(path: str, version: int, set_key: str, start: int, _entry: ModelEntry) -> np.ndarray:
-    return _set_record(path, version, set_key, start, _entry).probabilities.float().numpy()
+def _chunk_probabilities(path: str, version: int, set_key: str, start: int) -> np.ndarray:
+    return _set_record(path, version, set_key, start).probabilities.float().numpy()
 
 
 def set_probabilities(entry: ModelEntry, set_key: str, stop: int | None = None) -> np.ndarray:
@@ -191,7 +201,7 @@ def set_probabilities(entry: ModelEntry, set_key: str, stop: int | None = None) 
     (default all), read from the set's one forward (:func:`_set_record`, :data:`BATCH` images a batch)."""
     n = len(inputs.set_data(set_key))
     stop = n if stop is None else min(stop, n)
-    return np.concatenate([_chunk_probabilities(entry.source, entry.version, set_key, s, entry)
+    return np.concatenate([_chunk_probabilities(entry.source, entry.version, set_key, s)
                            for s in range(0, stop, BATCH)])[:stop]
 
 
@@ -211,7 +221,7 @@ def first_all_correct(entries: list[ModelEntry], set_key: str) -> int | None:
     if not judged:
         return None
     for start in range(0, len(judged[0][1]), BATCH):
-        right = np.logical_and.reduce([_chunk_probabilities(e.source, e.version, set_key, start, e).argmax(-1)
+        right = np.logical_and.reduce([_chunk_probabilities(e.source, e.version, set_key, start).argmax(-1)
                                        == labels[start:start + BATCH] for e, labels in judged])
         if right.any():
             return start + int(np.argmax(right))

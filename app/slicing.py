@@ -80,7 +80,7 @@ def _chunk(path: str, version: int, set_key: str, start: int, stop: int, labels_
                               * len(data), names=data.names)
     protocol = EvalSettings(metrics=metrics, select="all", target=target)
     record = compute.set_rows(_entry, set_key, range(start, stop))  # the set's one forward, read
-    record = record.explaining(target=protocol.target)
+    record = record.explaining(target=protocol.target, labels=data.labels)
     with lock:
         records, _, _ = score_images(model, data, method, protocol=protocol, indices=list(range(start, stop)),
                                      options=json.loads(options_json), record=record)

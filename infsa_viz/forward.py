@@ -150,11 +150,13 @@ class ForwardRecord:
 
     # -- derived records ---------------------------------------------------------------------------
     def take(self, rows: Sequence[int] | np.ndarray) -> ForwardRecord:
-        """The record of the images at ``rows``: the same forward's logits, classes and attention (no
-        forward of its own when this record's has run; a forward not yet run runs on the rows only)."""
+        """The record of the images at ``rows``: the same forward's logits, classes and attention, and their
+        :class:`~infsa_viz.preprocess.Prepared` (no forward of its own when this record's has run; a forward
+        not yet run runs on the rows only)."""
         rows = np.asarray(rows, dtype=np.int64)
         index = torch.as_tensor(rows)
         out = ForwardRecord(self.model, self.inputs[index], labels=self.labels[rows], target=self.target,
+                            prepared=None if self.prepared is None else self.prepared.take(rows),
                             logits=None if self._logits is None else self._logits[index], capture=self._capture,
                             classes=None if self._classes is None else self._classes[index], name=self.name)
         if self._attention is not None:
@@ -162,11 +164,11 @@ class ForwardRecord:
         return out
 
     def explaining(self, classes: Tensor | np.ndarray | Sequence[int] | None = None, *,
-                   target: Any = None) -> ForwardRecord:
+                   target: Any = None, labels: Any = None) -> ForwardRecord:
         """The same forward (its logits and attention: no forward of its own once this record's has run),
         explaining and scoring ``classes`` ``(B,)``, or without them ``target`` resolved anew (default:
-        this record's target)."""
-        out = ForwardRecord(self.model, self.inputs, labels=self.labels,
+        this record's target), against ``labels`` ``(B,)`` (``-1`` where unknown; default: this record's)."""
+        out = ForwardRecord(self.model, self.inputs, labels=self.labels if labels is None else labels,
                             target=self.target if target is None else target, prepared=self.prepared,
                             logits=self._logits, classes=None if classes is None else torch.as_tensor(np.asarray(classes)),
                             name=self.name)

@@ -160,6 +160,11 @@ class Prepared:
     display: list[np.ndarray]
     scales: np.ndarray
 
+    def take(self, rows: Sequence[int] | np.ndarray) -> Prepared:
+        """The images at ``rows``, as prepared (no preprocessing runs again)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        return Prepared(self.tensor[torch.as_tensor(rows)], [self.display[int(i)] for i in rows], self.scales[rows])
+
     def boxes(self, index: int, boxes: Any) -> np.ndarray:
         """Boxes ``(K, 4)`` ``(x0, y0, x1, y1)`` in pixels of source image ``index`` → pixels of
         the model's input, rounded outwards (start floored, end ceiled) and clipped to the image."""

@@ -177,3 +177,22 @@ def test_join_refuses_records_of_other_models_or_targets(model, make_config):
         ForwardRecord.join([forward_record(model, x), forward_record(other, x)])
     with pytest.raises(ValueError, match="one model, one target"):
         ForwardRecord.join([forward_record(model, x), forward_record(model, x, target="label", labels=[0, 1])])
+
+
+def test_take_keeps_the_prepared_rows_and_explaining_takes_other_labels(model):
+    """A part of a record keeps how its images were prepared (display pixels, box mapping), and the same
+    forward explains against other labels with no forward."""
+    images = _images(3)
+    record = forward_record(model, images, labels=[-1, -1, -1], target="label")
+    record.logits
+    alone = prepare(model, images[[2]])
+    with counting(model) as forwards:
+        part = record.take([2])
+        relabelled = part.explaining(labels=[1], target="label")
+        assert relabelled.labels.tolist() == [1] and relabelled.explained.tolist() == [1]
+        assert part.explained.tolist() == [int(record.predicted[2])]  # unknown label: the prediction
+    assert forwards.total == 0
+    torch.testing.assert_close(part.prepared.tensor, alone.tensor)
+    np.testing.assert_array_equal(part.prepared.display[0], alone.display[0])
+    np.testing.assert_array_equal(part.prepared.scales, alone.scales)
+    assert relabelled.prepared is part.prepared
