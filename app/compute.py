@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -46,6 +47,8 @@ if "OMP_NUM_THREADS" not in os.environ:
 
 #: Images per forward pass of a whole set (one cached record each, :func:`_set_record`).
 BATCH = 64
+#: A whole-set forward of more batches than this shows a progress bar with the time left.
+PROGRESS_AFTER_BATCHES = 2
 #: The most memory the captured attention of one model on one whole set may take (see :func:`_set_captures`).
 SET_ATTENTION_BYTES = 1 << 30
 # ---------------------------------------------------------------------------- model inputs
@@ -201,8 +204,24 @@ def set_probabilities(entry: ModelEntry, set_key: str, stop: int | None = None) 
     (default all), read from the set's one forward (:func:`_set_record`, :data:`BATCH` images a batch)."""
     n = len(inputs.set_data(set_key))
     stop = n if stop is None else min(stop, n)
-    return np.concatenate([_chunk_probabilities(entry.source, entry.version, set_key, s)
-                           for s in range(0, stop, BATCH)])[:stop]
+    starts = range(0, stop, BATCH)
+    bar = st.empty() if len(starts) > PROGRESS_AFTER_BATCHES else None
+    begun, chunks = time.monotonic(), []
+    for done, start in enumerate(starts):
+        if bar is not None and done:  # cached batches pass in a blink; a real model's show the time left
+            spent = time.monotonic() - begun
+            left = spent / done * (len(starts) - done)
+            bar.progress(done / len(starts), text=f"{entry.name}: {min(done * BATCH, stop)} of {stop} images "
+                                                  f"classified, about {_duration(left)} left")
+        chunks.append(_chunk_probabilities(entry.source, entry.version, set_key, start))
+    if bar is not None:
+        bar.empty()
+    return np.concatenate(chunks)[:stop]
+
+
+def _duration(seconds: float) -> str:
+    """``seconds`` for people: ``"40 s"``, ``"3 min"``."""
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
 
 
 def misclassified(entry: ModelEntry, set_key: str) -> np.ndarray:
