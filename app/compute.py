@@ -74,10 +74,10 @@ def _forward(path: str, version: int, image_key: str, _image: ImageChoice) -> Fo
     label = [-1 if _image.label is None else _image.label]
     forward = None
     if _image.set_key is not None and _image.index is not None and inputs.input_config(model, _image) is \
-            model.config and _set_captures(path, version, _image.set_key):  # its set's record, read
+            model.config and _set_captures(path, version, _image.set_key, inputs.set_spec(_image.set_key)):  # its set's record, read
         start = _image.index - _image.index % BATCH
         try:
-            forward = _set_record(path, version, _image.set_key, start).take([_image.index - start])
+            forward = _set_record(path, version, _image.set_key, inputs.set_spec(_image.set_key), start).take([_image.index - start])
             forward = forward.explaining(labels=label)
         except ValueError:  # the set's batch does not fit in memory: this image alone may
             forward = None
@@ -140,7 +140,7 @@ def class_index(entry: ModelEntry, image: ImageChoice, target: targets.Target) -
 
 # ------------------------------------------------------------------------- whole image sets
 @st.cache_data(show_spinner=False, max_entries=64)
-def _set_captures(path: str, version: int, set_key: str) -> bool:
+def _set_captures(path: str, version: int, set_key: str, spec: str) -> bool:
     """Whether the forward of a whole set captures its attention: when every image's ``q`` and ``k``
     (:meth:`~infsa_viz.estimate.Workload.capture`) fit in :data:`SET_ATTENTION_BYTES` and a quarter of the
     memory available (the shipped models on the 2000-image test split: about 150 MB)."""
@@ -150,7 +150,7 @@ def _set_captures(path: str, version: int, set_key: str) -> bool:
 
 
 @st.cache_resource(show_spinner=False, max_entries=256)  # a 2000-image set is 32 of them
-def _set_record(path: str, version: int, set_key: str, start: int) -> ForwardRecord:
+def _set_record(path: str, version: int, set_key: str, spec: str, start: int) -> ForwardRecord:
     """The one forward of the model on images ``start … start + BATCH`` of a set, as it sees them (its
     own preprocessing), attention captured as it goes where the whole set's fits (:func:`_set_captures`):
     every page reads its logits and attention, the single-image pages too where it captured (a resource:
@@ -160,7 +160,7 @@ def _set_record(path: str, version: int, set_key: str, start: int) -> ForwardRec
     data = inputs.set_data(set_key)
     stop = min(start + BATCH, len(data))
     prepared = prepare(model.config, data.images[start:stop])
-    capture = _set_captures(path, version, set_key)
+    capture = _set_captures(path, version, set_key, spec)
     work = Workload.of(model, prepared.tensor)
     if work is not None:  # refused before anything is allocated, as every map and metric is
         check_estimate(Estimate(work.forward() + (work.capture() if capture else 0.0),
@@ -181,7 +181,7 @@ def set_rows(entry: ModelEntry, set_key: str, indices: Sequence[int]) -> Forward
     batches: dict[int, list[int]] = {}
     for i in indices:
         batches.setdefault(int(i) - int(i) % BATCH, []).append(int(i))
-    joined = ForwardRecord.join([_set_record(entry.source, entry.version, set_key, start).take(
+    joined = ForwardRecord.join([_set_record(entry.source, entry.version, set_key, inputs.set_spec(set_key), start).take(
         [i - start for i in rows]) for start, rows in batches.items()])
     order = [i for rows in batches.values() for i in rows]
     position = {i: k for k, i in enumerate(order)}
@@ -190,13 +190,13 @@ def set_rows(entry: ModelEntry, set_key: str, indices: Sequence[int]) -> Forward
 
 def set_prepared(entry: ModelEntry, set_key: str, index: int) -> tuple[Prepared, int]:
     """``(prepared batch, row)``: how the model sees image ``index`` of a set in its one forward."""
-    record = _set_record(entry.source, entry.version, set_key, index - index % BATCH)
+    record = _set_record(entry.source, entry.version, set_key, inputs.set_spec(set_key), index - index % BATCH)
     return record.prepared, index % BATCH  # type: ignore[return-value]
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def _chunk_probabilities(path: str, version: int, set_key: str, start: int) -> np.ndarray:
-    return _set_record(path, version, set_key, start).probabilities.float().numpy()
+def _chunk_probabilities(path: str, version: int, set_key: str, spec: str, start: int) -> np.ndarray:
+    return _set_record(path, version, set_key, spec, start).probabilities.float().numpy()
 
 
 def set_probabilities(entry: ModelEntry, set_key: str, stop: int | None = None) -> np.ndarray:
@@ -213,7 +213,7 @@ def set_probabilities(entry: ModelEntry, set_key: str, stop: int | None = None) 
             left = spent / done * (len(starts) - done)
             bar.progress(done / len(starts), text=f"{entry.name}: {min(done * BATCH, stop)} of {stop} images "
                                                   f"classified, about {_duration(left)} left")
-        chunks.append(_chunk_probabilities(entry.source, entry.version, set_key, start))
+        chunks.append(_chunk_probabilities(entry.source, entry.version, set_key, inputs.set_spec(set_key), start))
     if bar is not None:
         bar.empty()
     return np.concatenate(chunks)[:stop]
@@ -239,8 +239,9 @@ def first_all_correct(entries: list[ModelEntry], set_key: str) -> int | None:
     judged = [(e, labels) for e in entries if (labels := inputs.set_labels(e, set_key)) is not None]
     if not judged:
         return None
+    spec = inputs.set_spec(set_key)
     for start in range(0, len(judged[0][1]), BATCH):
-        right = np.logical_and.reduce([_chunk_probabilities(e.source, e.version, set_key, start).argmax(-1)
+        right = np.logical_and.reduce([_chunk_probabilities(e.source, e.version, set_key, spec, start).argmax(-1)
                                        == labels[start:start + BATCH] for e, labels in judged])
         if right.any():
             return start + int(np.argmax(right))
@@ -343,7 +344,7 @@ def explain(entry: ModelEntry, image: ImageChoice, method: str, options: dict[st
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def _set_views(path: str, version: int, set_key: str, indices: tuple[int, ...], method: str, options_json: str,
+def _set_views(path: str, version: int, set_key: str, spec: str, indices: tuple[int, ...], method: str, options_json: str,
                labelled: bool, _entry: ModelEntry) -> list[MapView]:
     _, lock = catalog.model_at(path, version)
     data = inputs.set_data(set_key)
@@ -365,7 +366,7 @@ def set_views(entry: ModelEntry, set_key: str, indices: list[int], method: str,
               options: dict[str, Any]) -> list[MapView]:
     """Maps of many images of a set in one batch, read from the set's one forward (:func:`set_rows`;
     class-explaining methods explain the prediction); the set's boxes only for a model that belongs to it."""
-    return _set_views(entry.source, entry.version, set_key, tuple(indices), method, json.dumps(options, sort_keys=True),
+    return _set_views(entry.source, entry.version, set_key, inputs.set_spec(set_key), tuple(indices), method, json.dumps(options, sort_keys=True),
                       inputs.belongs(entry, set_key), entry)
 
 

@@ -156,15 +156,17 @@ def _relative(name: str, root: Path) -> str:
         return Path(name).name
 
 
-def _spec(key: str) -> str:
-    """The library's data spec of a set key: a benchmark's name, or ``folder:PATH`` on this server."""
+def set_spec(key: str) -> str:
+    """The library's data spec of a set key: a benchmark's name, or ``folder:PATH`` on this server. Caches
+    of a set's results key on it beside the set key: one short name may name another folder on the next
+    server, or in the next test."""
     return FOLDER_PREFIX + str(folder_path(key)) if _is_folder(key) else key
 
 
 def set_data(key: str) -> LabelledImages:
     """The images of a set (read once per server; a folder's image names relative to it);
     ``ValueError`` when a folder cannot be read or is not one this server was started with."""
-    found = _set_data(key, _spec(key))
+    found = _set_data(key, set_spec(key))
     if found.data is None:
         raise ValueError(f"{set_title(key)}: {found.error}")
     return found.data
@@ -172,19 +174,19 @@ def set_data(key: str) -> LabelledImages:
 
 def set_classes(key: str) -> tuple[str, ...]:
     """The class names of a set's labels."""
-    return _set_data(key, _spec(key)).classes
+    return _set_data(key, set_spec(key)).classes
 
 
 def set_objects(key: str) -> str | None:
     """What a set's images carry beyond their labels, as its data source declares it: ``"scenes"`` (a target
     and distractors, each with a box), ``"boxes"`` (target boxes) or ``None``."""
-    return _set_data(key, _spec(key)).objects
+    return _set_data(key, set_spec(key)).objects
 
 
 def own_labels(key: str) -> bool:
     """Whether a set's labels are classes of its own (a benchmark: they speak of the models trained on
     it), not a model's class names (a folder: they speak of every model naming its classes)."""
-    return not _set_data(key, _spec(key)).model_labels
+    return not _set_data(key, set_spec(key)).model_labels
 
 
 def class_names(entry: ModelEntry) -> tuple[str, ...]:

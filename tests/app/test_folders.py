@@ -9,6 +9,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
+import torch
 
 from tests.app.conftest import PHOTO_CLASSES
 from tests.app.test_apptest import _app, _details, _ok, _shown
@@ -105,3 +106,28 @@ def test_a_registered_layout_is_an_image_set_of_the_app(csv_layout, csv_folder, 
         _ok(at)
         details = _details(at)
         assert [details[m.label]["target"] for m in shipped_models] == [label] * len(shipped_models), details
+
+
+def test_a_short_name_reused_for_another_folder_reads_that_folders_forward(app, shipped_models, tmp_path,
+                                                                           monkeypatch):
+    """A set's cached forward is keyed by the folder a short name names on this server, not the name alone:
+    a second folder called ``photos`` (another server, or the next test in one process) with more images
+    is read whole (CI failed on ``index 2 is out of bounds`` when the name alone was the key)."""
+    rng = np.random.default_rng(2)
+    folders = []
+    for copy, n in (("one", 2), ("two", 4)):
+        folder = tmp_path / copy / "photos"
+        (folder / "car").mkdir(parents=True)
+        for i in range(n):
+            ok, data = cv2.imencode(".png", rng.integers(0, 255, (40, 50, 3), dtype=np.uint8))
+            assert ok
+            (folder / "car" / f"{i}.png").write_bytes(data.tobytes())
+        folders.append(folder)
+    entry = app.catalog.model_entry(shipped_models[0].path)
+    firsts = []
+    for folder, n in zip(folders, (2, 4)):
+        monkeypatch.setenv("INFSA_VIZ_DATA", f"folder:{folder}")
+        record = app.compute.set_rows(entry, "folder:photos", list(range(n)))
+        assert len(record) == n
+        firsts.append(record.logits[0])
+    assert not torch.equal(firsts[0], firsts[1])  # each folder's own first image

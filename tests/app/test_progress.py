@@ -26,7 +26,7 @@ def test_a_set_forward_of_many_batches_shows_progress_and_time_left(app, monkeyp
     bars: list[_Bar] = []
     monkeypatch.setattr(compute.inputs, "set_data", lambda key: range(n))
     monkeypatch.setattr(compute, "_chunk_probabilities",
-                        lambda path, version, key, start: np.full((min(compute.BATCH, n - start), classes), start,
+                        lambda path, version, key, spec, start: np.full((min(compute.BATCH, n - start), classes), start,
                                                                   np.float32))
     monkeypatch.setattr(compute.st, "empty", lambda: bars.append(_Bar()) or bars[-1])
     entry = SimpleNamespace(source="m", version=0, name="vit-b16")
