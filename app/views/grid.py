@@ -31,7 +31,10 @@ compact = st.toggle("Compact", key="grid_compact", help="small tiles: the whole 
 names = {e.path: inputs.class_names(e) for e in catalog.loaded(sel.models)}
 st.caption(f"{safe.md(sel.image.source)}; layer and head from the sidebar where a method reads one layer; "
            f"class-explaining methods explain {safe.md(targets.describe(sel.target, list(names.values())))}.")
-widths = [1.3] + [1] * len(sel.models)
+#: At least this many model columns: one model's tiles take a column of a three-column row, not the rest
+#: of the page (a screenshot at 1280 x 800 showed one model's maps at 43 % of the width).
+MIN_MODEL_COLUMNS = 2
+widths = [1.3] + [1] * len(sel.models) + [1] * max(0, MIN_MODEL_COLUMNS - len(sel.models))
 header = st.container(key="grid_header").columns(widths)
 header[0].markdown("**method**")
 for column, entry in zip(header[1:], sel.models):

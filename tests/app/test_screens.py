@@ -1,6 +1,6 @@
 """What the pages' screenshots at 1280 × 800 showed wrong once (AppTest): one model's overlay at the
-whole width on the side-by-side page, the token table's values at mixed precision, and the discount's
-source written twice ("γ = 0.9 (0.9 (the layer learns no rho))")."""
+whole width on the side-by-side page and at 43 % of it on Methods × models, the token table's values at
+mixed precision, and the discount's source written twice ("γ = 0.9 (0.9 (the layer learns no rho))")."""
 
 from __future__ import annotations
 
@@ -33,3 +33,13 @@ def test_the_discount_is_said_once_and_the_token_table_has_one_precision(shipped
     config = json.loads(table.proto.columns)  # the column configuration
     assert {k: v["type_config"]["format"] for k, v in config.items() if "type_config" in v} == {
         name: "%.4f" for name in table.value.columns if name != "layer"}
+
+
+def test_one_models_grid_leaves_a_column_empty(shipped_models):
+    at = _app()
+    at.query_params.update(models=shipped_models[0].name)
+    at.run()
+    at.switch_page("views/grid.py").run()
+    _ok(at)
+    rows = [c for c in at.main.columns if any(type(x).__name__ == "Image" for x in c.children.values())]
+    assert rows and all(c.proto.weight <= 1 / 3 for c in rows)  # one of three columns beside the method's
