@@ -54,6 +54,9 @@ CSS = """<style>
   [data-testid="stMain"] [data-testid="stColumn"] {min-width: min(220px, 100%); flex-grow: 1;}
 }
 [data-tag] {max-width: 100% !important; height: auto !important;}  /* chosen model names whole (a title too) */
+[data-testid="stMultiSelect"] .react-aria-ComboBox > div {max-height: none !important; height: auto !important;}
+[data-testid="stMultiSelect"] .react-aria-ComboBox > div > div:first-child {  /* every chosen chip in sight */
+  flex-wrap: wrap !important; overflow: visible !important; height: auto !important;}
 [data-tag] > span[title] {max-width: none !important; white-space: normal !important; overflow-wrap: anywhere;
   text-overflow: clip !important; overflow: visible !important;}
 .st-key-grid_header, .st-key-grid_tiles, .st-key-grid_compact_tiles {container-type: inline-size;}

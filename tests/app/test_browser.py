@@ -135,6 +135,14 @@ LAYOUT_JS = """() => {
     // model names (the sidebar's chosen models, captions): whole, or whole on hover (a title)
     names: [...document.querySelectorAll('[data-tag] > span, [data-testid="stImageCaption"]')]
       .filter(e => shown(e) && e.scrollWidth > e.clientWidth + 1 && !e.closest('[title]')).map(e => e.innerText),
+    // chosen options of a multiselect: each chip whole inside its box (none scrolled out of sight)
+    chips: [...document.querySelectorAll('[data-testid="stMultiSelect"] [data-tag]')].filter(shown).filter(c => {
+      const widget = c.closest('[data-testid="stMultiSelect"]');
+      let box = widget.getBoundingClientRect();  // the widget, or the innermost box that clips its chips
+      for (let p = c.parentElement; p && p !== widget; p = p.parentElement)
+        if (getComputedStyle(p).overflowX !== 'visible') { box = p.getBoundingClientRect(); break; }
+      const r = c.getBoundingClientRect();
+      return r.right > box.right + 1 || r.left < box.left - 1 || r.bottom > box.bottom + 1; }).map(e => e.innerText),
     sidebar: (() => { const s = document.querySelector('[data-testid="stSidebar"]');
       return s ? {collapsed: s.getAttribute('data-collapsed'), width: s.getBoundingClientRect().width} : null; })(),
     mainWidth: main.clientWidth,
@@ -166,7 +174,8 @@ def _assert_fits(page, what: str) -> dict:
     """No horizontal scroll of the page or of Streamlit's inner pane, nothing past the pane's edge
     outside a scrolling element; every image inside its column, at least 120 px wide, none
     overlapping another; colour-bar text at least 12 px inside its bar, with a tick between the
-    ends; no elided figure."""
+    ends; no elided figure; every chosen option of a multiselect in sight (the Slice page's metrics
+    once scrolled out of a one-line box)."""
     layout = page.evaluate(LAYOUT_JS)
     width, client = layout["scroll"]
     assert width <= client, f"{what}: the page scrolls horizontally ({width} > {client} px)"
@@ -187,6 +196,7 @@ def _assert_fits(page, what: str) -> dict:
         assert bar["ticks"] >= 3 and not bar["overflow"] and not bar["touching"], f"{what}: colour bar {bar}"
     assert not layout["elided"], f"{what}: figures cut short {layout['elided']}"
     assert not layout["names"], f"{what}: names cut short with no title to read them whole: {layout['names'][:3]}"
+    assert not layout["chips"], f"{what}: chosen options out of sight in their box: {layout['chips'][:3]}"
     return layout
 
 
