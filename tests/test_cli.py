@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from infsa_viz import __version__
 from infsa_viz.cli import COMMANDS, main
 from infsa_viz.model import VisionTransformer, save_model
@@ -49,6 +51,7 @@ def test_info_prints_config_and_rho(capsys, tmp_path, make_config):
     assert info["rho"] == [[0.5, 0.5], [0.5, 0.5]]
 
 
+@pytest.mark.slow  # end to end: the fast loop (-m 'not slow') stays under 3 min
 def test_console_script_entry_point_runs_as_module():
     proc = subprocess.run([sys.executable, "-m", "infsa_viz", "--help"], capture_output=True, text=True)
     assert proc.returncode == 0 and "info" in proc.stdout

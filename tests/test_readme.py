@@ -72,6 +72,7 @@ def test_the_python_snippet_runs():
     assert box.startswith("box PR-AUC ") and 0 <= float(box.split()[-1]) <= 1
 
 
+@pytest.mark.slow  # end to end: the fast loop (-m 'not slow') stays under 3 min
 @pytest.mark.parametrize("command", [c for c in _commands() if c.startswith("infsa-viz ")])
 def test_each_command_line_example_runs(command, tmp_path):
     argv = [a.replace("models/", f"{ROOT}/models/") if a.startswith("models/") or ",models/" in a else a

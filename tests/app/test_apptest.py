@@ -145,6 +145,7 @@ def test_spectral_page_renders_and_switches_matrix(shipped_models):
     assert sum("absorbing-chain reading holds on" in _shown(c.value) for c in at.caption) == len(shipped_models)
 
 
+@pytest.mark.slow  # end to end: the fast loop (-m 'not slow') stays under 3 min
 def test_curves_page_renders_and_follows_the_image():
     at = _app().run()
     at.switch_page("views/curves.py").run()

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from typing import Iterator
 
 import numpy as np
+import pytest
 import torch
 
 from infsa_viz import load_model
@@ -78,6 +79,7 @@ def _per_image(monkeypatch, images: torch.Tensor) -> Iterator[_PerImage]:
         handle.remove()
 
 
+@pytest.mark.slow  # end to end: the fast loop (-m 'not slow') stays under 3 min
 def test_every_page_reads_one_forward_per_model_and_image(shipped_models, monkeypatch, app):
     """Every page, with methods that read attention (attention, visits) and a gradient one (saliency),
     for one model on one image of the set: that image went through the model in one clean forward (its
@@ -105,6 +107,7 @@ def test_every_page_reads_one_forward_per_model_and_image(shipped_models, monkey
     assert clean.max() == 1 and captured.max() == 1, (np.flatnonzero(clean > 1), np.flatnonzero(captured > 1))
 
 
+@pytest.mark.slow  # end to end: the fast loop (-m 'not slow') stays under 3 min
 def test_the_set_pages_read_one_forward_per_model_and_image_set(shipped_models, monkeypatch, app):
     """The pages of a whole set (gallery, slice) and the sidebar's set browsing, with a method that reads
     attention (visits) and a gradient one (saliency): every image of the set goes through the model once,

@@ -73,6 +73,7 @@ def test_a_hostile_link_falls_back_with_notices_on_every_page(page, kind, outsid
     assert not leaks, leaks
 
 
+@pytest.mark.slow  # end to end: the fast loop (-m 'not slow') stays under 3 min
 def test_a_hostile_model_folder_and_class_names_are_shown_as_text(tmp_path, monkeypatch, shipped_models):
     transformers = pytest.importorskip("transformers")
     import torch

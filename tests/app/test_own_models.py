@@ -103,6 +103,7 @@ def test_a_letterbox_is_explained_for_the_centre_cropping_models(at, own_models)
     assert len(warnings) == len(set(warnings))  # each warning once per upload
 
 
+@pytest.mark.slow  # end to end: the fast loop (-m 'not slow') stays under 3 min
 def test_the_gallery_of_a_model_not_trained_on_the_set_filters_by_prediction(at, own_models):
     at.switch_page("views/gallery.py").run()
     at.selectbox(key="gallery_model").set_value(str(own_models.vit.resolve())).run()

@@ -3,6 +3,8 @@ values that do not fit the app are ignored."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.app.test_apptest import _app, _captions, _details, _ok, _shown
 
 
@@ -98,6 +100,7 @@ def _round_trip(page: str, changes, check) -> None:
     assert check(copy), dict(copy.query_params)
 
 
+@pytest.mark.slow  # end to end: the fast loop (-m 'not slow') stays under 3 min
 def test_every_pages_own_state_is_in_the_link(shipped_models):
     _round_trip("grid", [lambda at: at.multiselect(key="grid_methods").set_value(["visits", "saliency"]),
                          lambda at: at.toggle(key="grid_compact").set_value(False)],

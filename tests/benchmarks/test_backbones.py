@@ -49,6 +49,7 @@ def test_every_map_is_timed_beside_the_softmax_floor_with_the_estimate(photos, m
     assert floor["x_floor"]["map"] == 1.0
 
 
+@pytest.mark.slow  # end to end: the fast loop (-m 'not slow') stays under 3 min
 def test_the_linalg_matrix_tells_a_pass_from_a_failure_and_a_hang(monkeypatch):
     """Each case in its own interpreter: a passing call, a failing one and one that outlives its limit."""
     from benchmarks import linalg

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from benchmarks import BENCH_COMMANDS
 from infsa_viz.cli import COMMANDS
 
@@ -33,6 +35,7 @@ def test_help_lists_every_command():
     assert [name for name in BENCH_COMMANDS if name not in proc.stdout] == []
 
 
+@pytest.mark.slow  # end to end: the fast loop (-m 'not slow') stays under 3 min
 def test_command_help_and_usage_errors():
     proc = _run("maps", "--help")
     assert proc.returncode == 0 and "--sides" in proc.stdout and "--threads" in proc.stdout

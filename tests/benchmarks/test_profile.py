@@ -22,6 +22,7 @@ def test_largest_completed_picks_the_largest_ok_model_case_per_variant():
         largest_completed(report, shape="other")
 
 
+@pytest.mark.slow  # end to end: the fast loop (-m 'not slow') stays under 3 min
 def test_profile_forward_ranks_operators_by_self_time():
     row = profile_forward("pure_infsa", 64, top=5)
     assert row["tokens"] == 65 and len(row["top_ops"]) == 5

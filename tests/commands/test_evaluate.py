@@ -149,6 +149,7 @@ def test_target_option_and_per_image_records(tmp_path, models):
     assert main([*base, "--target", "first", "--out", str(out)]) == 2
 
 
+@pytest.mark.slow  # end to end: the fast loop (-m 'not slow') stays under 3 min
 def test_the_estimate_comes_before_work_and_progress_after_each_chunk(tmp_path, models):
     """Issue 43: ``evaluate -v`` prints the job's estimate before any image is scored, then one line per finished
     chunk and method with the time left at that pace."""

@@ -172,6 +172,7 @@ def test_every_cli_command_that_reads_data_reads_it(squares_models, tmp_path):
                  "--out", str(tmp_path / "y.png")]) == 2
 
 
+@pytest.mark.slow  # end to end: the fast loop (-m 'not slow') stays under 3 min
 def test_the_seed_scripts_read_it(squares_models, tmp_path, monkeypatch):
     from scripts import meta_evaluation, morf_ceiling
 

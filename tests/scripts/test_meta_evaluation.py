@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from infsa_viz.model import VisionTransformer, ViTConfig, save_model
 from scripts import meta_evaluation
 
 
+@pytest.mark.slow  # end to end: the fast loop (-m 'not slow') stays under 3 min
 def test_meta_evaluates_each_model_once_and_summarises(tmp_path, monkeypatch):
     seeds = tmp_path / "seeds"
     for variant in ("softmax", "pure_infsa"):
