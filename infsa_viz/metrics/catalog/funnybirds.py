@@ -105,7 +105,8 @@ class TargetSensitivityCheck(Metric):
             "share_B(target)] + [share_B(distractor) > share_A(distractor)]) / 2, shares of positive map mass")
     figures = (Figure("target_sensitivity", "target sensitivity", True, "share of checks", images="scored",
                       percent=True, ranked=False,
-                      description="the map of each class weighs that class's digit more than the other map"),)
+                      description="the map of each class weighs that class's object (target or distractor) "
+                                  "more than the other map"),)
     settings = (SUBSAMPLE,)
     subset = "subsample"
     count = "n_target_sensitivity"
