@@ -232,3 +232,16 @@ def test_quality_of_several_groups_is_kept_per_group():
                      "softmax · p100": {"seeds": [0, 1], "variant": "softmax", "group": "s/p100"}}
     one = verdict.by_variant({"s/softmax": {"seeds": [0]}}, {"s/softmax": "softmax"})
     assert list(one) == ["softmax"] and one["softmax"]["group"] == "s"
+
+
+def test_every_verdict_benchmark_is_a_registered_source_with_scenes():
+    """The verdict's list names its protocol (images, groups, options); what each benchmark *is* comes from
+    the data-source registry, which every entry must name (its maps are scored on exact object masks)."""
+    from infsa_viz.data.sources import data_source
+    from scripts.verdict_benchmarks import RETIRED, VERDICT_BENCHMARKS
+
+    for entry in VERDICT_BENCHMARKS.values():
+        source = data_source(entry.data)
+        assert source.objects == "scenes" and "test" in source.splits, entry
+        assert entry.n_images <= source.size and entry.greedy_images <= entry.n_images, entry
+    assert not set(RETIRED) & set(VERDICT_BENCHMARKS)
