@@ -139,6 +139,7 @@ LAYOUT_JS = """() => {
     chips: [...document.querySelectorAll('[data-testid="stMultiSelect"] [data-tag]')].filter(shown).filter(c => {
       const widget = c.closest('[data-testid="stMultiSelect"]');
       let box = widget.getBoundingClientRect();  // the widget, or the innermost box that clips its chips
+      if (box.right <= 0 || box.left >= window.innerWidth) return false;  // in a collapsed sidebar
       for (let p = c.parentElement; p && p !== widget; p = p.parentElement)
         if (getComputedStyle(p).overflowX !== 'visible') { box = p.getBoundingClientRect(); break; }
       const r = c.getBoundingClientRect();
