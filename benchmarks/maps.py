@@ -16,7 +16,7 @@ import resource
 import subprocess
 import sys
 import time
-from typing import Any
+from typing import Any, Sequence
 
 from infsa_viz.model import VARIANTS
 from infsa_viz.progress import progress
@@ -101,8 +101,10 @@ def _run_child(spec: dict[str, Any], time_limit_s: float) -> dict[str, Any]:
 
 def run_map_benchmark(*, variants: tuple[str, ...] = VARIANTS,
                       sides: tuple[int, ...] = (256, 512, 1024, 2048), threads: int = 2,
-                      time_limit_s: float = 120.0, memory_gb: float = 16.0, on_case=None) -> list[dict[str, Any]]:
-    """Every variant × :func:`map_cases` entry at every side; a case that fails is skipped at larger sides.
+                      time_limit_s: float = 120.0, memory_gb: float = 16.0, methods: Sequence[str] | None = None,
+                      on_case=None) -> list[dict[str, Any]]:
+    """Every variant × :func:`map_cases` entry (of ``methods`` only, when given) at every side; a case that
+    fails is skipped at larger sides.
 
     Returns:
         One row per (variant, method, options, side): ``status`` (``ok``, ``oom``, ``timeout``,
@@ -113,7 +115,8 @@ def run_map_benchmark(*, variants: tuple[str, ...] = VARIANTS,
     from infsa_viz.maps import METHODS
 
     rows: list[dict[str, Any]] = []
-    plan = [(variant, method, options) for variant in variants for method, options in map_cases()]
+    plan = [(variant, method, options) for variant in variants for method, options in map_cases()
+            if methods is None or method in methods]
     for variant, method, options in progress(plan, desc="maps", unit="method"):
         failed = None
         for side in sides:
