@@ -74,10 +74,10 @@ def _forward(path: str, version: int, image_key: str, _image: ImageChoice) -> Fo
     label = [-1 if _image.label is None else _image.label]
     forward = None
     if _image.set_key is not None and _image.index is not None and inputs.input_config(model, _image) is \
-            model.config and _set_captures(path, version, _image.set_key, inputs.set_spec(_image.set_key)):  # its set's record, read
+            model.config and _set_captures(path, version, *_set(_image.set_key)):  # its set's record, read
         start = _image.index - _image.index % BATCH
         try:
-            forward = _set_record(path, version, _image.set_key, inputs.set_spec(_image.set_key), start).take([_image.index - start])
+            forward = _set_record(path, version, *_set(_image.set_key), start).take([_image.index - start])
             forward = forward.explaining(labels=label)
         except ValueError:  # the set's batch does not fit in memory: this image alone may
             forward = None
@@ -139,6 +139,12 @@ def class_index(entry: ModelEntry, image: ImageChoice, target: targets.Target) -
 
 
 # ------------------------------------------------------------------------- whole image sets
+def _set(set_key: str) -> tuple[str, str]:
+    """``(set key, spec)``: what every cache of a set's results is keyed by (:func:`inputs.set_spec`: one
+    short name may name another folder on the next server, or in the next test)."""
+    return set_key, inputs.set_spec(set_key)
+
+
 @st.cache_data(show_spinner=False, max_entries=64)
 def _set_captures(path: str, version: int, set_key: str, spec: str) -> bool:
     """Whether the forward of a whole set captures its attention: when every image's ``q`` and ``k``
@@ -181,8 +187,9 @@ def set_rows(entry: ModelEntry, set_key: str, indices: Sequence[int]) -> Forward
     batches: dict[int, list[int]] = {}
     for i in indices:
         batches.setdefault(int(i) - int(i) % BATCH, []).append(int(i))
-    joined = ForwardRecord.join([_set_record(entry.source, entry.version, set_key, inputs.set_spec(set_key), start).take(
-        [i - start for i in rows]) for start, rows in batches.items()])
+    key = _set(set_key)
+    joined = ForwardRecord.join([_set_record(entry.source, entry.version, *key, start).take([i - start for i in rows])
+                                 for start, rows in batches.items()])
     order = [i for rows in batches.values() for i in rows]
     position = {i: k for k, i in enumerate(order)}
     return joined if order == list(indices) else joined.take([position[int(i)] for i in indices])
@@ -190,7 +197,7 @@ def set_rows(entry: ModelEntry, set_key: str, indices: Sequence[int]) -> Forward
 
 def set_prepared(entry: ModelEntry, set_key: str, index: int) -> tuple[Prepared, int]:
     """``(prepared batch, row)``: how the model sees image ``index`` of a set in its one forward."""
-    record = _set_record(entry.source, entry.version, set_key, inputs.set_spec(set_key), index - index % BATCH)
+    record = _set_record(entry.source, entry.version, *_set(set_key), index - index % BATCH)
     return record.prepared, index % BATCH  # type: ignore[return-value]
 
 
@@ -206,6 +213,7 @@ def set_probabilities(entry: ModelEntry, set_key: str, stop: int | None = None) 
     stop = n if stop is None else min(stop, n)
     starts = range(0, stop, BATCH)
     bar = st.empty() if len(starts) > PROGRESS_AFTER_BATCHES else None
+    key = _set(set_key)
     begun, chunks = time.monotonic(), []
     for done, start in enumerate(starts):
         if bar is not None and done:  # cached batches pass in a blink; a real model's show the time left
@@ -213,7 +221,7 @@ def set_probabilities(entry: ModelEntry, set_key: str, stop: int | None = None) 
             left = spent / done * (len(starts) - done)
             bar.progress(done / len(starts), text=f"{entry.name}: {min(done * BATCH, stop)} of {stop} images "
                                                   f"classified, about {_duration(left)} left")
-        chunks.append(_chunk_probabilities(entry.source, entry.version, set_key, inputs.set_spec(set_key), start))
+        chunks.append(_chunk_probabilities(entry.source, entry.version, *key, start))
     if bar is not None:
         bar.empty()
     return np.concatenate(chunks)[:stop]
@@ -239,9 +247,9 @@ def first_all_correct(entries: list[ModelEntry], set_key: str) -> int | None:
     judged = [(e, labels) for e in entries if (labels := inputs.set_labels(e, set_key)) is not None]
     if not judged:
         return None
-    spec = inputs.set_spec(set_key)
+    key = _set(set_key)
     for start in range(0, len(judged[0][1]), BATCH):
-        right = np.logical_and.reduce([_chunk_probabilities(e.source, e.version, set_key, spec, start).argmax(-1)
+        right = np.logical_and.reduce([_chunk_probabilities(e.source, e.version, *key, start).argmax(-1)
                                        == labels[start:start + BATCH] for e, labels in judged])
         if right.any():
             return start + int(np.argmax(right))
@@ -344,8 +352,8 @@ def explain(entry: ModelEntry, image: ImageChoice, method: str, options: dict[st
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def _set_views(path: str, version: int, set_key: str, spec: str, indices: tuple[int, ...], method: str, options_json: str,
-               labelled: bool, _entry: ModelEntry) -> list[MapView]:
+def _set_views(path: str, version: int, set_key: str, spec: str, indices: tuple[int, ...], method: str,
+               options_json: str, labelled: bool, _entry: ModelEntry) -> list[MapView]:
     _, lock = catalog.model_at(path, version)
     data = inputs.set_data(set_key)
     forward = set_rows(_entry, set_key, indices)  # the set's one forward, read
@@ -366,8 +374,8 @@ def set_views(entry: ModelEntry, set_key: str, indices: list[int], method: str,
               options: dict[str, Any]) -> list[MapView]:
     """Maps of many images of a set in one batch, read from the set's one forward (:func:`set_rows`;
     class-explaining methods explain the prediction); the set's boxes only for a model that belongs to it."""
-    return _set_views(entry.source, entry.version, set_key, inputs.set_spec(set_key), tuple(indices), method, json.dumps(options, sort_keys=True),
-                      inputs.belongs(entry, set_key), entry)
+    return _set_views(entry.source, entry.version, *_set(set_key), tuple(indices), method,
+                      json.dumps(options, sort_keys=True), inputs.belongs(entry, set_key), entry)
 
 
 # --------------------------------------------------------------------------------- spectra

@@ -67,8 +67,9 @@ def cues(set_key: str, n: int) -> np.ndarray | None:
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def _chunk(path: str, version: int, set_key: str, spec: str, start: int, stop: int, labels_json: str | None, method: str,
-           options_json: str, metrics: tuple[str, ...], target: Any, _entry: ModelEntry) -> dict[str, np.ndarray]:
+def _chunk(path: str, version: int, set_key: str, spec: str, start: int, stop: int, labels_json: str | None,
+           method: str, options_json: str, metrics: tuple[str, ...], target: Any,
+           _entry: ModelEntry) -> dict[str, np.ndarray]:
     model, lock = catalog.model_at(path, version)
     data = inputs.set_data(set_key).subset(range(start, stop))
     if labels_json is not None:
@@ -94,10 +95,11 @@ def figures(entry: ModelEntry, set_key: str, n: int, method: str, options: dict[
     set's one forward (:func:`compute.set_rows`)."""
     labels = inputs.set_labels(entry, set_key)
     out: dict[str, list[np.ndarray]] = {}
+    spec = inputs.set_spec(set_key)  # a cache key beside the set's short name (compute._set)
     for start in range(0, n, CHUNK):
         stop = min(start + CHUNK, n)
         labelled = None if labels is None else json.dumps(labels[start:stop].tolist())
-        part = _chunk(entry.source, entry.version, set_key, inputs.set_spec(set_key), start, stop, labelled, method,
+        part = _chunk(entry.source, entry.version, set_key, spec, start, stop, labelled, method,
                       json.dumps(options, sort_keys=True), tuple(metrics), target, entry)
         for key, values in part.items():
             out.setdefault(key, []).append(values)
